@@ -1,0 +1,71 @@
+"""The TFMA EvalConfig, built from the config's ``evaluation`` section and the feature spec."""
+from __future__ import annotations
+
+from typing import List
+
+import tensorflow_model_analysis as tfma
+
+from pipeline.config import EvaluationConfig
+from trainer.export import SERVING_SIGNATURE, TRANSFORM_SIGNATURE, output_key
+from transforms import features as F
+
+
+def _metric(class_name: str, threshold=None, **kwargs) -> tfma.MetricConfig:
+    metric = tfma.MetricConfig(class_name=class_name, **kwargs)
+    if threshold is not None:
+        metric.threshold.CopyFrom(threshold)
+    return metric
+
+
+def _lower_bound(value: float) -> tfma.MetricThreshold:
+    return tfma.MetricThreshold(value_threshold=tfma.GenericValueThreshold(lower_bound={"value": value}))
+
+
+def binary_metrics(ev: EvaluationConfig) -> List[tfma.MetricConfig]:
+    auc_threshold = _lower_bound(ev.min_auc)
+    # Change threshold against the baseline (the last blessed model, from the Resolver).
+    # TFMA skips it when there is no baseline, so the first run is judged on values alone.
+    auc_threshold.change_threshold.CopyFrom(tfma.GenericChangeThreshold(
+        direction=tfma.MetricDirection.HIGHER_IS_BETTER, absolute={"value": -ev.max_auc_drop}))
+    metrics = [
+        _metric("ExampleCount"),
+        _metric("AUC", threshold=auc_threshold),
+        _metric("AUCPrecisionRecall", config='{"name": "pr_auc"}'),
+        _metric("BinaryAccuracy", threshold=_lower_bound(ev.min_accuracy) if ev.min_accuracy else None),
+        _metric("Precision"),
+        _metric("Recall"),
+        _metric("Calibration"),
+        _metric("BinaryCrossentropy", config='{"name": "loss"}'),
+    ]
+    return metrics
+
+
+def multiclass_metrics(ev: EvaluationConfig) -> List[tfma.MetricConfig]:
+    return [
+        _metric("ExampleCount"),
+        _metric("SparseCategoricalAccuracy", config='{"name": "accuracy"}',
+                threshold=_lower_bound(ev.min_accuracy) if ev.min_accuracy else None),
+        _metric("SparseCategoricalCrossentropy", config='{"name": "loss"}'),
+    ]
+
+
+def regression_metrics(ev: EvaluationConfig) -> List[tfma.MetricConfig]:
+    return [_metric("ExampleCount"), _metric("MeanSquaredError", config='{"name": "loss"}'),
+            _metric("MeanAbsoluteError")]
+
+
+def build_eval_config(ev: EvaluationConfig, spec: F.FeatureSpec) -> tfma.EvalConfig:
+    metrics = {F.TASK_BINARY: binary_metrics, F.TASK_MULTICLASS: multiclass_metrics,
+               F.TASK_REGRESSION: regression_metrics}[spec.task](ev)
+    return tfma.EvalConfig(
+        model_specs=[tfma.ModelSpec(
+            signature_name=SERVING_SIGNATURE,
+            prediction_key=output_key(spec.task),
+            # The label is derived by the Transform graph (e.g. tips > 20% of fare), so TFMA
+            # runs the model's transform_features signature to get it.
+            preprocessing_function_names=[TRANSFORM_SIGNATURE],
+            label_key=spec.label.name,
+        )],
+        slicing_specs=[tfma.SlicingSpec()] + [tfma.SlicingSpec(feature_keys=[s]) for s in ev.slices],
+        metrics_specs=[tfma.MetricsSpec(metrics=metrics)],
+    )

@@ -1,0 +1,105 @@
+"""``create_pipeline``: the one pipeline definition, for the local runner and Kubeflow.
+
+A pure factory: it reads nothing from the environment or the file system; the runner
+passes in the config and every path (data, schema, pipeline root, serving directory) and
+the metadata connection.
+"""
+from __future__ import annotations
+
+import os
+from typing import Optional, Sequence
+
+from tfx import v1 as tfx
+from tfx.proto import example_gen_pb2
+
+from components.anomalies_gate import AnomaliesGate
+from pipeline.config import PipelineConfig
+from pipeline.eval_config import build_eval_config
+
+PREPROCESSING_FN = "transforms.preprocessing.preprocessing_fn"
+RUN_FN = "trainer.run.run_fn"
+RESOLVER_ID = "latest_blessed_model_resolver"
+
+
+def example_gen_configs(cfg: PipelineConfig, data_pattern: str):
+    input_config = example_gen_pb2.Input(splits=[
+        example_gen_pb2.Input.Split(name="single_split", pattern=data_pattern)])
+    output_config = example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(splits=[
+        example_gen_pb2.SplitConfig.Split(name="train", hash_buckets=cfg.data.train_buckets),
+        example_gen_pb2.SplitConfig.Split(name="eval", hash_buckets=cfg.data.eval_buckets),
+    ]))
+    return input_config, output_config
+
+
+def trainer_custom_config(cfg: PipelineConfig) -> dict:
+    d = cfg.to_dict()
+    return {k: d[k] for k in ("features", "model", "training", "runtime")}
+
+
+def create_pipeline(
+    cfg: PipelineConfig,
+    *,
+    data_root: str,
+    data_pattern: str,
+    schema_path: str,
+    pipeline_root: str,
+    serving_dir: str,
+    metadata_connection_config=None,
+    beam_pipeline_args: Sequence[str] = (),
+    enable_cache: bool = True,
+    train_steps=None,
+    trainer=None,
+) -> tfx.dsl.Pipeline:
+    """Build the pipeline. ``train_steps`` may be a RuntimeParameter (Kubeflow);
+    ``trainer`` lets a runner supply a Trainer variant (e.g. Vertex AI Training)."""
+    input_config, output_config = example_gen_configs(cfg, data_pattern)
+    example_gen = tfx.components.CsvExampleGen(
+        input_base=data_root, input_config=input_config, output_config=output_config)
+    statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs["examples"])
+    schema_gen = tfx.components.ImportSchemaGen(schema_file=schema_path)
+    example_validator = tfx.components.ExampleValidator(
+        statistics=statistics_gen.outputs["statistics"], schema=schema_gen.outputs["schema"])
+    anomalies_gate = AnomaliesGate(anomalies=example_validator.outputs["anomalies"])
+
+    transform = tfx.components.Transform(
+        examples=example_gen.outputs["examples"], schema=schema_gen.outputs["schema"],
+        preprocessing_fn=PREPROCESSING_FN, custom_config={"features": cfg.features.to_dict()})
+    transform.add_upstream_node(anomalies_gate)  # no training on data that fails validation
+
+    trainer_kwargs = dict(
+        run_fn=RUN_FN,
+        examples=transform.outputs["transformed_examples"],
+        transform_graph=transform.outputs["transform_graph"],
+        schema=schema_gen.outputs["schema"],
+        train_args=tfx.proto.TrainArgs(num_steps=train_steps or cfg.training.train_steps),
+        eval_args=tfx.proto.EvalArgs(num_steps=cfg.training.eval_steps),
+        custom_config=trainer_custom_config(cfg),
+    )
+    trainer = (trainer or tfx.components.Trainer)(**trainer_kwargs)
+
+    model_resolver = tfx.dsl.Resolver(
+        strategy_class=tfx.dsl.experimental.LatestBlessedModelStrategy,
+        model=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
+        model_blessing=tfx.dsl.Channel(type=tfx.types.standard_artifacts.ModelBlessing),
+    ).with_id(RESOLVER_ID)
+    evaluator = tfx.components.Evaluator(
+        examples=example_gen.outputs["examples"],
+        model=trainer.outputs["model"],
+        baseline_model=model_resolver.outputs["model"],
+        eval_config=build_eval_config(cfg.evaluation, cfg.features),
+    )
+    pusher = tfx.components.Pusher(
+        model=trainer.outputs["model"],
+        model_blessing=evaluator.outputs["blessing"],
+        push_destination=tfx.proto.PushDestination(
+            filesystem=tfx.proto.PushDestination.Filesystem(base_directory=serving_dir)),
+    )
+    return tfx.dsl.Pipeline(
+        pipeline_name=cfg.name,
+        pipeline_root=pipeline_root,
+        components=[example_gen, statistics_gen, schema_gen, example_validator, anomalies_gate,
+                    transform, trainer, model_resolver, evaluator, pusher],
+        enable_cache=enable_cache,
+        metadata_connection_config=metadata_connection_config,
+        beam_pipeline_args=list(beam_pipeline_args),
+    )

@@ -1,0 +1,41 @@
+"""The end-of-run summary printed by ``tfxline run``."""
+from __future__ import annotations
+
+from typing import List
+
+from pipeline.summary import RunSummary
+
+HEADLINE_METRICS = ("auc", "accuracy", "binary_accuracy", "pr_auc", "precision", "recall",
+                    "loss", "example_count", "mean_absolute_error")
+WORST_SLICES = 3
+MIN_SLICE_EXAMPLES = 20
+
+
+def worst_slices(summary: RunSummary, metric: str = "auc", n: int = WORST_SLICES) -> List[tuple]:
+    rows = [(name, m[metric], m.get("example_count", 0.0)) for name, m in summary.slice_metrics.items()
+            if metric in m and m.get("example_count", 0.0) >= MIN_SLICE_EXAMPLES]
+    return sorted(rows, key=lambda r: r[1])[:n]
+
+
+def format_summary(summary: RunSummary) -> str:
+    lines = [f"run {summary.run_id}:"]
+    cached = sum(c.state == "cached" for c in summary.components)
+    lines.append(f"  components: {len(summary.components)} ran, {cached} served from cache")
+    if summary.metrics:
+        shown = [f"{k} {summary.metrics[k]:.4f}" for k in HEADLINE_METRICS if k in summary.metrics]
+        lines.append("  eval (overall): " + ", ".join(shown))
+    worst = worst_slices(summary)
+    if worst:
+        lines.append("  worst slices by AUC: " + "; ".join(
+            f"{name} {value:.3f} (n={int(count)})" for name, value, count in worst))
+    if summary.blessed is None:
+        lines.append("  blessing: the Evaluator did not run")
+    elif summary.blessed:
+        lines.append("  blessing: BLESSED (all thresholds passed)")
+    else:
+        lines.append("  blessing: NOT blessed; failed: " + ("; ".join(summary.failed_thresholds) or "see the Evaluator output"))
+    if summary.pushed:
+        lines.append(f"  pushed to: {summary.pushed_to}")
+    else:
+        lines.append("  pushed: nothing (" + ("model not blessed" if summary.blessed is False else "no push") + ")")
+    return "\n".join(lines)

@@ -1,0 +1,174 @@
+"""What a pipeline run did, read back from the MLMD store and the TFMA outputs."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Any, Dict, List, Optional
+
+import ml_metadata as mlmd
+from ml_metadata.proto import metadata_store_pb2
+
+STATE_NAMES = {
+    metadata_store_pb2.Execution.COMPLETE: "complete",
+    metadata_store_pb2.Execution.CACHED: "cached",
+    metadata_store_pb2.Execution.FAILED: "failed",
+    metadata_store_pb2.Execution.RUNNING: "running",
+    metadata_store_pb2.Execution.CANCELED: "canceled",
+    metadata_store_pb2.Execution.NEW: "new",
+}
+
+
+@dataclasses.dataclass
+class ComponentRun:
+    node_id: str
+    state: str
+    seconds: float
+    outputs: Dict[str, List[str]] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class RunSummary:
+    run_id: str
+    components: List[ComponentRun]
+    blessed: Optional[bool] = None
+    metrics: Dict[str, float] = dataclasses.field(default_factory=dict)
+    slice_metrics: Dict[str, Dict[str, float]] = dataclasses.field(default_factory=dict)
+    failed_thresholds: List[str] = dataclasses.field(default_factory=list)
+    pushed: Optional[bool] = None
+    pushed_to: str = ""
+    model_uri: str = ""
+
+    def component(self, node_id: str) -> Optional[ComponentRun]:
+        return next((c for c in self.components if c.node_id == node_id), None)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def open_store(metadata_path: str) -> mlmd.MetadataStore:
+    config = metadata_store_pb2.ConnectionConfig()
+    config.sqlite.filename_uri = metadata_path
+    config.sqlite.connection_mode = metadata_store_pb2.SqliteMetadataSourceConfig.READONLY
+    return mlmd.MetadataStore(config)
+
+
+def latest_run_id(store: mlmd.MetadataStore, pipeline_name: str) -> Optional[str]:
+    runs = store.get_contexts_by_type("pipeline_run")
+    pipeline_ctx = store.get_context_by_type_and_name("pipeline", pipeline_name)
+    if pipeline_ctx is None or not runs:
+        return None
+    in_pipeline = {e.id for e in store.get_executions_by_context(pipeline_ctx.id)}
+    runs = [r for r in runs if in_pipeline & {e.id for e in store.get_executions_by_context(r.id)}]
+    return max(runs, key=lambda r: (r.create_time_since_epoch, r.id)).name if runs else None
+
+
+def collect_run(metadata_path: str, pipeline_name: str, run_id: Optional[str] = None) -> RunSummary:
+    store = open_store(metadata_path)
+    run_id = run_id or latest_run_id(store, pipeline_name)
+    if run_id is None:
+        raise LookupError(f"no run of pipeline {pipeline_name!r} in {metadata_path}")
+    run_ctx = store.get_context_by_type_and_name("pipeline_run", run_id)
+    executions = sorted(store.get_executions_by_context(run_ctx.id),
+                        key=lambda e: (e.create_time_since_epoch, e.id))
+    summary = RunSummary(run_id=run_id, components=[])
+    for execution in executions:
+        node_id = _node_id(store, execution)
+        outputs = _output_artifacts(store, execution.id)
+        summary.components.append(ComponentRun(
+            node_id=node_id,
+            state=STATE_NAMES.get(execution.last_known_state, "unknown"),
+            seconds=max(0.0, (execution.last_update_time_since_epoch
+                              - execution.create_time_since_epoch) / 1000.0),
+            outputs={k: [a.uri for a in v] for k, v in outputs.items()},
+        ))
+        if node_id == "Trainer" and outputs.get("model"):
+            summary.model_uri = outputs["model"][0].uri
+        if node_id == "Evaluator":
+            _read_evaluation(summary, outputs)
+        if node_id == "Pusher" and outputs.get("pushed_model"):
+            pushed = outputs["pushed_model"][0]
+            summary.pushed = bool(_int_prop(pushed, "pushed"))
+            summary.pushed_to = _str_prop(pushed, "pushed_destination")
+    return summary
+
+
+def _node_id(store, execution) -> str:
+    for ctx in store.get_contexts_by_execution(execution.id):
+        if ctx.type == "node" or store.get_context_types_by_id([ctx.type_id])[0].name == "node":
+            return ctx.name.split(".", 1)[-1]
+    return execution.name or str(execution.id)
+
+
+def _output_artifacts(store, execution_id: int) -> Dict[str, list]:
+    events = [e for e in store.get_events_by_execution_ids([execution_id])
+              if e.type in (metadata_store_pb2.Event.OUTPUT, metadata_store_pb2.Event.DECLARED_OUTPUT)]
+    artifacts = {a.id: a for a in store.get_artifacts_by_id([e.artifact_id for e in events])}
+    out: Dict[str, list] = {}
+    for e in events:
+        key = e.path.steps[0].key if e.path.steps else "output"
+        if e.artifact_id in artifacts:
+            out.setdefault(key, []).append(artifacts[e.artifact_id])
+    return out
+
+
+def _int_prop(artifact, name: str) -> int:
+    return artifact.custom_properties[name].int_value if name in artifact.custom_properties else 0
+
+
+def _str_prop(artifact, name: str) -> str:
+    return artifact.custom_properties[name].string_value if name in artifact.custom_properties else ""
+
+
+def _read_evaluation(summary: RunSummary, outputs: Dict[str, list]) -> None:
+    import tensorflow_model_analysis as tfma
+
+    if outputs.get("blessing"):
+        summary.blessed = bool(_int_prop(outputs["blessing"][0], "blessed"))
+    if not outputs.get("evaluation"):
+        return
+    uri = outputs["evaluation"][0].uri
+    for slice_key, metrics in _slice_metrics(tfma.load_eval_result(uri)).items():
+        if slice_key == "overall":
+            summary.metrics = metrics
+        else:
+            summary.slice_metrics[slice_key] = metrics
+    validation = tfma.load_validation_result(uri)
+    for per_slice in validation.metric_validations_per_slice:
+        where = _slice_name(per_slice.slice_key)
+        for failure in per_slice.failures:
+            summary.failed_thresholds.append(
+                f"{failure.metric_key.name} on {where}: {failure.message}".strip())
+
+
+def _slice_name(slice_key) -> str:
+    parts = [f"{c.column}={_single_value(c)}" for c in slice_key.single_slice_keys]
+    return ", ".join(parts) or "overall"
+
+
+def _single_value(c) -> str:
+    which = c.WhichOneof("kind")
+    value = getattr(c, which) if which else ""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _slice_metrics(eval_result) -> Dict[str, Dict[str, float]]:
+    out: Dict[str, Dict[str, float]] = {}
+    for slice_key, by_output in eval_result.slicing_metrics:
+        name = ", ".join(f"{k}={v.decode() if isinstance(v, bytes) else v}" for k, v in slice_key) or "overall"
+        values: Dict[str, float] = {}
+        for sub_keys in by_output.values():
+            for metrics in sub_keys.values():
+                for metric, value in metrics.items():
+                    if "doubleValue" in value:
+                        values[metric] = float(value["doubleValue"])
+        out[name] = values
+    return out
+
+
+def write_summary(summary: RunSummary, path: str) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(summary.to_dict(), f, indent=2, sort_keys=True)
+    os.replace(tmp, path)

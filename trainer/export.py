@@ -1,0 +1,66 @@
+"""SavedModel export with the Transform graph inside, so serving has no skew.
+
+Signatures:
+``serving_default``     ``examples``: serialized raw tf.Examples without the label (what a
+                        TF Serving client sends) -> ``probabilities`` (binary: float32 [batch],
+                        P(positive); multi-class: float32 [batch, classes]) or
+                        ``predictions`` (regression).
+``transform_features``  ``examples``: raw tf.Examples with the label columns -> every
+                        transformed feature and the label; TFMA uses it to derive the label.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+
+import tensorflow as tf
+
+from trainer import strategy as strategy_lib
+from transforms import features as F
+
+SERVING_SIGNATURE = "serving_default"
+TRANSFORM_SIGNATURE = "transform_features"
+
+
+def output_key(task: str) -> str:
+    return "predictions" if task == F.TASK_REGRESSION else "probabilities"
+
+
+def build_signatures(model, tf_transform_output, spec: F.FeatureSpec):
+    model.tft_layer = tf_transform_output.transform_features_layer()
+    raw_spec = tf_transform_output.raw_feature_spec()
+    serving_spec = {k: raw_spec[k] for k in spec.serving_columns}
+    names = spec.model_feature_names
+    key = output_key(spec.task)
+    task = spec.task
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+    def serve(examples):
+        transformed = model.tft_layer(tf.io.parse_example(examples, serving_spec))
+        outputs = tf.cast(model({n: transformed[n] for n in names}), tf.float32)
+        if task != F.TASK_MULTICLASS:
+            outputs = tf.reshape(outputs, [-1])
+        return {key: outputs}
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+    def transform_features(examples):
+        return model.tft_layer(tf.io.parse_example(examples, raw_spec))
+
+    return {SERVING_SIGNATURE: serve, TRANSFORM_SIGNATURE: transform_features}
+
+
+def export(model, tf_transform_output, spec: F.FeatureSpec, serving_model_dir: str) -> str:
+    """Save the model; in multi-worker runs only the chief writes to the real directory.
+
+    Every worker must call save (it runs collective ops), so the others write to a
+    temporary directory that is removed afterwards. Returns the directory written.
+    """
+    signatures = build_signatures(model, tf_transform_output, spec)
+    if strategy_lib.is_chief():
+        target = serving_model_dir
+    else:
+        target = os.path.join(tempfile.mkdtemp(prefix="tfxline-worker-export-"), "model")
+    model.save(target, save_format="tf", signatures=signatures)
+    if not strategy_lib.is_chief():
+        tf.io.gfile.rmtree(os.path.dirname(target))
+    return target

@@ -1,0 +1,125 @@
+"""``run_fn``: the entry point TFX's Trainer calls (referenced by import path).
+
+Every choice comes from ``fn_args.custom_config``, which the pipeline factory fills from
+the typed config: the feature spec, model hyperparameters, training and runtime settings.
+Global state (the Keras dtype policy) is set here, at the entry point, and restored.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import os
+import time
+from typing import Any, Dict, List, Mapping
+
+import tensorflow as tf
+import tensorflow_transform as tft
+
+from pipeline.config import ModelConfig, RuntimeConfig, TrainingConfig, section_from_dict
+from trainer import data, export, model as model_lib, precision, strategy as strategy_lib
+from trainer.keras_compat import keras
+from transforms import features as F
+
+RUN_INFO_FILE = "training_run.json"
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainerSettings:
+    features: F.FeatureSpec
+    model: ModelConfig
+    training: TrainingConfig
+    runtime: RuntimeConfig
+
+    @classmethod
+    def from_custom_config(cls, custom_config: Mapping[str, Any]) -> "TrainerSettings":
+        return cls(
+            features=F.FeatureSpec.from_dict(custom_config["features"]),
+            model=section_from_dict(ModelConfig, custom_config.get("model", {}), "model"),
+            training=section_from_dict(TrainingConfig, custom_config.get("training", {}), "training"),
+            runtime=section_from_dict(RuntimeConfig, custom_config.get("runtime", {}), "runtime"),
+        )
+
+
+def model_inputs(spec: F.FeatureSpec, tf_transform_output) -> List[model_lib.ModelInput]:
+    """Model inputs with their cardinalities, from the spec and the Transform output."""
+    inputs = []
+    for f in spec.inputs:
+        if not f.is_categorical:
+            inputs.append(model_lib.ModelInput(f.name))
+            continue
+        vocab = (tf_transform_output.vocabulary_size_by_name(F.vocabulary_name(f.name))
+                 if f.transform == "vocabulary" else None)
+        inputs.append(model_lib.ModelInput(f.name, F.categorical_cardinality(f, vocab)))
+    inputs += [model_lib.ModelInput(c.name, c.hash_buckets) for c in spec.crosses]
+    return inputs
+
+
+def make_head(spec: F.FeatureSpec, tf_transform_output) -> model_lib.Head:
+    if spec.task == F.TASK_MULTICLASS:
+        return model_lib.Head(spec.task, tf_transform_output.vocabulary_size_by_name(F.LABEL_VOCABULARY))
+    return model_lib.Head(spec.task)
+
+
+def run_fn(fn_args) -> None:
+    keras()  # fail early, with the fix named, if tf.keras is not tf_keras
+    settings = TrainerSettings.from_custom_config(fn_args.custom_config)
+    strategy = strategy_lib.create_strategy(settings.runtime.strategy)
+    policy = precision.resolve_policy(settings.runtime.precision, strategy)
+    with precision.precision_policy(policy):
+        train(fn_args, settings, strategy, policy)
+
+
+def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str, Any]:
+    spec, training = settings.features, settings.training
+    tf.keras.utils.set_random_seed(training.seed)
+    tf_transform_output = tft.TFTransformOutput(fn_args.transform_output)
+    feature_spec = tf_transform_output.transformed_feature_spec()
+    replicas = strategy.num_replicas_in_sync
+    global_batch = training.batch_size * replicas
+
+    train_ds = data.make_dataset(fn_args.train_files, feature_spec, spec.label.name, global_batch,
+                                 shuffle=True, seed=training.seed, cache=training.cache)
+    eval_ds = data.make_dataset(fn_args.eval_files, feature_spec, spec.label.name, global_batch,
+                                shuffle=False, seed=training.seed, cache=training.cache)
+
+    total_steps = int(fn_args.train_steps or training.train_steps)
+    epochs = max(1, min(training.epochs, total_steps))
+    steps_per_epoch = math.ceil(total_steps / epochs)
+    head = make_head(spec, tf_transform_output)
+    with strategy.scope():
+        model = model_lib.build_model(
+            model_inputs(spec, tf_transform_output), head, settings.model.hidden_units,
+            settings.model.dropout, settings.model.embedding_max_dim)
+        schedule = model_lib.learning_rate_schedule(
+            settings.model.learning_rate, steps_per_epoch * epochs, settings.model.warmup_steps)
+        optimizer = precision.wrap_optimizer(keras().optimizers.Adam(schedule), policy)
+        loss, metrics = model_lib.loss_and_metrics(head)
+        model.compile(optimizer=optimizer, loss=loss, metrics=metrics)
+
+    log_dir = fn_args.model_run_dir if strategy_lib.is_chief() else os.path.join(
+        fn_args.model_run_dir, "..", f"worker-tmp-{os.getpid()}")
+    callbacks = [keras().callbacks.TensorBoard(log_dir=log_dir, update_freq="epoch")]
+    started = time.monotonic()
+    history = model.fit(train_ds, epochs=epochs, steps_per_epoch=steps_per_epoch,
+                        validation_data=eval_ds, validation_steps=int(fn_args.eval_steps or training.eval_steps),
+                        callbacks=callbacks, verbose=2)
+    seconds = time.monotonic() - started
+    export.export(model, tf_transform_output, spec, fn_args.serving_model_dir)
+    info = {
+        "strategy": strategy_lib.strategy_kind(strategy),
+        "replicas": replicas,
+        "precision": policy,
+        "global_batch": global_batch,
+        "steps": steps_per_epoch * epochs,
+        "epochs": epochs,
+        "train_seconds": round(seconds, 2),
+        "examples_per_second": round(steps_per_epoch * epochs * global_batch / max(seconds, 1e-9), 1),
+        "history": {k: [float(x) for x in v] for k, v in history.history.items()},
+    }
+    if strategy_lib.is_chief():
+        with tf.io.gfile.GFile(os.path.join(fn_args.model_run_dir, RUN_INFO_FILE), "w") as f:
+            json.dump(info, f, indent=2)
+    logging.info("training finished: %s", {k: v for k, v in info.items() if k != "history"})
+    return info

@@ -1,0 +1,95 @@
+"""tf.distribute strategy from the config's ``runtime.strategy``.
+
+``auto``: MultiWorkerMirroredStrategy when TF_CONFIG describes more than one worker,
+else MirroredStrategy on more than one GPU, OneDeviceStrategy on one GPU, and the default
+strategy on CPU. A named strategy that cannot run here raises ``StrategyError`` naming what
+is missing; nothing silently falls back.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Mapping, Optional
+
+import tensorflow as tf
+
+
+class StrategyError(RuntimeError):
+    """The requested strategy cannot run in this environment."""
+
+
+def tf_config(env: Mapping[str, str] = os.environ) -> dict:
+    raw = env.get("TF_CONFIG", "")
+    if not raw:
+        return {}
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise StrategyError(f"TF_CONFIG is not valid JSON ({e}); fix the TF_CONFIG variable") from None
+
+
+def cluster_size(cfg: dict) -> int:
+    cluster = cfg.get("cluster", {})
+    return len(cluster.get("worker", [])) + len(cluster.get("chief", []))
+
+
+def is_chief(cfg: Optional[dict] = None) -> bool:
+    """Chief = task 'chief', or worker 0 when the cluster has no chief; True when local."""
+    cfg = tf_config() if cfg is None else cfg
+    task = cfg.get("task", {})
+    if not task:
+        return True
+    if task.get("type") == "chief":
+        return True
+    has_chief = bool(cfg.get("cluster", {}).get("chief"))
+    return task.get("type") == "worker" and task.get("index", 0) == 0 and not has_chief
+
+
+def create_strategy(name: str, env: Mapping[str, str] = os.environ) -> tf.distribute.Strategy:
+    cfg = tf_config(env)
+    gpus = tf.config.list_logical_devices("GPU")
+    if name == "auto":
+        if cluster_size(cfg) > 1:
+            name = "multi_worker_mirrored"
+        elif len(gpus) > 1:
+            name = "mirrored"
+        elif len(gpus) == 1:
+            name = "one_device"
+        else:
+            name = "default"
+    if name == "default":
+        return tf.distribute.get_strategy()
+    if name == "one_device":
+        return tf.distribute.OneDeviceStrategy("/gpu:0" if gpus else "/cpu:0")
+    if name == "mirrored":
+        if gpus:
+            return tf.distribute.MirroredStrategy()
+        # No GPU: mirror over the logical CPU devices (tests split the CPU into several).
+        cpus = [d.name for d in tf.config.list_logical_devices("CPU")]
+        return tf.distribute.MirroredStrategy(devices=cpus)
+    if name == "multi_worker_mirrored":
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    if name == "parameter_server":
+        cluster = cfg.get("cluster", {})
+        if not cluster.get("ps") or not (cluster.get("worker") or cluster.get("chief")):
+            raise StrategyError(
+                "strategy parameter_server needs a cluster with 'ps' and 'worker' tasks in "
+                "TF_CONFIG; none is set here. Use runtime.strategy=auto to train locally")
+        resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+        return tf.distribute.experimental.ParameterServerStrategy(resolver)
+    if name == "tpu":
+        try:
+            resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
+                tpu=env.get("TPU_NAME", ""))
+            tf.config.experimental_connect_to_cluster(resolver)
+            tf.tpu.experimental.initialize_tpu_system(resolver)
+        except (ValueError, RuntimeError, tf.errors.OpError) as e:
+            raise StrategyError(
+                f"strategy tpu needs a TPU, and none was found ({str(e).splitlines()[0]}); "
+                "run on a TPU VM or set TPU_NAME, or use runtime.strategy=auto") from None
+        return tf.distribute.TPUStrategy(resolver)
+    raise StrategyError(f"unknown strategy {name!r}")
+
+
+def strategy_kind(strategy: tf.distribute.Strategy) -> str:
+    return type(strategy).__name__

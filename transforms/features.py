@@ -1,0 +1,271 @@
+"""Feature declarations: the single source of truth for feature names and transforms.
+
+A dataset config lists its raw columns' roles here once; ``transforms.preprocessing``
+builds the tft ``preprocessing_fn`` from it and ``trainer`` builds the model inputs and
+the serving signature from it. No feature name is written anywhere else.
+
+Transforms of an input column (the output feature keeps the column's name):
+
+``zscore``      numeric; missing values are filled with the column mean, so they
+                become 0 after scaling.
+``bucketize``   numeric; quantile buckets (``num_buckets``), missing values filled with
+                the mean first, so they land in the middle bucket.
+``vocabulary``  string or integer category; ``top_k`` most frequent values get their own
+                index, everything else (unseen at serving too) goes to one of
+                ``oov_buckets`` out-of-vocabulary indices. A missing value is its own
+                category (the empty string, or -1 for integers).
+``identity``    integer category already in ``[0, num_buckets)``; missing or out of range
+                values map to ``default`` (0 unless set).
+
+A cross combines the transformed indices of two or more categorical features and hashes
+them into ``hash_buckets``.
+
+Label transforms (decide the task, and with it the model head):
+
+``ratio_threshold``  binary: ``numerator > threshold * denominator``. A missing or
+                     non-positive denominator gives 0 (the ratio is undefined).
+``binary``           binary: an integer 0/1 column, or a string column with ``positive``
+                     naming the positive value.
+``class_vocabulary`` multi-class: each distinct value (string or integer) is a class.
+``regression``       a numeric target, used as is.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+NUMERIC_TRANSFORMS = ("zscore",)
+CATEGORICAL_TRANSFORMS = ("vocabulary", "identity", "bucketize")
+INPUT_TRANSFORMS = NUMERIC_TRANSFORMS + CATEGORICAL_TRANSFORMS
+LABEL_TRANSFORMS = ("ratio_threshold", "binary", "class_vocabulary", "regression")
+
+TASK_BINARY = "binary"
+TASK_MULTICLASS = "multiclass"
+TASK_REGRESSION = "regression"
+
+
+class FeatureSpecError(ValueError):
+    """The feature spec in a config is invalid."""
+
+
+@dataclasses.dataclass(frozen=True)
+class InputFeature:
+    name: str
+    transform: str
+    top_k: int = 1000
+    oov_buckets: int = 1
+    num_buckets: int = 10
+    default: int = 0
+
+    @property
+    def is_categorical(self) -> bool:
+        return self.transform in CATEGORICAL_TRANSFORMS
+
+
+@dataclasses.dataclass(frozen=True)
+class Cross:
+    name: str
+    inputs: Tuple[str, ...]
+    hash_buckets: int = 1000
+
+
+@dataclasses.dataclass(frozen=True)
+class Label:
+    name: str
+    transform: str
+    column: Optional[str] = None
+    numerator: Optional[str] = None
+    denominator: Optional[str] = None
+    threshold: float = 0.0
+    positive: Optional[str] = None
+
+    @property
+    def task(self) -> str:
+        if self.transform in ("ratio_threshold", "binary"):
+            return TASK_BINARY
+        if self.transform == "class_vocabulary":
+            return TASK_MULTICLASS
+        return TASK_REGRESSION
+
+    @property
+    def source_columns(self) -> Tuple[str, ...]:
+        if self.transform == "ratio_threshold":
+            return (self.numerator, self.denominator)
+        return (self.column,)
+
+
+_FIELDS = {
+    InputFeature: {f.name for f in dataclasses.fields(InputFeature)},
+    Cross: {f.name for f in dataclasses.fields(Cross)},
+    Label: {f.name for f in dataclasses.fields(Label)},
+}
+_REQUIRED_LABEL_FIELDS = {
+    "ratio_threshold": ("numerator", "denominator"),
+    "binary": ("column",),
+    "class_vocabulary": ("column",),
+    "regression": ("column",),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class FeatureSpec:
+    """Every raw column's role: model inputs, hashed crosses and the label."""
+
+    label: Label
+    inputs: Tuple[InputFeature, ...]
+    crosses: Tuple[Cross, ...] = ()
+
+    @property
+    def task(self) -> str:
+        return self.label.task
+
+    @property
+    def input_names(self) -> Tuple[str, ...]:
+        return tuple(f.name for f in self.inputs)
+
+    @property
+    def model_feature_names(self) -> Tuple[str, ...]:
+        """Transformed feature names the model consumes, in a stable order."""
+        return self.input_names + tuple(c.name for c in self.crosses)
+
+    @property
+    def serving_columns(self) -> Tuple[str, ...]:
+        """Raw columns a serving request carries: every model input, never the label."""
+        return self.input_names
+
+    @property
+    def raw_columns(self) -> Tuple[str, ...]:
+        """Every raw column the pipeline reads (inputs and label sources)."""
+        cols = list(self.input_names)
+        cols += [c for c in self.label.source_columns if c not in cols]
+        return tuple(cols)
+
+    def input(self, name: str) -> InputFeature:
+        for f in self.inputs:
+            if f.name == name:
+                return f
+        raise KeyError(name)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {
+            "label": _drop_none(dataclasses.asdict(self.label)),
+            "inputs": [dataclasses.asdict(f) for f in self.inputs],
+            "crosses": [dict(dataclasses.asdict(c), inputs=list(c.inputs)) for c in self.crosses],
+        }
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> "FeatureSpec":
+        if not isinstance(raw, Mapping):
+            raise FeatureSpecError("features: expected a mapping with 'label' and 'inputs'")
+        _check_keys("features", raw, {"label", "inputs", "crosses"})
+        if "label" not in raw or "inputs" not in raw:
+            raise FeatureSpecError("features: both 'label' and 'inputs' are required")
+        label = _build(Label, "features.label", raw["label"])
+        inputs = tuple(
+            _build(InputFeature, f"features.inputs[{i}]", item)
+            for i, item in enumerate(raw["inputs"] or [])
+        )
+        crosses = tuple(
+            _build(Cross, f"features.crosses[{i}]", item)
+            for i, item in enumerate(raw.get("crosses") or [])
+        )
+        spec = cls(label=label, inputs=inputs, crosses=crosses)
+        spec.validate()
+        return spec
+
+    def validate(self, schema_columns: Optional[Sequence[str]] = None) -> None:
+        """Raise FeatureSpecError naming the first problem found."""
+        if not self.inputs:
+            raise FeatureSpecError("features.inputs: declare at least one input feature")
+        if self.label.transform not in LABEL_TRANSFORMS:
+            raise FeatureSpecError(
+                f"features.label: unknown transform {self.label.transform!r}; "
+                f"use one of {', '.join(LABEL_TRANSFORMS)}")
+        for field in _REQUIRED_LABEL_FIELDS[self.label.transform]:
+            if not getattr(self.label, field):
+                raise FeatureSpecError(
+                    f"features.label: transform {self.label.transform!r} needs '{field}'")
+        seen = set()
+        for f in self.inputs:
+            if f.transform not in INPUT_TRANSFORMS:
+                raise FeatureSpecError(
+                    f"features.inputs: {f.name!r} has unknown transform {f.transform!r}; "
+                    f"use one of {', '.join(INPUT_TRANSFORMS)}")
+            for field in ("top_k", "oov_buckets", "num_buckets"):
+                if getattr(f, field) < 1:
+                    raise FeatureSpecError(
+                        f"features.inputs: {f.name!r} needs {field} >= 1")
+            if f.name in seen:
+                raise FeatureSpecError(f"features: duplicate feature name {f.name!r}")
+            seen.add(f.name)
+        for c in self.crosses:
+            if c.name in seen or c.name == self.label.name:
+                raise FeatureSpecError(f"features: duplicate feature name {c.name!r}")
+            seen.add(c.name)
+            if len(c.inputs) < 2:
+                raise FeatureSpecError(f"features.crosses: {c.name!r} needs two or more inputs")
+            for name in c.inputs:
+                if name not in self.input_names or not self.input(name).is_categorical:
+                    raise FeatureSpecError(
+                        f"features.crosses: {c.name!r} crosses {name!r}, which is not a "
+                        "categorical input (vocabulary, identity or bucketize)")
+            if c.hash_buckets < 2:
+                raise FeatureSpecError(f"features.crosses: {c.name!r} needs hash_buckets >= 2")
+        if self.label.name in self.input_names:
+            raise FeatureSpecError(
+                f"features.label: label name {self.label.name!r} is also an input feature")
+        for col in self.label.source_columns:
+            if col in self.input_names and self.label.transform != "ratio_threshold":
+                raise FeatureSpecError(
+                    f"features.label: label column {col!r} is also an input (label leak)")
+        if schema_columns is not None:
+            missing = [c for c in self.raw_columns if c not in set(schema_columns)]
+            if missing:
+                raise FeatureSpecError(
+                    f"features: column(s) {', '.join(missing)} are not in the schema; "
+                    "fix the names in the config or add the columns to the schema")
+
+
+def _drop_none(d: Dict[str, Any]) -> Dict[str, Any]:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+def _check_keys(where: str, raw: Mapping[str, Any], allowed: set) -> None:
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise FeatureSpecError(
+            f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}")
+
+
+def _build(kind, where: str, raw: Any):
+    if not isinstance(raw, Mapping):
+        raise FeatureSpecError(f"{where}: expected a mapping, got {raw!r}")
+    _check_keys(where, raw, _FIELDS[kind])
+    if "name" not in raw:
+        raise FeatureSpecError(f"{where}: 'name' is required")
+    values = dict(raw)
+    if kind is Cross:
+        values["inputs"] = tuple(values.get("inputs") or ())
+    try:
+        return kind(**values)
+    except TypeError as e:
+        raise FeatureSpecError(f"{where}: {e}") from None
+
+
+def categorical_cardinality(feature: InputFeature, vocabulary_size: Optional[int] = None) -> int:
+    """Number of distinct indices a categorical transform can emit."""
+    if feature.transform == "vocabulary":
+        if vocabulary_size is None:
+            raise ValueError(f"vocabulary size of {feature.name!r} is needed")
+        return vocabulary_size + feature.oov_buckets
+    if feature.transform in ("identity", "bucketize"):
+        return feature.num_buckets
+    raise ValueError(f"{feature.name!r} is not categorical")
+
+
+def vocabulary_name(feature_name: str) -> str:
+    """The tft vocabulary file name of a feature (shared by Transform and Trainer)."""
+    return f"{feature_name}_vocab"
+
+
+LABEL_VOCABULARY = "__label_vocab"
