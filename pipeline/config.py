@@ -55,10 +55,13 @@ class ModelConfig:
 @dataclasses.dataclass(frozen=True)
 class TrainingConfig:
     batch_size: int = 256          # per replica; global = batch_size x replicas
-    train_steps: int = 2000
+    train_steps: int = 1000
     # The steps are split into this many Keras epochs; each ends with a validation pass,
     # a TensorBoard point and (with early stopping) a chance to stop.
     epochs: int = 10
+    # Stop when the eval AUC (loss for non-binary tasks) has not improved for this many
+    # epochs, and keep the best weights; 0 turns early stopping off.
+    early_stopping_patience: int = 2
     eval_steps: int = 50
     seed: int = 42
     cache: bool = True             # cache the transformed data in memory when it fits
@@ -68,10 +71,9 @@ class TrainingConfig:
 class RuntimeConfig:
     strategy: str = "auto"
     precision: str = "auto"
-    # Beam args for the data components. FnApiRunner is named explicitly: Beam 2.74's
-    # DirectRunner first tries PrismRunner, which downloads a binary at run time.
-    beam_args: Tuple[str, ...] = ("--runner=FnApiRunner", "--direct_running_mode=in_memory",
-                                  "--direct_num_workers=1")
+    # Beam args for the data components (the DirectRunner locally; Dataflow etc. on a
+    # cluster). in_memory avoids per-component worker start-up on small data.
+    beam_args: Tuple[str, ...] = ("--direct_running_mode=in_memory", "--direct_num_workers=1")
 
 
 @dataclasses.dataclass(frozen=True)

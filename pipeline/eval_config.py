@@ -11,9 +11,12 @@ from transforms import features as F
 
 
 def _metric(class_name: str, threshold=None, **kwargs) -> tfma.MetricConfig:
+    """A metric; its threshold gates the overall slice only (slices are reported, not gated:
+    a small slice's AUC is too noisy to block a release)."""
     metric = tfma.MetricConfig(class_name=class_name, **kwargs)
     if threshold is not None:
-        metric.threshold.CopyFrom(threshold)
+        metric.per_slice_thresholds.append(
+            tfma.PerSliceMetricThreshold(slicing_specs=[tfma.SlicingSpec()], threshold=threshold))
     return metric
 
 

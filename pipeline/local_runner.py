@@ -108,7 +108,11 @@ def run(cfg: PipelineConfig, stream: TextIO = sys.stdout, enable_cache: bool = T
     with _logging_to(log_path, stream) as progress:
         print(f"pipeline {cfg.name}: {len(paths.data_files)} CSV file(s) from {paths.data_root}; "
               f"log: {log_path}", file=stream, flush=True)
-        tfx.orchestration.LocalDagRunner().run(pipeline)
+        try:
+            tfx.orchestration.LocalDagRunner().run(pipeline)
+        except Exception:
+            logging.getLogger(__name__).exception("pipeline %s failed", cfg.name)
+            raise
     result = summary_lib.collect_run(cfg.metadata_path, cfg.name)
     summary_lib.write_summary(result, os.path.join(cfg.output_root, "runs", result.run_id, "summary.json"))
     return result

@@ -137,8 +137,23 @@ def _read_evaluation(summary: RunSummary, outputs: Dict[str, list]) -> None:
     for per_slice in validation.metric_validations_per_slice:
         where = _slice_name(per_slice.slice_key)
         for failure in per_slice.failures:
-            summary.failed_thresholds.append(
-                f"{failure.metric_key.name} on {where}: {failure.message}".strip())
+            summary.failed_thresholds.append(describe_failure(failure, where))
+
+
+def describe_failure(failure, where: str) -> str:
+    """e.g. 'auc 0.712 < 0.75 (value threshold) on overall'."""
+    name = failure.metric_key.name
+    value = failure.metric_value.double_value.value if failure.metric_value.HasField("double_value") else None
+    t = failure.metric_threshold
+    shown = f"{name} {value:.4f}" if value is not None else name
+    if failure.metric_key.is_diff:
+        limit = t.change_threshold.absolute.value
+        return f"{name} changed by {value:+.4f} vs the baseline, allowed {limit:+.4f} (change threshold) on {where}"
+    if t.value_threshold.HasField("lower_bound"):
+        return f"{shown} < {t.value_threshold.lower_bound.value:g} (value threshold) on {where}"
+    if t.value_threshold.HasField("upper_bound"):
+        return f"{shown} > {t.value_threshold.upper_bound.value:g} (value threshold) on {where}"
+    return f"{shown} failed on {where}: {failure.message}"
 
 
 def _slice_name(slice_key) -> str:

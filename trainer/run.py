@@ -46,13 +46,14 @@ def model_inputs(spec: F.FeatureSpec, tf_transform_output) -> List[model_lib.Mod
     """Model inputs with their cardinalities, from the spec and the Transform output."""
     inputs = []
     for f in spec.inputs:
+        name = F.transformed_name(f.name)
         if not f.is_categorical:
-            inputs.append(model_lib.ModelInput(f.name))
+            inputs.append(model_lib.ModelInput(name))
             continue
         vocab = (tf_transform_output.vocabulary_size_by_name(F.vocabulary_name(f.name))
                  if f.transform == "vocabulary" else None)
-        inputs.append(model_lib.ModelInput(f.name, F.categorical_cardinality(f, vocab)))
-    inputs += [model_lib.ModelInput(c.name, c.hash_buckets) for c in spec.crosses]
+        inputs.append(model_lib.ModelInput(name, F.categorical_cardinality(f, vocab)))
+    inputs += [model_lib.ModelInput(F.transformed_name(c.name), c.hash_buckets) for c in spec.crosses]
     return inputs
 
 
@@ -101,6 +102,11 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
     log_dir = fn_args.model_run_dir if strategy_lib.is_chief() else os.path.join(
         fn_args.model_run_dir, "..", f"worker-tmp-{os.getpid()}")
     callbacks = [keras().callbacks.TensorBoard(log_dir=log_dir, update_freq="epoch")]
+    if training.early_stopping_patience and epochs > 1:
+        monitor = "val_auc" if spec.task == F.TASK_BINARY else "val_loss"
+        callbacks.append(keras().callbacks.EarlyStopping(
+            monitor=monitor, mode="max" if monitor == "val_auc" else "min",
+            patience=training.early_stopping_patience, restore_best_weights=True))
     started = time.monotonic()
     history = model.fit(train_ds, epochs=epochs, steps_per_epoch=steps_per_epoch,
                         validation_data=eval_ds, validation_steps=int(fn_args.eval_steps or training.eval_steps),
@@ -112,10 +118,10 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
         "replicas": replicas,
         "precision": policy,
         "global_batch": global_batch,
-        "steps": steps_per_epoch * epochs,
-        "epochs": epochs,
+        "steps": steps_per_epoch * len(history.epoch),
+        "epochs": len(history.epoch),
         "train_seconds": round(seconds, 2),
-        "examples_per_second": round(steps_per_epoch * epochs * global_batch / max(seconds, 1e-9), 1),
+        "examples_per_second": round(steps_per_epoch * len(history.epoch) * global_batch / max(seconds, 1e-9), 1),
         "history": {k: [float(x) for x in v] for k, v in history.history.items()},
     }
     if strategy_lib.is_chief():

@@ -126,7 +126,7 @@ class FeatureSpec:
     @property
     def model_feature_names(self) -> Tuple[str, ...]:
         """Transformed feature names the model consumes, in a stable order."""
-        return self.input_names + tuple(c.name for c in self.crosses)
+        return tuple(transformed_name(n) for n in self.input_names + tuple(c.name for c in self.crosses))
 
     @property
     def serving_columns(self) -> Tuple[str, ...]:
@@ -261,6 +261,12 @@ def categorical_cardinality(feature: InputFeature, vocabulary_size: Optional[int
     if feature.transform in ("identity", "bucketize"):
         return feature.num_buckets
     raise ValueError(f"{feature.name!r} is not categorical")
+
+
+def transformed_name(name: str) -> str:
+    """Transformed features get a suffix so they never shadow the raw column of the same
+    name (TFMA sees both; slices must use the raw values)."""
+    return f"{name}_xf"
 
 
 def vocabulary_name(feature_name: str) -> str:

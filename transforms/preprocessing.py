@@ -30,9 +30,10 @@ def make_preprocessing_fn(spec: F.FeatureSpec) -> Callable[[Dict[str, Any]], Dic
     def fn(inputs: Dict[str, Any]) -> Dict[str, Any]:
         outputs: Dict[str, Any] = {}
         for feature in spec.inputs:
-            outputs[feature.name] = transform_input(feature, inputs[feature.name])
+            outputs[F.transformed_name(feature.name)] = transform_input(feature, inputs[feature.name])
         for cross in spec.crosses:
-            outputs[cross.name] = hashed_cross([outputs[n] for n in cross.inputs], cross.hash_buckets)
+            outputs[F.transformed_name(cross.name)] = hashed_cross(
+                [outputs[F.transformed_name(n)] for n in cross.inputs], cross.hash_buckets)
         outputs[spec.label.name] = transform_label(spec.label, inputs)
         return outputs
 
@@ -61,9 +62,12 @@ def transform_input(feature: F.InputFeature, x: Any) -> tf.Tensor:
     if feature.transform == "zscore":
         return zscore_fill_mean(x)
     if feature.transform == "bucketize":
-        mean = tft.mean(_float_values(x))
-        filled = to_dense(_as_float(x), mean)
-        return tft.bucketize(filled, feature.num_buckets)
+        # Boundaries are quantiles of the present values; a missing value is filled with
+        # the mean. Both analyzers read the raw values, so this stays one analysis phase.
+        values = _float_values(x)
+        boundaries = tft.quantiles(values, feature.num_buckets, epsilon=0.01 / feature.num_buckets)
+        filled = to_dense(_as_float(x), tft.mean(values))
+        return tft.apply_buckets(filled, boundaries)
     if feature.transform == "vocabulary":
         dense = to_dense(x, _missing_default(x))
         if dense.dtype.is_integer:

@@ -1,0 +1,37 @@
+"""Raw CSV rows -> serialized tf.Examples, typed by the schema (as a serving client sends)."""
+from __future__ import annotations
+
+import csv
+from typing import Dict, Iterable, Iterator, List, Sequence
+
+import tensorflow as tf
+from tensorflow_metadata.proto.v0 import schema_pb2
+
+
+def row_to_example(row: Dict[str, str], types: Dict[str, int], columns: Sequence[str]) -> tf.train.Example:
+    """Empty cells are left out (missing), exactly like a client that omits a value."""
+    example = tf.train.Example()
+    for name in columns:
+        value = row.get(name, "")
+        if value == "" or value is None:
+            continue
+        feature = example.features.feature[name]
+        kind = types.get(name, schema_pb2.BYTES)
+        if kind == schema_pb2.INT:
+            feature.int64_list.value.append(int(float(value)))
+        elif kind == schema_pb2.FLOAT:
+            feature.float_list.value.append(float(value))
+        else:
+            feature.bytes_list.value.append(str(value).encode())
+    return example
+
+
+def serialize_rows(rows: Iterable[Dict[str, str]], schema: schema_pb2.Schema,
+                   columns: Sequence[str]) -> List[bytes]:
+    types = {f.name: f.type for f in schema.feature}
+    return [row_to_example(r, types, columns).SerializeToString() for r in rows]
+
+
+def read_csv_rows(path: str) -> Iterator[Dict[str, str]]:
+    with open(path, newline="") as f:
+        yield from csv.DictReader(f)

@@ -1,0 +1,57 @@
+"""Shared fixtures. The test process is an entry point: it picks tf_keras (Keras 2)
+before anything imports TensorFlow, as the tfxline command does."""
+import os
+
+os.environ["TF_USE_LEGACY_KERAS"] = "1"  # see trainer/keras_compat.py for why
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import csv  # noqa: E402
+import io  # noqa: E402
+import itertools  # noqa: E402
+
+import pytest  # noqa: E402
+
+from pipeline import data_source  # noqa: E402
+from pipeline.config import load_config  # noqa: E402
+
+SLICE_ROWS = 3000        # every 5th row of the 15k taxi rows: small, but every category shows up
+E2E_TRAIN_STEPS = 300    # enough to clear the default AUC/accuracy gates on the slice
+
+
+def write_taxi_slice(path, every=5, limit=SLICE_ROWS, mutate=None):
+    """Write a deterministic slice of the shipped taxi CSV; `mutate(row)` may edit rows."""
+    with open(data_source.default_data_path(), newline="") as src:
+        reader = csv.DictReader(src)
+        rows = list(itertools.islice(itertools.islice(reader, 0, None, every), limit))
+        fields = reader.fieldnames
+    if mutate:
+        rows = [mutate(dict(r)) for r in rows]
+    os.makedirs(os.path.dirname(str(path)), exist_ok=True)
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def taxi_slice(tmp_path_factory):
+    return write_taxi_slice(tmp_path_factory.mktemp("data") / "taxi.csv")
+
+
+def e2e_config(data_path, output_root, *extra):
+    return load_config(overrides=[
+        f"data.path={data_path}", f"output_root={output_root}",
+        f"training.train_steps={E2E_TRAIN_STEPS}", "training.epochs=3", "training.eval_steps=10",
+        *extra])
+
+
+@pytest.fixture(scope="session")
+def pipeline_run(taxi_slice, tmp_path_factory):
+    """One real pipeline run on the slice, shared by every test that inspects its outputs."""
+    from pipeline import local_runner
+
+    cfg = e2e_config(taxi_slice, tmp_path_factory.mktemp("run"))
+    out = io.StringIO()
+    summary = local_runner.run(cfg, stream=out)
+    return cfg, summary, out.getvalue()

@@ -1,0 +1,100 @@
+"""CLI argument handling and the bad-input paths (all stop before any component runs)."""
+import os
+
+import pytest
+
+from pipeline import cli
+from tests.conftest import write_taxi_slice
+
+
+def run_cli(argv, capsys):
+    code = cli.main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_flags_map_onto_config(tmp_path):
+    args = cli.build_parser().parse_args([
+        "run", "--output", str(tmp_path), "--train-steps", "77", "--strategy", "mirrored",
+        "--precision", "float32", "--set", "training.batch_size=32", "--set", "model.dropout=0.2"])
+    cfg = cli.config_from_args(args)
+    assert cfg.output_root == str(tmp_path)
+    assert cfg.training.train_steps == 77
+    assert cfg.training.batch_size == 32
+    assert cfg.model.dropout == 0.2
+    assert cfg.runtime.strategy == "mirrored"
+    assert cfg.runtime.precision == "float32"
+
+
+def test_unknown_subcommand_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["fly"])
+    assert e.value.code == 2
+
+
+def mutate_fare(row):
+    if row["trip_start_hour"] == "19":
+        row["fare"] = "twelve"
+    return row
+
+
+def _write(path, text):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return str(path)
+
+
+BAD_DATA = {
+    "missing path": (lambda d: str(d / "missing.csv"), "does not exist"),
+    "empty file": (lambda d: _write(d / "empty.csv", ""), "is empty"),
+    "header only": (lambda d: _write(d / "h.csv", open(write_taxi_slice(d / "x" / "t.csv", limit=1)).readline()),
+                    "has a header but no data rows"),
+    "missing columns": (lambda d: _write(d / "cols.csv", "fare,tips\n1.0,2.0\n"), "lacks required column"),
+    "text in a numeric column": (lambda d: write_taxi_slice(d / "text" / "t.csv", limit=200, mutate=mutate_fare),
+                                 "column 'fare' needs a number, got 'twelve'"),
+    "ragged row": (lambda d: _write(d / "r.csv", open(write_taxi_slice(d / "y" / "t.csv", limit=3)).read() + "1,2\n"),
+                   "fields, the header has"),
+    "directory without CSVs": (lambda d: (d / "dir").mkdir() or str(d / "dir"), "holds no *.csv"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_DATA))
+def test_bad_data_gives_one_line_error_and_writes_nothing(tmp_path, capsys, case):
+    make_data, message = BAD_DATA[case]
+    data = make_data(tmp_path)
+    out_dir = tmp_path / "out"
+    code, _, err = run_cli(["run", "--data", data, "--output", str(out_dir)], capsys)
+    assert code == cli.EXIT_BAD_INPUT
+    lines = [l for l in err.splitlines() if l.startswith("error:")]
+    assert len(lines) == 1 and message in lines[0], err
+    assert not (out_dir / "serving").exists()
+    assert not (out_dir / "metadata.sqlite").exists()
+
+
+def test_missing_column_is_named(tmp_path, capsys):
+    data = write_taxi_slice(tmp_path / "d" / "t.csv", limit=50,
+                            mutate=lambda r: {k: v for k, v in r.items()})
+    text = open(data).read().replace("payment_type", "payment_kind")
+    with open(data, "w") as f:
+        f.write(text)
+    code, _, err = run_cli(["run", "--data", data, "--output", str(tmp_path / "o")], capsys)
+    assert code == cli.EXIT_BAD_INPUT
+    assert "payment_type" in err and "lacks required column" in err
+
+
+def test_bad_config_value_and_unknown_key(tmp_path, capsys):
+    code, _, err = run_cli(["run", "--output", str(tmp_path), "--strategy", "warp"], capsys)
+    assert code == cli.EXIT_BAD_INPUT and "runtime.strategy" in err
+    code, _, err = run_cli(["run", "--output", str(tmp_path), "--set", "training.epoch=3"], capsys)
+    assert code == cli.EXIT_BAD_INPUT and "unknown config key training.epoch" in err
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("name: x\nfeatures: {label: {name: y, transform: binary, column: a}, inputs: []}\n")
+    code, _, err = run_cli(["run", "--config", str(cfg), "--output", str(tmp_path)], capsys)
+    assert code == cli.EXIT_BAD_INPUT and "at least one input" in err
+    assert not os.path.exists(tmp_path / "metadata.sqlite")
+
+
+def test_missing_schema_names_the_draft_command(tmp_path, capsys):
+    code, _, err = run_cli(["run", "--output", str(tmp_path), "--schema", "nosuch"], capsys)
+    assert code == cli.EXIT_BAD_INPUT
+    assert "tfxline schema draft" in err

@@ -1,0 +1,80 @@
+import os
+
+import pytest
+
+from pipeline.config import ConfigError, load_config, packaged_config_path
+
+
+def write(tmp_path, text, name="c.yaml"):
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+def test_default_config_loads_taxi_spec():
+    cfg = load_config()
+    assert cfg.name == "taxi"
+    assert cfg.features.label.name == "big_tipper"
+    assert cfg.features.task == "binary"
+    assert "tips" not in cfg.features.serving_columns
+    assert "tips" in cfg.features.raw_columns
+    assert os.path.isabs(cfg.output_root)
+    assert cfg.runtime.strategy == "auto"
+
+
+def test_overrides_and_explicit_values_are_typed():
+    cfg = load_config(overrides=["training.train_steps=123", "model.hidden_units=[8, 4]",
+                                 "evaluation.slices=[payment_type]"],
+                      **{"runtime.precision": "float32", "output_root": "/tmp/x"})
+    assert cfg.training.train_steps == 123
+    assert cfg.model.hidden_units == (8, 4)
+    assert cfg.evaluation.slices == ("payment_type",)
+    assert cfg.runtime.precision == "float32"
+    assert cfg.output_root == "/tmp/x"
+    assert cfg.metadata_path == "/tmp/x/metadata.sqlite"
+    assert cfg.serving_dir == "/tmp/x/serving/taxi"
+
+
+@pytest.mark.parametrize("override, message", [
+    ("training.trian_steps=5", "unknown config key training.trian_steps"),
+    ("bogus=1", "unknown config key bogus"),
+    ("runtime.strategy=warp", "runtime.strategy"),
+    ("runtime.precision=float8", "runtime.precision"),
+    ("training.batch_size=0", "training.batch_size"),
+    ("training.batch_size=abc", "expected an integer"),
+    ("evaluation.min_auc=1.5", "evaluation.min_auc"),
+    ("evaluation.slices=[no_such_column]", "evaluation.slices"),
+    ("training.cache=maybe", "expected true or false"),
+    ("data.path=/does/not/exist.csv", "does not exist"),
+    ("training", "section.key=value"),
+])
+def test_bad_keys_and_values_name_the_problem(override, message):
+    with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
+        load_config(overrides=[override])
+
+
+def test_error_message_is_one_line():
+    with pytest.raises(ConfigError) as e:
+        load_config(overrides=["runtime.strategy=warp"])
+    assert "\n" not in str(e.value)
+    assert "use one of" in str(e.value)
+
+
+def test_missing_and_invalid_files(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        load_config(str(tmp_path / "nope.yaml"))
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(write(tmp_path, "a: [unclosed"))
+    with pytest.raises(ConfigError, match="features"):
+        load_config(write(tmp_path, "name: x\n"))
+
+
+def test_config_round_trips_through_dict():
+    from pipeline.config import config_from_dict
+
+    cfg = load_config()
+    assert config_from_dict(cfg.to_dict()) == cfg
+
+
+def test_packaged_config_is_package_data():
+    assert os.path.isfile(packaged_config_path("taxi"))

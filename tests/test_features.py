@@ -1,0 +1,46 @@
+import pytest
+
+from transforms.features import FeatureSpec, FeatureSpecError
+
+LABEL = {"name": "y", "transform": "ratio_threshold", "numerator": "tips", "denominator": "fare",
+         "threshold": 0.2}
+
+
+def spec(inputs, crosses=(), label=LABEL):
+    return FeatureSpec.from_dict({"label": label, "inputs": list(inputs), "crosses": list(crosses)})
+
+
+def test_valid_spec_orders_model_features():
+    s = spec([{"name": "fare", "transform": "zscore"},
+              {"name": "a", "transform": "bucketize", "num_buckets": 4},
+              {"name": "b", "transform": "identity", "num_buckets": 24}],
+             [{"name": "a_x_b", "inputs": ["a", "b"], "hash_buckets": 10}])
+    assert s.model_feature_names == ("fare_xf", "a_xf", "b_xf", "a_x_b_xf")
+    assert s.raw_columns == ("fare", "a", "b", "tips")
+    assert s.serving_columns == ("fare", "a", "b")
+    assert FeatureSpec.from_dict(s.to_dict()) == s
+
+
+@pytest.mark.parametrize("inputs, crosses, label, message", [
+    ([{"name": "a", "transform": "sqrt"}], [], LABEL, "unknown transform 'sqrt'"),
+    ([{"name": "a", "transform": "zscore"}, {"name": "a", "transform": "zscore"}], [], LABEL,
+     "duplicate feature name 'a'"),
+    ([{"name": "a", "transform": "zscore"}], [{"name": "c", "inputs": ["a", "a"]}], LABEL,
+     "not a categorical input"),
+    ([{"name": "a", "transform": "zscore", "colour": 1}], [], LABEL, "unknown key"),
+    ([{"name": "a", "transform": "zscore"}], [], {"name": "y", "transform": "binary"}, "needs 'column'"),
+    ([{"name": "a", "transform": "zscore"}], [], {"name": "y", "transform": "magic", "column": "a"},
+     "unknown transform 'magic'"),
+    ([{"name": "a", "transform": "zscore"}], [], {"name": "y", "transform": "binary", "column": "a"},
+     "label leak"),
+    ([], [], LABEL, "at least one input"),
+])
+def test_invalid_specs_are_rejected(inputs, crosses, label, message):
+    with pytest.raises(FeatureSpecError, match=message):
+        spec(inputs, crosses, label)
+
+
+def test_columns_absent_from_schema_are_named():
+    s = spec([{"name": "fare", "transform": "zscore"}, {"name": "speed", "transform": "zscore"}])
+    with pytest.raises(FeatureSpecError, match="speed"):
+        s.validate(schema_columns=["fare", "tips"])

@@ -1,0 +1,60 @@
+"""The model builder on literal inputs: no artifacts, no Transform output needed."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from trainer import precision
+from trainer.model import Head, ModelInput, build_model, embedding_dim, loss_and_metrics
+
+INPUTS = [ModelInput("fare"), ModelInput("payment_type", 5), ModelInput("hour", 24)]
+
+
+def batch(n=6):
+    return {"fare": tf.constant(np.linspace(-1, 1, n), tf.float32),
+            "payment_type": tf.constant([0, 1, 2, 3, 4, 0], tf.int64)[:n],
+            "hour": tf.constant([0, 5, 10, 15, 20, 23], tf.int64)[:n]}
+
+
+@pytest.mark.parametrize("head, shape", [(Head("binary"), (6, 1)), (Head("multiclass", 3), (6, 3)),
+                                         (Head("regression"), (6, 1))])
+def test_heads_produce_the_right_shape(head, shape):
+    model = build_model(INPUTS, head, hidden_units=(8,))
+    out = model(batch())
+    assert out.shape == shape
+    assert out.dtype == tf.float32
+    if head.task == "binary":
+        assert np.all((out.numpy() >= 0) & (out.numpy() <= 1))
+    if head.task == "multiclass":
+        np.testing.assert_allclose(out.numpy().sum(axis=1), 1.0, rtol=1e-5)
+
+
+def test_wide_and_deep_layers_exist_per_categorical():
+    model = build_model(INPUTS, Head("binary"), hidden_units=(8, 4))
+    names = {layer.name for layer in model.layers}
+    assert {"payment_type_wide", "payment_type_embedding", "hour_wide", "deep_0", "deep_1",
+            "prediction"} <= names
+    assert model.get_layer("hour_embedding").output_dim == embedding_dim(24, 16)
+
+
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_mixed_precision_keeps_float32_output_and_restores_policy(policy):
+    from trainer.keras_compat import keras
+
+    before = keras().mixed_precision.global_policy().name
+    with precision.precision_policy(policy):
+        model = build_model(INPUTS, Head("binary"), hidden_units=(8,))
+        assert model.get_layer("deep_0").compute_dtype != "float32"
+        assert model(batch()).dtype == tf.float32
+    assert keras().mixed_precision.global_policy().name == before
+
+
+def test_model_trains_on_a_separable_toy_problem():
+    tf.keras.utils.set_random_seed(0)
+    model = build_model(INPUTS, Head("binary"), hidden_units=(8,))
+    loss, metrics = loss_and_metrics(Head("binary"))
+    model.compile(optimizer=tf.keras.optimizers.Adam(0.05), loss=loss, metrics=metrics)
+    x = batch()
+    y = tf.constant([0, 0, 0, 1, 1, 1], tf.int64)
+    first = model.evaluate(x, y, verbose=0)[0]
+    model.fit(x, y, epochs=40, verbose=0)
+    assert model.evaluate(x, y, verbose=0)[0] < first * 0.5

@@ -1,0 +1,102 @@
+"""preprocessing_fn analyzed and applied for real with tft_beam on literal rows."""
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_transform.beam as tft_beam
+from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
+
+from transforms.features import FeatureSpec
+from transforms.preprocessing import MISSING_STRING, make_preprocessing_fn
+
+SPEC = FeatureSpec.from_dict({
+    "label": {"name": "big_tipper", "transform": "ratio_threshold", "numerator": "tips",
+              "denominator": "fare", "threshold": 0.2},
+    "inputs": [
+        {"name": "fare", "transform": "zscore"},
+        {"name": "payment_type", "transform": "vocabulary", "top_k": 2, "oov_buckets": 1},
+        {"name": "hour", "transform": "identity", "num_buckets": 24},
+        {"name": "lat", "transform": "bucketize", "num_buckets": 4},
+    ],
+    "crosses": [{"name": "pay_x_hour", "inputs": ["payment_type", "hour"], "hash_buckets": 50}],
+})
+
+RAW_SPEC = {
+    "fare": tf.io.VarLenFeature(tf.float32),
+    "tips": tf.io.VarLenFeature(tf.float32),
+    "payment_type": tf.io.VarLenFeature(tf.string),
+    "hour": tf.io.VarLenFeature(tf.int64),
+    "lat": tf.io.VarLenFeature(tf.float32),
+}
+
+FARES = [10.0, 20.0, None, 0.0, 30.0, 40.0, 10.0, 50.0]
+TIPS = [3.0, 1.0, 5.0, 2.0, 0.0, 9.0, 2.0, 11.0]
+PAYMENTS = ["Cash", "Cash", "Credit Card", "Cash", "Credit Card", None, "Dispute", "Cash"]
+HOURS = [0, 5, 23, None, 30, 7, 7, -1]
+LATS = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, None]
+
+
+def rows():
+    def v(x):
+        return [] if x is None else [x]
+    return [{"fare": v(f), "tips": v(t), "payment_type": v(p), "hour": v(h), "lat": v(la)}
+            for f, t, p, h, la in zip(FARES, TIPS, PAYMENTS, HOURS, LATS)]
+
+
+@pytest.fixture(scope="module")
+def transformed(tmp_path_factory):
+    metadata = dataset_metadata.DatasetMetadata(schema_utils.schema_from_feature_spec(RAW_SPEC))
+    with tft_beam.Context(temp_dir=str(tmp_path_factory.mktemp("tft"))):
+        (out, _), tft_output = (rows(), metadata) | tft_beam.AnalyzeAndTransformDataset(
+            make_preprocessing_fn(SPEC))
+    serving = (tft_output, )
+    return out, serving
+
+
+def column(out, name):
+    return np.array([r[name] for r in out])
+
+
+def test_zscore_matches_numpy_and_missing_becomes_zero(transformed):
+    out, _ = transformed
+    present = np.array([f for f in FARES if f is not None], dtype=np.float32)
+    expected = [(f - present.mean()) / present.std() if f is not None else 0.0 for f in FARES]
+    np.testing.assert_allclose(column(out, "fare_xf"), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_vocabulary_top_k_and_oov(transformed):
+    out, _ = transformed
+    got = column(out, "payment_type_xf")
+    # top_k=2 by frequency: Cash (4) -> 0, Credit Card (2) -> 1; Dispute and missing -> OOV 2.
+    assert list(got) == [0, 0, 1, 0, 1, 2, 2, 0]
+
+
+def test_identity_sends_missing_and_out_of_range_to_default(transformed):
+    out, _ = transformed
+    assert list(column(out, "hour_xf")) == [0, 5, 23, 0, 0, 7, 7, 0]
+
+
+def test_bucketize_uses_quantiles_of_present_values(transformed):
+    out, _ = transformed
+    got = column(out, "lat_xf")
+    # Values 1..7 into 4 quantile buckets: monotone, all buckets used, missing (mean 4) in the middle.
+    assert list(got[:7]) == sorted(got[:7])
+    assert set(got[:7]) == {0, 1, 2, 3}
+    assert got[7] == got[3]
+
+
+def test_label_ratio_threshold_with_zero_and_missing_fare(transformed):
+    out, _ = transformed
+    # tips > 0.2 * fare; fare missing or 0 -> 0 (ratio undefined).
+    assert list(column(out, "big_tipper")) == [1, 0, 0, 0, 0, 1, 0, 1]
+
+
+def test_cross_is_a_deterministic_hash_in_range(transformed):
+    out, _ = transformed
+    got = column(out, "pay_x_hour_xf")
+    assert got.min() >= 0 and got.max() < 50
+    assert got[5] == got[6]  # same (OOV payment, hour 7) pair -> same bucket
+    assert len(set(got)) > 3
+
+
+def test_missing_string_placeholder_is_not_a_real_value():
+    assert MISSING_STRING not in PAYMENTS
