@@ -38,6 +38,7 @@ def binary_metrics(ev: EvaluationConfig) -> List[tfma.MetricConfig]:
         _metric("Precision"),
         _metric("Recall"),
         _metric("Calibration"),
+        _metric("MeanLabel"),  # tells one-class slices (AUC undefined) apart in reports
         _metric("BinaryCrossentropy", config='{"name": "loss"}'),
     ]
     return metrics

@@ -143,9 +143,11 @@ class _logging_to:
         absl_logging.set_verbosity(absl_logging.INFO)
         root.addHandler(self.file_handler)
         logging.getLogger("absl").addHandler(self.progress)
+        logging.captureWarnings(True)  # library warnings go to the log file, not the console
         return self.progress
 
     def __exit__(self, *exc) -> None:
+        logging.captureWarnings(False)
         logging.getLogger("absl").removeHandler(self.progress)
         root = logging.getLogger()
         root.removeHandler(self.file_handler)

@@ -12,8 +12,11 @@ MIN_SLICE_EXAMPLES = 20
 
 
 def worst_slices(summary: RunSummary, metric: str = "auc", n: int = WORST_SLICES) -> List[tuple]:
+    """The n lowest slices by `metric`, among slices big enough and with both classes
+    (AUC is undefined on a slice whose labels are all 0 or all 1)."""
     rows = [(name, m[metric], m.get("example_count", 0.0)) for name, m in summary.slice_metrics.items()
-            if metric in m and m.get("example_count", 0.0) >= MIN_SLICE_EXAMPLES]
+            if metric in m and m.get("example_count", 0.0) >= MIN_SLICE_EXAMPLES
+            and 0.0 < m.get("mean_label", 0.5) < 1.0]
     return sorted(rows, key=lambda r: r[1])[:n]
 
 

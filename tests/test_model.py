@@ -58,3 +58,14 @@ def test_model_trains_on_a_separable_toy_problem():
     first = model.evaluate(x, y, verbose=0)[0]
     model.fit(x, y, epochs=40, verbose=0)
     assert model.evaluate(x, y, verbose=0)[0] < first * 0.5
+
+
+def test_autograph_skip_rule_is_added_once():
+    from tensorflow.python.autograph.core import config as autograph_config
+
+    from trainer.keras_compat import skip_autograph_for_tf_keras
+
+    skip_autograph_for_tf_keras()
+    skip_autograph_for_tf_keras()
+    prefixes = [getattr(r, "_prefix", None) for r in autograph_config.CONVERSION_RULES]
+    assert prefixes.count("tf_keras") == 1

@@ -15,6 +15,7 @@ trap 'rm -rf "$TMP"' EXIT
   echo "# The full resolved stack for TFX 1.16.0 on Python 3.10 (the newest TFX whose wheels"
   echo "# install on glibc 2.36). Installed with --no-deps, so it is exactly this set every time."
   echo "# Regenerate: make lock (see README)."
-  "$TMP/venv/bin/pip" freeze --exclude-editable
+  # --all keeps setuptools and wheel (astunparse requires wheel at run time); pip itself is not pinned.
+  "$TMP/venv/bin/pip" freeze --all --exclude-editable | grep -v "^pip=="
 } > "$LOCK"
 echo "wrote $LOCK"

@@ -19,7 +19,7 @@ import tensorflow_transform as tft
 
 from pipeline.config import ModelConfig, RuntimeConfig, TrainingConfig, section_from_dict
 from trainer import data, export, model as model_lib, precision, strategy as strategy_lib
-from trainer.keras_compat import keras
+from trainer.keras_compat import keras, skip_autograph_for_tf_keras
 from transforms import features as F
 
 RUN_INFO_FILE = "training_run.json"
@@ -65,6 +65,7 @@ def make_head(spec: F.FeatureSpec, tf_transform_output) -> model_lib.Head:
 
 def run_fn(fn_args) -> None:
     keras()  # fail early, with the fix named, if tf.keras is not tf_keras
+    skip_autograph_for_tf_keras()
     settings = TrainerSettings.from_custom_config(fn_args.custom_config)
     strategy = strategy_lib.create_strategy(settings.runtime.strategy)
     policy = precision.resolve_policy(settings.runtime.precision, strategy)

@@ -1,0 +1,73 @@
+"""create_pipeline: component list and wiring, built from the config alone (no run)."""
+import pytest
+from tfx import v1 as tfx
+
+from pipeline.config import load_config
+from pipeline.factory import PREPROCESSING_FN, RESOLVER_ID, RUN_FN, create_pipeline
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    root = tmp_path_factory.mktemp("p")
+    cfg = load_config(overrides=[f"output_root={root}", "data.train_buckets=3", "data.eval_buckets=2"])
+    p = create_pipeline(cfg, data_root="/data", data_pattern="taxi.csv", schema_path="/s/taxi.pbtxt",
+                        pipeline_root=str(root / "pr"), serving_dir=str(root / "serving"),
+                        metadata_connection_config=tfx.orchestration.metadata.sqlite_metadata_connection_config(
+                            str(root / "m.sqlite")), beam_pipeline_args=["--direct_num_workers=1"])
+    return cfg, p, {c.id: c for c in p.components}
+
+
+def producer(channel):
+    return channel.producer_component_id
+
+
+def test_components_are_all_there(built):
+    _, p, c = built
+    assert set(c) == {"CsvExampleGen", "StatisticsGen", "ImportSchemaGen", "ExampleValidator",
+                      "AnomaliesGate", "Transform", "Trainer", RESOLVER_ID, "Evaluator", "Pusher"}
+    assert p.enable_cache
+    assert p.beam_pipeline_args == ["--direct_num_workers=1"]
+
+
+def test_wiring(built):
+    _, _, c = built
+    assert producer(c["StatisticsGen"].inputs["examples"]) == "CsvExampleGen"
+    assert producer(c["ExampleValidator"].inputs["schema"]) == "ImportSchemaGen"
+    assert producer(c["AnomaliesGate"].inputs["anomalies"]) == "ExampleValidator"
+    assert c["AnomaliesGate"] in c["Transform"].upstream_nodes
+    assert producer(c["Transform"].inputs["examples"]) == "CsvExampleGen"
+    assert producer(c["Trainer"].inputs["examples"]) == "Transform"
+    assert producer(c["Trainer"].inputs["transform_graph"]) == "Transform"
+    assert producer(c["Evaluator"].inputs["model"]) == "Trainer"
+    assert producer(c["Evaluator"].inputs["baseline_model"]) == RESOLVER_ID
+    assert producer(c["Evaluator"].inputs["examples"]) == "CsvExampleGen"
+    assert producer(c["Pusher"].inputs["model_blessing"]) == "Evaluator"
+
+
+def test_config_reaches_the_components(built):
+    cfg, _, c = built
+    gen = c["CsvExampleGen"].exec_properties
+    assert '"hash_buckets": 3' in gen["output_config"] and '"hash_buckets": 2' in gen["output_config"]
+    assert '"pattern": "taxi.csv"' in gen["input_config"]
+    assert c["Transform"].exec_properties["preprocessing_fn"] == PREPROCESSING_FN
+    assert c["Trainer"].exec_properties["run_fn"] == RUN_FN
+    assert '"num_steps": %d' % cfg.training.train_steps in c["Trainer"].exec_properties["train_args"]
+    assert "big_tipper" in c["Trainer"].exec_properties["custom_config"]
+    assert "serving" in c["Pusher"].exec_properties["push_destination"]
+    assert not c["Transform"].exec_properties.get("module_file")
+
+
+def test_eval_config_has_gates_and_slices(built):
+    from pipeline.eval_config import build_eval_config
+
+    cfg, _, _ = built
+    ec = build_eval_config(cfg.evaluation, cfg.features)
+    assert [list(s.feature_keys) for s in ec.slicing_specs] == [[], ["payment_type"], ["trip_start_hour"]]
+    metrics = {m.class_name: m for m in ec.metrics_specs[0].metrics}
+    assert {"AUC", "AUCPrecisionRecall", "BinaryAccuracy", "Precision", "Recall", "Calibration",
+            "ExampleCount", "BinaryCrossentropy"} <= set(metrics)
+    auc = metrics["AUC"].per_slice_thresholds[0]
+    assert auc.threshold.value_threshold.lower_bound.value == cfg.evaluation.min_auc
+    assert auc.threshold.change_threshold.absolute.value == -cfg.evaluation.max_auc_drop
+    assert list(auc.slicing_specs[0].feature_keys) == []  # gates the overall slice only
+    assert ec.model_specs[0].label_key == "big_tipper"
