@@ -1,7 +1,9 @@
 """The ``tfxline`` command.
 
     tfxline run [--config FILE] [--data PATH] [--output DIR] [--set section.key=value ...]
-    tfxline schema draft --data PATH [--output FILE] [--diff]
+    tfxline schema draft --data PATH [--schema-output FILE] [--diff]
+    tfxline compile --image IMAGE --pipeline-root gs://... [--output pipeline.json]
+    tfxline submit pipeline.json --target vertex|kfp [--param k=v] [--train-steps N] [--dry-run]
 
 Errors in input or config print one ``error:`` line naming the problem and the fix and
 exit 2; a failed pipeline component exits 1. Nothing is pushed unless the whole run,
@@ -32,6 +34,27 @@ def build_parser() -> argparse.ArgumentParser:
     draft.add_argument("--diff", action="store_true",
                        help="print the difference between the draft and the configured schema")
     draft.add_argument("--schema-output", metavar="FILE", help="write the draft schema here")
+
+    comp = sub.add_parser("compile", help="compile for Kubeflow Pipelines v2 / Vertex AI")
+    add_config_args(comp)
+    comp.add_argument("--image", required=True, help="container image built from kubeflow/Dockerfile")
+    comp.add_argument("--pipeline-root", required=True, help="e.g. gs://bucket/tfxline")
+    comp.add_argument("--data-root", help="default of the data_root runtime parameter")
+    comp.add_argument("--pipeline-json", default="pipeline.json", metavar="FILE",
+                      help="where to write the compiled PipelineJob JSON")
+
+    sm = sub.add_parser("submit", help="submit a compiled pipeline to Vertex AI or KFP")
+    sm.add_argument("pipeline_json", metavar="PIPELINE_JSON")
+    sm.add_argument("--target", choices=("vertex", "kfp"), default="vertex")
+    sm.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                    help="runtime parameter value (repeatable), e.g. data_root=gs://b/data")
+    sm.add_argument("--train-steps", type=int, help="sets the train_args runtime parameter")
+    sm.add_argument("--project")
+    sm.add_argument("--region")
+    sm.add_argument("--service-account", default="")
+    sm.add_argument("--pipeline-root", default="", help="overrides the compiled pipeline root")
+    sm.add_argument("--host", default="", help="KFP API endpoint (target kfp)")
+    sm.add_argument("--dry-run", action="store_true", help="print the request; no network")
     return parser
 
 
@@ -70,6 +93,10 @@ def main(argv: Optional[Sequence[str]] = None, stream: Optional[TextIO] = None) 
             return cmd_run(args, stream)
         if args.command == "schema":
             return cmd_schema_draft(args, stream)
+        if args.command == "compile":
+            return cmd_compile(args, stream)
+        if args.command == "submit":
+            return cmd_submit(args, stream)
     except BadInput as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -137,6 +164,41 @@ def cmd_schema_draft(args, stream: TextIO) -> int:
         return schema_tools.draft(cfg, out_path=args.schema_output, diff=args.diff, stream=stream)
     except schema_tools.DataError as e:
         raise BadInput(str(e)) from None
+
+
+def cmd_compile(args, stream: TextIO) -> int:
+    from kubeflow.compile import compile_pipeline
+
+    cfg = _load(args)
+    compile_pipeline(cfg, image=args.image, pipeline_root=args.pipeline_root,
+                     output=args.pipeline_json, data_root=args.data_root)
+    print(f"compiled {cfg.name} for KFP v2 / Vertex AI: {os.path.abspath(args.pipeline_json)}", file=stream)
+    return EXIT_OK
+
+
+def cmd_submit(args, stream: TextIO) -> int:
+    import json
+
+    from kubeflow import submit as submit_lib
+
+    params = {}
+    for item in args.param:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise BadInput(f"--param {item!r} must look like NAME=VALUE")
+        params[name] = value
+    try:
+        request = submit_lib.build_request(
+            args.pipeline_json, target=args.target, parameters=params, train_steps=args.train_steps,
+            pipeline_root=args.pipeline_root, project=args.project or "", region=args.region or "",
+            service_account=args.service_account, host=args.host)
+    except submit_lib.SubmitError as e:
+        raise BadInput(str(e)) from None
+    if args.dry_run:
+        print(json.dumps(request.to_dict(), indent=2, sort_keys=True), file=stream)
+        return EXIT_OK
+    print(f"submitted: {submit_lib.submit(request)}", file=stream)
+    return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -91,6 +91,19 @@ class ServingConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class VertexTrainingConfig:
+    """Kubeflow/Vertex only: run the Trainer as a Vertex AI Training job. With more than
+    one replica the job runs MultiWorkerMirroredStrategy across machines."""
+    enabled: bool = False
+    project: str = ""
+    region: str = "us-central1"
+    machine_type: str = "n1-standard-8"
+    accelerator_type: str = ""     # e.g. NVIDIA_TESLA_T4; empty: CPU only
+    accelerator_count: int = 0
+    replica_count: int = 1         # 1 chief + (replica_count - 1) workers
+
+
+@dataclasses.dataclass(frozen=True)
 class PipelineConfig:
     features: FeatureSpec
     name: str = "taxi"
@@ -101,6 +114,7 @@ class PipelineConfig:
     runtime: RuntimeConfig = RuntimeConfig()
     evaluation: EvaluationConfig = EvaluationConfig()
     serving: ServingConfig = ServingConfig()
+    vertex_training: VertexTrainingConfig = VertexTrainingConfig()
 
     # Paths derived from output_root; runners own them, create_pipeline receives them.
     @property
@@ -211,6 +225,12 @@ def validate(cfg: PipelineConfig) -> None:
         (0.0 <= cfg.evaluation.min_accuracy <= 1.0, "evaluation.min_accuracy",
          "must be in [0, 1]"),
         (cfg.evaluation.max_auc_drop >= 0.0, "evaluation.max_auc_drop", "must be >= 0"),
+        (cfg.vertex_training.replica_count >= 1, "vertex_training.replica_count", "must be >= 1"),
+        (not cfg.vertex_training.enabled or cfg.vertex_training.project, "vertex_training.project",
+         "set the Google Cloud project when vertex_training.enabled is true"),
+        ((cfg.vertex_training.accelerator_count > 0) == bool(cfg.vertex_training.accelerator_type),
+         "vertex_training.accelerator_count",
+         "set accelerator_type and accelerator_count > 0 together, or neither"),
     ]
     for ok, key, fix in checks:
         if not ok:

@@ -47,11 +47,15 @@ def create_pipeline(
     metadata_connection_config=None,
     beam_pipeline_args: Sequence[str] = (),
     enable_cache: bool = True,
-    train_steps=None,
-    trainer=None,
+    train_args=None,
+    trainer_factory=None,
 ) -> tfx.dsl.Pipeline:
-    """Build the pipeline. ``train_steps`` may be a RuntimeParameter (Kubeflow);
-    ``trainer`` lets a runner supply a Trainer variant (e.g. Vertex AI Training)."""
+    """Build the pipeline.
+
+    ``data_root`` and ``train_args`` may be RuntimeParameters (Kubeflow sets them at
+    submission); ``trainer_factory`` lets a runner supply a Trainer variant (for example
+    Vertex AI Training) that takes the standard Trainer arguments.
+    """
     input_config, output_config = example_gen_configs(cfg, data_pattern)
     example_gen = tfx.components.CsvExampleGen(
         input_base=data_root, input_config=input_config, output_config=output_config)
@@ -71,11 +75,11 @@ def create_pipeline(
         examples=transform.outputs["transformed_examples"],
         transform_graph=transform.outputs["transform_graph"],
         schema=schema_gen.outputs["schema"],
-        train_args=tfx.proto.TrainArgs(num_steps=train_steps or cfg.training.train_steps),
+        train_args=train_args or tfx.proto.TrainArgs(num_steps=cfg.training.train_steps),
         eval_args=tfx.proto.EvalArgs(num_steps=cfg.training.eval_steps),
         custom_config=trainer_custom_config(cfg),
     )
-    trainer = (trainer or tfx.components.Trainer)(**trainer_kwargs)
+    trainer = (trainer_factory or tfx.components.Trainer)(**trainer_kwargs)
 
     model_resolver = tfx.dsl.Resolver(
         strategy_class=tfx.dsl.experimental.LatestBlessedModelStrategy,

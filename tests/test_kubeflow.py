@@ -1,0 +1,187 @@
+"""Kubeflow v2 / Vertex: a real compile (offline), golden spec, dry-run submit, Dockerfile."""
+import copy
+import json
+import os
+import re
+import shutil
+import subprocess
+from unittest import mock
+
+import pytest
+from google.protobuf import json_format
+from kfp.pipeline_spec import pipeline_spec_pb2
+
+from kubeflow import compile as kfp_compile, submit as kfp_submit
+from pipeline import cli
+from pipeline.config import load_config
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GOLDEN = os.path.join(ROOT, "tests", "golden", "kfp_pipeline.json")
+IMAGE = "us-docker.pkg.dev/example/tfxline/tfxline:test"
+PIPELINE_ROOT = "gs://example-bucket/tfxline"
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("kfp") / "pipeline.json")
+    cfg = load_config()
+    job = kfp_compile.compile_pipeline(cfg, image=IMAGE, pipeline_root=PIPELINE_ROOT, output=out)
+    return cfg, out, job
+
+
+def tasks(job):
+    return job["pipelineSpec"]["root"]["dag"]["tasks"]
+
+
+def test_output_parses_as_kfp_pipeline_spec(compiled):
+    _, out, job = compiled
+    with open(out) as f:
+        on_disk = json.load(f)
+    assert on_disk["pipelineSpec"] == job["pipelineSpec"]
+    spec = json_format.ParseDict(on_disk["pipelineSpec"], pipeline_spec_pb2.PipelineSpec())
+    assert spec.pipeline_info.name == "taxi"
+    assert len(spec.root.dag.tasks) >= 10
+
+
+def kfp_tasks_for(node_id, job):
+    return [t for t in tasks(job) if t == node_id or t.startswith(node_id + "-")]
+
+
+def test_same_components_and_dag_as_the_local_pipeline(compiled):
+    cfg, _, job = compiled
+    local = kfp_compile.build_pipeline(cfg, PIPELINE_ROOT, IMAGE)
+    local_edges = {(up.id, c.id) for c in local.components for up in c.upstream_nodes}
+    for c in local.components:
+        assert kfp_tasks_for(c.id, job), f"{c.id} missing from the compiled spec"
+    owner = {t: c.id for c in local.components for t in kfp_tasks_for(c.id, job)}
+    assert set(owner) == set(tasks(job))  # nothing extra either
+    kfp_edges = {(owner[d], owner[t]) for t, body in tasks(job).items()
+                 for d in body.get("dependentTasks", [])}
+    assert kfp_edges == local_edges
+    assert ("AnomaliesGate", "Transform") in kfp_edges
+
+
+def test_image_code_paths_and_runtime_parameters(compiled):
+    cfg, _, job = compiled
+    text = json.dumps(job)
+    executors = job["pipelineSpec"]["deploymentSpec"]["executors"]
+    images = {e["container"]["image"] for e in executors.values() if "container" in e}
+    assert images == {IMAGE}
+    assert "transforms.preprocessing.preprocessing_fn" in text and "trainer.run.run_fn" in text
+    assert "/pipeline/schema/taxi.pbtxt" in text
+    params = kfp_submit.declared_parameters(job)
+    assert params["data_root"] == kfp_compile.CONTAINER_TAXI_DATA
+    assert json.loads(params["train_args"]) == {"num_steps": cfg.training.train_steps}
+    assert job["runtimeConfig"]["gcsOutputDirectory"] == PIPELINE_ROOT
+
+
+def normalize(job):
+    """Drop what changes between SDK versions or runs: labels, versions, timestamps."""
+    job = copy.deepcopy(job)
+    job.pop("labels", None)
+    job["pipelineSpec"].pop("sdkVersion", None)
+    text = json.dumps(job, indent=2, sort_keys=True)
+    text = re.sub(r"tfx-\d+\.\d+\.\d+(\.dev\d*)?", "tfx-VERSION", text)
+    return json.loads(text)
+
+
+def test_matches_golden_file(compiled):
+    """Refresh after an intended change: UPDATE_GOLDEN=1 pytest tests/test_kubeflow.py"""
+    _, _, job = compiled
+    got = normalize(job)
+    if os.environ.get("UPDATE_GOLDEN"):
+        with open(GOLDEN, "w") as f:
+            json.dump(got, f, indent=2, sort_keys=True)
+            f.write("\n")
+    with open(GOLDEN) as f:
+        assert got == json.load(f), "compiled spec differs from tests/golden/kfp_pipeline.json"
+
+
+def test_dry_run_submit_to_vertex_carries_overrides(compiled, capsys):
+    _, out, _ = compiled
+    code = cli.main(["submit", out, "--target", "vertex", "--project", "p", "--region", "europe-west4",
+                     "--param", "data_root=gs://b/new-data", "--train-steps", "77", "--dry-run"])
+    assert code == 0
+    request = json.loads(capsys.readouterr().out)
+    assert request["template_path"] == os.path.abspath(out)
+    assert request["pipeline_root"] == PIPELINE_ROOT
+    assert request["parameter_values"] == {"data_root": "gs://b/new-data",
+                                           "train_args": json.dumps({"num_steps": 77})}
+    assert request["project"] == "p" and request["region"] == "europe-west4"
+
+
+def test_submit_reaches_vertex_pipeline_job_with_the_request(compiled):
+    _, out, _ = compiled
+    request = kfp_submit.build_request(out, target="vertex", project="p", region="us-central1",
+                                       parameters={"data_root": "gs://x"}, service_account="sa@p")
+    with mock.patch("google.cloud.aiplatform.PipelineJob") as job_cls:
+        job_cls.return_value.resource_name = "projects/p/pipelineJobs/1"
+        assert kfp_submit.submit(request) == "projects/p/pipelineJobs/1"
+    kwargs = job_cls.call_args.kwargs
+    assert kwargs["template_path"] == os.path.abspath(out)
+    assert kwargs["parameter_values"] == {"data_root": "gs://x"}
+    assert kwargs["pipeline_root"] == PIPELINE_ROOT and kwargs["location"] == "us-central1"
+    job_cls.return_value.submit.assert_called_once_with(service_account="sa@p")
+
+
+def test_submit_reaches_kfp_client(compiled):
+    _, out, _ = compiled
+    request = kfp_submit.build_request(out, target="kfp", host="http://127.0.0.1:8080", train_steps=5)
+    with mock.patch("kfp.Client") as client_cls:
+        client_cls.return_value.create_run_from_pipeline_package.return_value.run_id = "run-1"
+        assert kfp_submit.submit(request) == "run-1"
+    client_cls.assert_called_once_with(host="http://127.0.0.1:8080")
+    args, kwargs = client_cls.return_value.create_run_from_pipeline_package.call_args
+    assert args[0] == os.path.abspath(out)
+    assert kwargs["arguments"] == {"train_args": json.dumps({"num_steps": 5})}
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"target": "vertex", "parameters": {"nope": 1}, "project": "p", "region": "r"}, "not runtime parameters"),
+    ({"target": "vertex"}, "needs --project and --region"),
+    ({"target": "kfp"}, "needs --host"),
+    ({"target": "airflow"}, "unknown target"),
+])
+def test_bad_submissions_are_named(compiled, kwargs, message):
+    _, out, _ = compiled
+    with pytest.raises(kfp_submit.SubmitError, match=message):
+        kfp_submit.build_request(out, **kwargs)
+
+
+def test_vertex_training_worker_pool_spec_reaches_the_trainer(tmp_path):
+    cfg = load_config(overrides=[
+        "vertex_training.enabled=true", "vertex_training.project=p", "vertex_training.replica_count=3",
+        "vertex_training.accelerator_type=NVIDIA_TESLA_T4", "vertex_training.accelerator_count=2"])
+    job = kfp_compile.compile_pipeline(cfg, image=IMAGE, pipeline_root=PIPELINE_ROOT,
+                                       output=str(tmp_path / "p.json"))
+    text = json.dumps(job)
+    assert "ai_platform_training_args" in text
+    custom = json.loads(tasks(job)["Trainer"]["inputs"]["parameters"]["custom_config"]
+                        ["runtimeValue"]["constantValue"]["stringValue"])
+    pools = custom["ai_platform_training_args"]["worker_pool_specs"]
+    assert [p["replica_count"] for p in pools] == [1, 2]
+    assert pools[0]["machine_spec"] == {"machine_type": "n1-standard-8",
+                                        "accelerator_type": "NVIDIA_TESLA_T4", "accelerator_count": 2}
+    assert pools[0]["container_spec"]["image_uri"] == IMAGE
+    assert custom["ai_platform_enable_vertex"] is True
+
+
+DOCKERFILE = os.path.join(ROOT, "kubeflow", "Dockerfile")
+
+
+def test_dockerfile_copies_only_existing_files_and_sets_keras():
+    text = open(DOCKERFILE).read()
+    copies = re.findall(r"^COPY\s+(.+?)\s+\S+\s*$", text, flags=re.M)
+    assert copies
+    for line in copies:
+        for src in line.split():
+            assert os.path.exists(os.path.join(ROOT, src)), f"Dockerfile copies missing {src}"
+    assert "TF_USE_LEGACY_KERAS=1" in text
+    assert "requirements/tfx-1.16-py310.lock.txt" in text
+    assert kfp_compile.CONTAINER_PROJECT_DIR in text
+
+
+def test_dockerfile_passes_hadolint():
+    hadolint = shutil.which("hadolint") or os.path.join(os.path.dirname(os.sys.executable), "hadolint")
+    result = subprocess.run([hadolint, DOCKERFILE], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
