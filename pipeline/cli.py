@@ -2,6 +2,7 @@
 
     tfxline run [--config FILE] [--data PATH] [--output DIR] [--set section.key=value ...]
     tfxline schema draft --data PATH [--schema-output FILE] [--diff]
+    tfxline predict --input rows.csv --predictions out.csv
     tfxline compile --image IMAGE --pipeline-root gs://... [--output pipeline.json]
     tfxline submit pipeline.json --target vertex|kfp [--param k=v] [--train-steps N] [--dry-run]
 
@@ -34,6 +35,13 @@ def build_parser() -> argparse.ArgumentParser:
     draft.add_argument("--diff", action="store_true",
                        help="print the difference between the draft and the configured schema")
     draft.add_argument("--schema-output", metavar="FILE", help="write the draft schema here")
+
+    pr = sub.add_parser("predict", help="predict a CSV of raw rows with the newest pushed model")
+    add_config_args(pr)
+    pr.add_argument("--input", required=True, metavar="CSV", help="raw rows (the label may be absent)")
+    pr.add_argument("--predictions", required=True, metavar="FILE",
+                    help="output: .csv, or .jsonl for JSON lines")
+    pr.add_argument("--model-dir", help="a SavedModel directory (default: the newest pushed version)")
 
     comp = sub.add_parser("compile", help="compile for Kubeflow Pipelines v2 / Vertex AI")
     add_config_args(comp)
@@ -93,6 +101,8 @@ def main(argv: Optional[Sequence[str]] = None, stream: Optional[TextIO] = None) 
             return cmd_run(args, stream)
         if args.command == "schema":
             return cmd_schema_draft(args, stream)
+        if args.command == "predict":
+            return cmd_predict(args, stream)
         if args.command == "compile":
             return cmd_compile(args, stream)
         if args.command == "submit":
@@ -164,6 +174,18 @@ def cmd_schema_draft(args, stream: TextIO) -> int:
         return schema_tools.draft(cfg, out_path=args.schema_output, diff=args.diff, stream=stream)
     except schema_tools.DataError as e:
         raise BadInput(str(e)) from None
+
+
+def cmd_predict(args, stream: TextIO) -> int:
+    from pipeline.data_source import DataError
+    from pipeline.predict import predict_csv
+
+    cfg = _load(args)
+    try:
+        predict_csv(cfg, args.input, args.predictions, model_dir=args.model_dir, stream=stream)
+    except (DataError, FileNotFoundError) as e:
+        raise BadInput(str(e)) from None
+    return EXIT_OK
 
 
 def cmd_compile(args, stream: TextIO) -> int:

@@ -88,6 +88,7 @@ class EvaluationConfig:
 class ServingConfig:
     serving_root: str = ""         # empty means <output_root>/serving
     model_name: str = ""           # empty means the pipeline name
+    keep_versions: int = 5         # pushed versions kept in the serving directory
 
 
 @dataclasses.dataclass(frozen=True)
@@ -225,6 +226,7 @@ def validate(cfg: PipelineConfig) -> None:
         (0.0 <= cfg.evaluation.min_accuracy <= 1.0, "evaluation.min_accuracy",
          "must be in [0, 1]"),
         (cfg.evaluation.max_auc_drop >= 0.0, "evaluation.max_auc_drop", "must be >= 0"),
+        (cfg.serving.keep_versions >= 1, "serving.keep_versions", "must be >= 1"),
         (cfg.vertex_training.replica_count >= 1, "vertex_training.replica_count", "must be >= 1"),
         (not cfg.vertex_training.enabled or cfg.vertex_training.project, "vertex_training.project",
          "set the Google Cloud project when vertex_training.enabled is true"),

@@ -13,6 +13,7 @@ from tfx import v1 as tfx
 from tfx.proto import example_gen_pb2
 
 from components.anomalies_gate import AnomaliesGate
+from components.safe_pusher import SafePusher
 from pipeline.config import PipelineConfig
 from pipeline.eval_config import build_eval_config
 
@@ -92,12 +93,14 @@ def create_pipeline(
         baseline_model=model_resolver.outputs["model"],
         eval_config=build_eval_config(cfg.evaluation, cfg.features),
     )
-    pusher = tfx.components.Pusher(
+    pusher = SafePusher(
         model=trainer.outputs["model"],
         model_blessing=evaluator.outputs["blessing"],
-        push_destination=tfx.proto.PushDestination(
-            filesystem=tfx.proto.PushDestination.Filesystem(base_directory=serving_dir)),
-    )
+        evaluation=evaluator.outputs["evaluation"],
+        examples=example_gen.outputs["examples"],
+        serving_dir=serving_dir,
+        keep_versions=cfg.serving.keep_versions,
+    ).with_id("Pusher")
     return tfx.dsl.Pipeline(
         pipeline_name=cfg.name,
         pipeline_root=pipeline_root,

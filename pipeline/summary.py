@@ -128,7 +128,7 @@ def _read_evaluation(summary: RunSummary, outputs: Dict[str, list]) -> None:
     if not outputs.get("evaluation"):
         return
     uri = outputs["evaluation"][0].uri
-    for slice_key, metrics in _slice_metrics(tfma.load_eval_result(uri)).items():
+    for slice_key, metrics in load_slice_metrics(uri).items():
         if slice_key == "overall":
             summary.metrics = metrics
         else:
@@ -165,6 +165,13 @@ def _single_value(c) -> str:
     which = c.WhichOneof("kind")
     value = getattr(c, which) if which else ""
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def load_slice_metrics(evaluation_uri: str) -> Dict[str, Dict[str, float]]:
+    """{'overall' | 'feature=value': {metric: value}} from a ModelEvaluation artifact."""
+    import tensorflow_model_analysis as tfma
+
+    return _slice_metrics(tfma.load_eval_result(evaluation_uri))
 
 
 def _slice_metrics(eval_result) -> Dict[str, Dict[str, float]]:

@@ -100,3 +100,70 @@ def test_schema_violations_stop_the_run_before_training(tmp_path, capsys):
     assert not (out_dir / "serving").exists()
     ran = {c.node_id for c in collect_run(str(out_dir / "metadata.sqlite"), "taxi").components}
     assert "Transform" not in ran and "Trainer" not in ran
+
+
+def test_push_metadata_next_to_the_version(pipeline_run):
+    from components import serving_push
+
+    cfg, summary, _ = pipeline_run
+    version = serving_push.versions(cfg.serving_dir)[0]
+    meta = serving_push.read_metadata(cfg.serving_dir, version)
+    assert meta["pipeline_run_id"] == summary.run_id
+    assert meta["model_uri"] == summary.model_uri
+    assert abs(meta["metrics"]["auc"] - summary.metrics["auc"]) < 1e-9
+    assert "span" in meta["data"]
+
+
+def test_slice_metrics_exist_for_every_configured_slice(pipeline_run):
+    cfg, summary, _ = pipeline_run
+    for feature in cfg.evaluation.slices:
+        assert any(name.startswith(feature + "=") for name in summary.slice_metrics), feature
+
+
+def test_predict_matches_the_serving_signature(pipeline_run, taxi_slice, tmp_path, capsys):
+    import csv
+
+    cfg, _, _ = pipeline_run
+    rows = list(read_csv_rows(taxi_slice))[:40]
+    for r in rows:
+        r.pop("tips")  # prediction input carries no label
+    rows[0]["company"] = "A Company Never Seen Before"  # unseen category -> OOV bucket
+    src = tmp_path / "rows.csv"
+    with open(src, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    out = tmp_path / "pred.csv"
+    code = cli.main(["predict", "--output", cfg.output_root, "--set", f"data.path={taxi_slice}",
+                     "--input", str(src), "--predictions", str(out)])
+    assert code == 0, capsys.readouterr().err
+    got = [float(r["probability"]) for r in read_csv_rows(str(out))]
+    assert len(got) == len(rows) and all(0.0 <= p <= 1.0 for p in got)
+    from components.serving_push import latest_version_dir
+
+    serve = tf.saved_model.load(latest_version_dir(cfg.serving_dir)).signatures["serving_default"]
+    schema = data_source.load_schema(data_source.schema_path(cfg.data.schema))
+    direct = serve(examples=tf.constant(serialize_rows(rows, schema, cfg.features.serving_columns)))
+    np.testing.assert_allclose(got, direct["probabilities"].numpy(), rtol=1e-6, atol=1e-7)
+    jsonl = tmp_path / "pred.jsonl"
+    assert cli.main(["predict", "--output", cfg.output_root, "--input", str(src),
+                     "--predictions", str(jsonl)]) == 0
+    assert len(open(jsonl).read().splitlines()) == len(rows)
+
+
+def test_worse_candidate_is_not_pushed(pipeline_run, taxi_slice):
+    """After the blessed baseline: a barely-trained model fails the gates, nothing moves."""
+    from components import serving_push
+
+    cfg, first, _ = pipeline_run
+    before = {v: serving_push.read_metadata(cfg.serving_dir, v) for v in serving_push.versions(cfg.serving_dir)}
+    worse = e2e_config(taxi_slice, cfg.output_root, "training.train_steps=1", "training.epochs=1",
+                       "model.learning_rate=0.000001")
+    result = local_runner.run(worse, stream=io.StringIO())
+    assert result.blessed is False
+    assert any(f.startswith("auc") for f in result.failed_thresholds), result.failed_thresholds
+    assert result.pushed is False
+    after = {v: serving_push.read_metadata(cfg.serving_dir, v) for v in serving_push.versions(cfg.serving_dir)}
+    assert after == before
+    model = tf.saved_model.load(os.path.join(cfg.serving_dir, str(max(before))))
+    assert "serving_default" in model.signatures

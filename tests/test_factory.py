@@ -42,6 +42,7 @@ def test_wiring(built):
     assert producer(c["Evaluator"].inputs["baseline_model"]) == RESOLVER_ID
     assert producer(c["Evaluator"].inputs["examples"]) == "CsvExampleGen"
     assert producer(c["Pusher"].inputs["model_blessing"]) == "Evaluator"
+    assert producer(c["Pusher"].inputs["evaluation"]) == "Evaluator"
 
 
 def test_config_reaches_the_components(built):
@@ -53,7 +54,8 @@ def test_config_reaches_the_components(built):
     assert c["Trainer"].exec_properties["run_fn"] == RUN_FN
     assert '"num_steps": %d' % cfg.training.train_steps in c["Trainer"].exec_properties["train_args"]
     assert "big_tipper" in c["Trainer"].exec_properties["custom_config"]
-    assert "serving" in c["Pusher"].exec_properties["push_destination"]
+    assert c["Pusher"].exec_properties["serving_dir"].endswith("serving")
+    assert c["Pusher"].exec_properties["keep_versions"] == cfg.serving.keep_versions
     assert not c["Transform"].exec_properties.get("module_file")
 
 

@@ -1,0 +1,81 @@
+"""SafePusher: TFX's Pusher contract (push only a blessed model, record a PushedModel
+artifact with ``pushed`` / ``pushed_destination``), with the atomic, versioned, pruned
+pushes of ``components.serving_push`` and a metadata file per version.
+
+A model artifact that is already in the serving directory (a cached re-run) is not
+pushed a second time; the artifact points at the existing version.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Dict, List
+
+from tfx import types
+from tfx.dsl.components.base import base_component, base_executor, executor_spec
+from tfx.types import standard_artifacts
+from tfx.types.component_spec import ChannelParameter, ExecutionParameter
+from tfx.components.util import model_utils
+from tfx.utils import path_utils
+
+from components import serving_push
+
+MODEL_KEY, BLESSING_KEY, EVALUATION_KEY, EXAMPLES_KEY = "model", "model_blessing", "evaluation", "examples"
+PUSHED_MODEL_KEY = "pushed_model"
+
+
+def _metadata(input_dict: Dict[str, List[types.Artifact]], run_id: str) -> Dict[str, Any]:
+    model = input_dict[MODEL_KEY][0]
+    meta: Dict[str, Any] = {"model_uri": model.uri, "pipeline_run_id": run_id,
+                            "pushed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    if input_dict.get(EVALUATION_KEY):
+        from pipeline.summary import load_slice_metrics
+
+        meta["metrics"] = load_slice_metrics(input_dict[EVALUATION_KEY][0].uri).get("overall", {})
+    if input_dict.get(EXAMPLES_KEY):
+        examples = input_dict[EXAMPLES_KEY][0]
+        meta["data"] = {"examples_uri": examples.uri, "span": examples.span, "version": examples.version}
+    return meta
+
+
+class Executor(base_executor.BaseExecutor):
+    def Do(self, input_dict: Dict[str, List[types.Artifact]], output_dict: Dict[str, List[types.Artifact]],
+           exec_properties: Dict[str, Any]) -> None:
+        pushed = output_dict[PUSHED_MODEL_KEY][0]
+        serving_dir = exec_properties["serving_dir"]
+        model = input_dict[MODEL_KEY][0]
+        if not model_utils.is_model_blessed(input_dict[BLESSING_KEY][0]):
+            pushed.set_int_custom_property("pushed", 0)
+            return
+        version = serving_push.find_pushed(serving_dir, model.uri)
+        if version is None:
+            run_id = getattr(self._context, "pipeline_run_id", None) or ""
+            version = serving_push.push(path_utils.serving_model_path(model.uri), serving_dir,
+                                        _metadata(input_dict, run_id), int(exec_properties["keep_versions"]))
+        else:
+            pushed.set_int_custom_property("already_pushed", 1)
+        pushed.set_int_custom_property("pushed", 1)
+        pushed.set_string_custom_property("pushed_destination", f"{serving_dir.rstrip('/')}/{version}")
+        pushed.set_string_custom_property("pushed_version", str(version))
+
+
+class SafePusherSpec(types.ComponentSpec):
+    PARAMETERS = {"serving_dir": ExecutionParameter(type=str), "keep_versions": ExecutionParameter(type=int)}
+    INPUTS = {
+        MODEL_KEY: ChannelParameter(type=standard_artifacts.Model),
+        BLESSING_KEY: ChannelParameter(type=standard_artifacts.ModelBlessing),
+        EVALUATION_KEY: ChannelParameter(type=standard_artifacts.ModelEvaluation, optional=True),
+        EXAMPLES_KEY: ChannelParameter(type=standard_artifacts.Examples, optional=True),
+    }
+    OUTPUTS = {PUSHED_MODEL_KEY: ChannelParameter(type=standard_artifacts.PushedModel)}
+
+
+class SafePusher(base_component.BaseComponent):
+    SPEC_CLASS = SafePusherSpec
+    EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(Executor)
+
+    def __init__(self, model, model_blessing, serving_dir: str, keep_versions: int = 5,
+                 evaluation=None, examples=None):
+        super().__init__(spec=SafePusherSpec(
+            model=model, model_blessing=model_blessing, evaluation=evaluation, examples=examples,
+            serving_dir=serving_dir, keep_versions=keep_versions,
+            pushed_model=types.Channel(type=standard_artifacts.PushedModel)))

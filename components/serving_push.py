@@ -1,0 +1,109 @@
+"""Atomic, versioned pushes into a TF Serving model directory (no TFX imports here).
+
+Layout: ``<serving_dir>/<version>/`` with integer versions, as TF Serving's
+``--model_base_path`` expects; each version also holds ``push_metadata.json``.
+
+A push copies the SavedModel into a hidden temporary directory beside the target
+(``.tmp-<version>-<pid>``), writes the metadata, then renames it into place. A rename within
+one local file system is atomic, so TF Serving never sees a partial version; a crash
+leaves only a hidden temporary directory, which the next push removes. (On object stores
+such as GCS a rename is a copy: there, point TF Serving at the bucket only through
+versions that have a ``push_metadata.json``.) Existing versions are never overwritten; the
+newest ``keep_versions`` are kept.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from typing import Any, Callable, Dict, List, Optional
+
+METADATA_FILE = "push_metadata.json"
+TMP_PREFIX = ".tmp-"
+
+
+class PushError(RuntimeError):
+    """A push could not be completed; the serving directory is unchanged."""
+
+
+def versions(serving_dir: str) -> List[int]:
+    """Complete versions, oldest first (hidden temporary directories are not versions)."""
+    if not os.path.isdir(serving_dir):
+        return []
+    return sorted(int(d) for d in os.listdir(serving_dir)
+                  if d.isdigit() and os.path.isdir(os.path.join(serving_dir, d)))
+
+
+def read_metadata(serving_dir: str, version: int) -> Dict[str, Any]:
+    path = os.path.join(serving_dir, str(version), METADATA_FILE)
+    if not os.path.isfile(path):
+        return {}
+    with open(path) as f:
+        return json.load(f)
+
+
+def find_pushed(serving_dir: str, model_uri: str) -> Optional[int]:
+    """The version that already holds this model artifact, if any."""
+    for v in reversed(versions(serving_dir)):
+        if read_metadata(serving_dir, v).get("model_uri") == model_uri:
+            return v
+    return None
+
+
+def next_version(serving_dir: str, now: Optional[float] = None) -> int:
+    """Seconds since the epoch (TFX's convention), but always above every existing version."""
+    existing = versions(serving_dir)
+    candidate = int(now if now is not None else time.time())
+    return max([candidate] + [v + 1 for v in existing])
+
+
+def push(model_dir: str, serving_dir: str, metadata: Dict[str, Any], keep_versions: int,
+         copytree: Callable[[str, str], Any] = shutil.copytree, now: Optional[float] = None) -> int:
+    """Copy ``model_dir`` in as a new version atomically; return the version number."""
+    if keep_versions < 1:
+        raise PushError(f"keep_versions must be >= 1, got {keep_versions}")
+    if not os.path.isfile(os.path.join(model_dir, "saved_model.pb")):
+        raise PushError(f"{model_dir} is not a SavedModel (no saved_model.pb); nothing pushed")
+    os.makedirs(serving_dir, exist_ok=True)
+    remove_stale_temporaries(serving_dir)
+    version = next_version(serving_dir, now)
+    target = os.path.join(serving_dir, str(version))
+    tmp = os.path.join(serving_dir, f"{TMP_PREFIX}{version}-{os.getpid()}")
+    try:
+        copytree(model_dir, tmp)
+        with open(os.path.join(tmp, METADATA_FILE), "w") as f:
+            json.dump(dict(metadata, version=version), f, indent=2, sort_keys=True)
+        if os.path.exists(target):  # never overwrite a version
+            raise PushError(f"version {target} appeared during the push; nothing overwritten")
+        os.rename(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    prune(serving_dir, keep_versions)
+    return version
+
+
+def prune(serving_dir: str, keep_versions: int) -> List[int]:
+    """Delete all but the newest ``keep_versions`` versions; return the deleted ones."""
+    old = versions(serving_dir)[:-keep_versions]
+    for v in old:
+        # Hide first (rename is atomic), then delete, so no half-deleted version is visible.
+        hidden = os.path.join(serving_dir, f"{TMP_PREFIX}deleting-{v}")
+        os.rename(os.path.join(serving_dir, str(v)), hidden)
+        shutil.rmtree(hidden, ignore_errors=True)
+    return old
+
+
+def remove_stale_temporaries(serving_dir: str) -> None:
+    for d in os.listdir(serving_dir):
+        if d.startswith(TMP_PREFIX):
+            shutil.rmtree(os.path.join(serving_dir, d), ignore_errors=True)
+
+
+def latest_version_dir(serving_dir: str) -> str:
+    found = versions(serving_dir)
+    if not found:
+        raise FileNotFoundError(
+            f"no pushed model in {serving_dir}; run 'tfxline run' until a model is blessed and pushed")
+    return os.path.join(serving_dir, str(found[-1]))
