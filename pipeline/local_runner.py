@@ -104,6 +104,7 @@ def run(cfg: PipelineConfig, stream: TextIO = sys.stdout, enable_cache: bool = T
     paths = resolve_inputs(cfg)
     os.makedirs(cfg.output_root, exist_ok=True)
     pipeline = build_pipeline(cfg, paths, enable_cache)
+    started = time.monotonic()
     log_path = os.path.join(cfg.output_root, "logs", time.strftime("%Y%m%d-%H%M%S") + ".log")
     with _logging_to(log_path, stream) as progress:
         print(f"pipeline {cfg.name}: {len(paths.data_files)} CSV file(s) from {paths.data_root}; "
@@ -114,6 +115,7 @@ def run(cfg: PipelineConfig, stream: TextIO = sys.stdout, enable_cache: bool = T
             logging.getLogger(__name__).exception("pipeline %s failed", cfg.name)
             raise
     result = summary_lib.collect_run(cfg.metadata_path, cfg.name)
+    result.wall_seconds = round(time.monotonic() - started, 1)
     summary_lib.write_summary(result, os.path.join(cfg.output_root, "runs", result.run_id, "summary.json"))
     return result
 

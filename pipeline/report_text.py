@@ -23,7 +23,8 @@ def worst_slices(summary: RunSummary, metric: str = "auc", n: int = WORST_SLICES
 def format_summary(summary: RunSummary) -> str:
     lines = [f"run {summary.run_id}:"]
     cached = sum(c.state == "cached" for c in summary.components)
-    lines.append(f"  components: {len(summary.components)} ran, {cached} served from cache")
+    lines.append(f"  components: {len(summary.components)} ran, {cached} served from cache; "
+                 f"wall time {summary.wall_seconds:.0f}s")
     if summary.metrics:
         shown = [f"{k} {summary.metrics[k]:.4f}" for k in HEADLINE_METRICS if k in summary.metrics]
         lines.append("  eval (overall): " + ", ".join(shown))

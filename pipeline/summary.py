@@ -38,6 +38,7 @@ class RunSummary:
     pushed: Optional[bool] = None
     pushed_to: str = ""
     model_uri: str = ""
+    wall_seconds: float = 0.0
 
     def component(self, node_id: str) -> Optional[ComponentRun]:
         return next((c for c in self.components if c.node_id == node_id), None)
