@@ -7,10 +7,12 @@ Global state (the Keras dtype policy) is set here, at the entry point, and resto
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import logging
 import math
 import os
+import tempfile
 import time
 from typing import Any, Dict, List, Mapping
 
@@ -63,6 +65,18 @@ def make_head(spec: F.FeatureSpec, tf_transform_output) -> model_lib.Head:
     return model_lib.Head(spec.task)
 
 
+def backup_dir(fn_args) -> str:
+    """A checkpoint directory that outlives the execution: TFX gives a re-run Trainer new
+    output directories, so the backup is keyed by what determines the training instead
+    (inputs and settings) under the component's root. Keras deletes it after a finished fit.
+    """
+    key = json.dumps({"transform": fn_args.transform_output, "train": list(fn_args.train_files),
+                      "config": fn_args.custom_config, "steps": fn_args.train_steps}, sort_keys=True,
+                     default=str)
+    component_root = os.path.dirname(os.path.dirname(os.path.normpath(fn_args.model_run_dir)))
+    return os.path.join(component_root, "backup", hashlib.sha256(key.encode()).hexdigest()[:16])
+
+
 def run_fn(fn_args) -> None:
     keras()  # fail early, with the fix named, if tf.keras is not tf_keras
     skip_autograph_for_tf_keras()
@@ -100,9 +114,15 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
         loss, metrics = model_lib.loss_and_metrics(head)
         model.compile(optimizer=optimizer, loss=loss, metrics=metrics)
 
-    log_dir = fn_args.model_run_dir if strategy_lib.is_chief() else os.path.join(
-        fn_args.model_run_dir, "..", f"worker-tmp-{os.getpid()}")
-    callbacks = [keras().callbacks.TensorBoard(log_dir=log_dir, update_freq="epoch")]
+    # Only the chief writes TensorBoard logs where users look; other workers write to a
+    # temporary directory (every worker must run the callback in multi-worker training).
+    log_dir = (fn_args.model_run_dir if strategy_lib.is_chief()
+               else tempfile.mkdtemp(prefix="tfxline-worker-logs-"))
+    callbacks = [
+        keras().callbacks.TensorBoard(log_dir=log_dir, update_freq="epoch"),
+        # A killed Trainer, started again on the same inputs, resumes from the last epoch.
+        keras().callbacks.BackupAndRestore(backup_dir=backup_dir(fn_args)),
+    ]
     if training.early_stopping_patience and epochs > 1:
         monitor = "val_auc" if spec.task == F.TASK_BINARY else "val_loss"
         callbacks.append(keras().callbacks.EarlyStopping(
@@ -114,11 +134,14 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
                         callbacks=callbacks, verbose=2)
     seconds = time.monotonic() - started
     export.export(model, tf_transform_output, spec, fn_args.serving_model_dir)
+    if not strategy_lib.is_chief():
+        tf.io.gfile.rmtree(log_dir)
     info = {
         "strategy": strategy_lib.strategy_kind(strategy),
         "replicas": replicas,
         "precision": policy,
         "global_batch": global_batch,
+        "first_epoch": history.epoch[0] if history.epoch else None,
         "steps": steps_per_epoch * len(history.epoch),
         "epochs": len(history.epoch),
         "train_seconds": round(seconds, 2),

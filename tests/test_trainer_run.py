@@ -1,0 +1,134 @@
+"""run_fn for real on the shared run's Transform output, one fresh process per run:
+strategies (default, one device, mirrored over 2 logical CPUs, multi-worker over two local
+processes), precision policies, and kill-and-resume."""
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from pipeline.factory import trainer_custom_config
+from pipeline.config import load_config
+
+pytestmark = pytest.mark.e2e
+HARNESS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "trainer_harness.py")
+
+
+@pytest.fixture(scope="module")
+def transform_output(pipeline_run):
+    cfg, summary, _ = pipeline_run
+    transform = summary.component("Transform")
+    return {"graph": transform.outputs["transform_graph"][0],
+            "examples": transform.outputs["transformed_examples"][0], "cfg": cfg}
+
+
+def fn_args(t, out_dir, overrides=(), steps=60):
+    cfg = load_config(overrides=[f"output_root={t['cfg'].output_root}", "training.epochs=3",
+                                 "training.batch_size=64", *overrides])
+    return {
+        "train_files": [os.path.join(t["examples"], "Split-train", "*")],
+        "eval_files": [os.path.join(t["examples"], "Split-eval", "*")],
+        "transform_output": t["graph"],
+        "serving_model_dir": os.path.join(out_dir, "Trainer", "model", "1", "Format-Serving"),
+        "model_run_dir": os.path.join(out_dir, "Trainer", "model_run", "1"),
+        "train_steps": steps, "eval_steps": 5,
+        "custom_config": trainer_custom_config(cfg),
+    }
+
+
+def start(args, tmp_path, name, env=None, logical_cpus=1):
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(dict(args, logical_cpus=logical_cpus)))
+    log = open(tmp_path / f"{name}.log", "w")
+    return subprocess.Popen([sys.executable, HARNESS, str(path)], stdout=log, stderr=subprocess.STDOUT,
+                            env={**os.environ, **(env or {})})
+
+
+def finish(proc, tmp_path, name, timeout=300):
+    assert proc.wait(timeout=timeout) == 0, (tmp_path / f"{name}.log").read_text()[-3000:]
+
+
+def run_info(args):
+    with open(os.path.join(args["model_run_dir"], "training_run.json")) as f:
+        return json.load(f)
+
+
+def signature(model_dir):
+    import tensorflow as tf
+
+    sig = tf.saved_model.load(model_dir).signatures["serving_default"]
+    inputs = {k: (v.dtype.name, v.shape.as_list()) for k, v in sig.structured_input_signature[1].items()}
+    outputs = {k: (v.dtype.name, v.shape.as_list()) for k, v in sig.structured_outputs.items()}
+    return inputs, outputs
+
+
+@pytest.mark.parametrize("strategy, cpus, replicas", [
+    ("default", 1, 1), ("one_device", 1, 1), ("mirrored", 2, 2)])
+def test_strategies_train_and_export_the_same_signature(transform_output, tmp_path, strategy, cpus, replicas):
+    args = fn_args(transform_output, str(tmp_path), [f"runtime.strategy={strategy}"])
+    finish(start(args, tmp_path, strategy, logical_cpus=cpus), tmp_path, strategy)
+    info = run_info(args)
+    assert info["replicas"] == replicas
+    assert info["global_batch"] == 64 * replicas
+    loss = info["history"]["loss"]
+    assert loss[-1] < loss[0]
+    inputs, outputs = signature(args["serving_model_dir"])
+    assert inputs == {"examples": ("string", [None])}
+    assert outputs == {"probabilities": ("float32", [None])}
+
+
+def test_multi_worker_mirrored_over_two_local_processes(transform_output, tmp_path):
+    import portpicker
+
+    ports = [portpicker.pick_unused_port() for _ in range(2)]
+    cluster = {"worker": [f"127.0.0.1:{p}" for p in ports]}
+    procs, all_args = [], []
+    for i in range(2):
+        args = fn_args(transform_output, str(tmp_path / f"w{i}"), ["runtime.strategy=auto"], steps=30)
+        all_args.append(args)
+        tf_config = json.dumps({"cluster": cluster, "task": {"type": "worker", "index": i}})
+        procs.append(start(args, tmp_path, f"worker{i}", env={"TF_CONFIG": tf_config}))
+    for i, p in enumerate(procs):
+        finish(p, tmp_path, f"worker{i}", timeout=400)
+    chief = run_info(all_args[0])
+    assert chief["strategy"] == "MultiWorkerMirroredStrategy" and chief["replicas"] == 2
+    assert os.path.isfile(os.path.join(all_args[0]["serving_model_dir"], "saved_model.pb"))
+    # Only the chief writes the model and the run info; worker 1 wrote to a temporary dir.
+    assert not os.path.exists(all_args[1]["serving_model_dir"])
+    assert not os.path.exists(os.path.join(all_args[1]["model_run_dir"], "training_run.json"))
+
+
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+def test_precision_policies_export_float32(transform_output, tmp_path, policy):
+    args = fn_args(transform_output, str(tmp_path), [f"runtime.precision={policy}"], steps=30)
+    finish(start(args, tmp_path, policy), tmp_path, policy)
+    assert run_info(args)["precision"] == policy
+    _, outputs = signature(args["serving_model_dir"])
+    assert outputs["probabilities"][0] == "float32"
+
+
+def test_killed_trainer_resumes_from_its_last_epoch(transform_output, tmp_path):
+    from trainer.run import backup_dir
+    from tfx.components.trainer.fn_args_utils import FnArgs
+
+    args = fn_args(transform_output, str(tmp_path), ["training.epochs=6", "training.early_stopping_patience=0"],
+                   steps=1200)
+    backup = backup_dir(FnArgs(**args))
+    proc = start(args, tmp_path, "killed")
+    deadline = time.time() + 240
+    while time.time() < deadline and not glob.glob(os.path.join(backup, "chief", "ckpt-2*")) \
+            and not glob.glob(os.path.join(backup, "ckpt-2*")):
+        assert proc.poll() is None, (tmp_path / "killed.log").read_text()[-3000:]
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert os.path.isdir(backup), "no checkpoint was written before the kill"
+    finish(start(args, tmp_path, "resumed"), tmp_path, "resumed")
+    info = run_info(args)
+    assert info["first_epoch"] >= 2  # epochs already done were not repeated
+    assert info["epochs"] == 6 - info["first_epoch"]
+    assert not os.path.exists(backup)  # removed after the finished fit

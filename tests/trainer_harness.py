@@ -1,0 +1,34 @@
+"""Run trainer.run.run_fn in a fresh process, as TFX's Trainer would (used by the tests).
+
+    python tests/trainer_harness.py ARGS.json
+
+A fresh process per run because logical CPU devices (for MirroredStrategy) and TF_CONFIG
+(for MultiWorkerMirroredStrategy) must be set before TensorFlow initialises.
+"""
+import json
+import os
+import sys
+
+os.environ["TF_USE_LEGACY_KERAS"] = "1"
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def main(path):
+    with open(path) as f:
+        args = json.load(f)
+    import tensorflow as tf
+
+    cpus = int(args.pop("logical_cpus", 1))
+    if cpus > 1:
+        physical = tf.config.list_physical_devices("CPU")[0]
+        tf.config.set_logical_device_configuration(
+            physical, [tf.config.LogicalDeviceConfiguration() for _ in range(cpus)])
+    from tfx.components.trainer.fn_args_utils import FnArgs
+
+    from trainer.run import run_fn
+
+    run_fn(FnArgs(**args))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
