@@ -118,11 +118,16 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
     # temporary directory (every worker must run the callback in multi-worker training).
     log_dir = (fn_args.model_run_dir if strategy_lib.is_chief()
                else tempfile.mkdtemp(prefix="tfxline-worker-logs-"))
-    callbacks = [
-        keras().callbacks.TensorBoard(log_dir=log_dir, update_freq="epoch"),
-        # A killed Trainer, started again on the same inputs, resumes from the last epoch.
-        keras().callbacks.BackupAndRestore(backup_dir=backup_dir(fn_args)),
-    ]
+    callbacks = [keras().callbacks.TensorBoard(log_dir=log_dir, update_freq="epoch")]
+    # A killed Trainer, started again on the same inputs, resumes from its last epoch.
+    # Keras supports this for the default, mirrored, multi-worker and TPU strategies only.
+    resumable = not isinstance(strategy, (tf.distribute.OneDeviceStrategy,
+                                          tf.distribute.experimental.ParameterServerStrategy))
+    if resumable:
+        callbacks.append(keras().callbacks.BackupAndRestore(backup_dir=backup_dir(fn_args)))
+    else:
+        logging.warning("%s cannot resume a killed training (Keras BackupAndRestore does not "
+                        "support it); a restarted Trainer starts over", type(strategy).__name__)
     if training.early_stopping_patience and epochs > 1:
         monitor = "val_auc" if spec.task == F.TASK_BINARY else "val_loss"
         callbacks.append(keras().callbacks.EarlyStopping(
@@ -142,6 +147,7 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
         "precision": policy,
         "global_batch": global_batch,
         "first_epoch": history.epoch[0] if history.epoch else None,
+        "resumable": resumable,
         "steps": steps_per_epoch * len(history.epoch),
         "epochs": len(history.epoch),
         "train_seconds": round(seconds, 2),

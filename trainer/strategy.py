@@ -7,6 +7,7 @@ is missing; nothing silently falls back.
 """
 from __future__ import annotations
 
+import glob
 import json
 import os
 from typing import Mapping, Optional
@@ -47,11 +48,15 @@ def is_chief(cfg: Optional[dict] = None) -> bool:
 
 def create_strategy(name: str, env: Mapping[str, str] = os.environ) -> tf.distribute.Strategy:
     cfg = tf_config(env)
-    gpus = tf.config.list_logical_devices("GPU")
+    if name == "auto" and cluster_size(cfg) > 1:
+        name = "multi_worker_mirrored"
+    if name == "multi_worker_mirrored":
+        # Must come before anything initialises the TF runtime (even listing logical
+        # devices does): collective ops are configured at start-up.
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    gpus = tf.config.list_physical_devices("GPU")
     if name == "auto":
-        if cluster_size(cfg) > 1:
-            name = "multi_worker_mirrored"
-        elif len(gpus) > 1:
+        if len(gpus) > 1:
             name = "mirrored"
         elif len(gpus) == 1:
             name = "one_device"
@@ -67,8 +72,6 @@ def create_strategy(name: str, env: Mapping[str, str] = os.environ) -> tf.distri
         # No GPU: mirror over the logical CPU devices (tests split the CPU into several).
         cpus = [d.name for d in tf.config.list_logical_devices("CPU")]
         return tf.distribute.MirroredStrategy(devices=cpus)
-    if name == "multi_worker_mirrored":
-        return tf.distribute.MultiWorkerMirroredStrategy()
     if name == "parameter_server":
         cluster = cfg.get("cluster", {})
         if not cluster.get("ps") or not (cluster.get("worker") or cluster.get("chief")):
@@ -78,6 +81,10 @@ def create_strategy(name: str, env: Mapping[str, str] = os.environ) -> tf.distri
         resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
         return tf.distribute.experimental.ParameterServerStrategy(resolver)
     if name == "tpu":
+        if not env.get("TPU_NAME") and not glob.glob("/dev/accel*"):
+            raise StrategyError(
+                "strategy tpu needs a TPU: no TPU_NAME is set and no TPU device (/dev/accel*) "
+                "is present; run on a TPU VM or set TPU_NAME, or use runtime.strategy=auto")
         try:
             resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
                 tpu=env.get("TPU_NAME", ""))
@@ -92,4 +99,10 @@ def create_strategy(name: str, env: Mapping[str, str] = os.environ) -> tf.distri
 
 
 def strategy_kind(strategy: tf.distribute.Strategy) -> str:
-    return type(strategy).__name__
+    """The public name (MultiWorkerMirroredStrategy's class is CollectiveAllReduceStrategy)."""
+    for cls in (tf.distribute.MultiWorkerMirroredStrategy, tf.distribute.MirroredStrategy,
+                tf.distribute.OneDeviceStrategy, tf.distribute.TPUStrategy,
+                tf.distribute.experimental.ParameterServerStrategy):
+        if isinstance(strategy, cls):
+            return cls.__name__
+    return "DefaultStrategy" if strategy is tf.distribute.get_strategy() else type(strategy).__name__

@@ -1,0 +1,35 @@
+"""Strategy choice from config and TF_CONFIG (in-process; the multi-device runs are in
+test_trainer_run.py, in fresh processes)."""
+import json
+
+import pytest
+import tensorflow as tf
+
+from trainer import strategy as s
+
+
+def test_auto_on_cpu_is_the_default_strategy():
+    strategy = s.create_strategy("auto", env={})
+    assert strategy is tf.distribute.get_strategy()
+    assert s.strategy_kind(strategy) == "DefaultStrategy"
+
+
+@pytest.mark.parametrize("name, env, message", [
+    ("parameter_server", {}, "needs a cluster with 'ps' and 'worker'"),
+    ("tpu", {}, "needs a TPU"),
+    ("auto", {"TF_CONFIG": "{not json"}, "TF_CONFIG is not valid JSON"),
+])
+def test_strategies_that_cannot_run_here_say_what_is_missing(name, env, message):
+    with pytest.raises(s.StrategyError, match=message):
+        s.create_strategy(name, env=env)
+
+
+def test_chief_detection():
+    cluster = {"worker": ["a:1", "b:2"]}
+    assert s.is_chief({})
+    assert s.is_chief({"cluster": cluster, "task": {"type": "worker", "index": 0}})
+    assert not s.is_chief({"cluster": cluster, "task": {"type": "worker", "index": 1}})
+    with_chief = {"cluster": dict(cluster, chief=["c:3"]), "task": {"type": "worker", "index": 0}}
+    assert not s.is_chief(with_chief)
+    assert s.is_chief({"cluster": with_chief["cluster"], "task": {"type": "chief", "index": 0}})
+    assert s.cluster_size(json.loads(json.dumps(with_chief))) == 3
