@@ -123,8 +123,9 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
     # Keras supports this for the default, mirrored, multi-worker and TPU strategies only.
     resumable = not isinstance(strategy, (tf.distribute.OneDeviceStrategy,
                                           tf.distribute.experimental.ParameterServerStrategy))
+    backup = backup_dir(fn_args)
     if resumable:
-        callbacks.append(keras().callbacks.BackupAndRestore(backup_dir=backup_dir(fn_args)))
+        callbacks.append(keras().callbacks.BackupAndRestore(backup_dir=backup))
     else:
         logging.warning("%s cannot resume a killed training (Keras BackupAndRestore does not "
                         "support it); a restarted Trainer starts over", type(strategy).__name__)
@@ -141,6 +142,8 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
     export.export(model, tf_transform_output, spec, fn_args.serving_model_dir)
     if not strategy_lib.is_chief():
         tf.io.gfile.rmtree(log_dir)
+    elif resumable and tf.io.gfile.exists(backup):
+        tf.io.gfile.rmtree(backup)  # finished: nothing left to resume
     info = {
         "strategy": strategy_lib.strategy_kind(strategy),
         "replicas": replicas,

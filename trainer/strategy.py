@@ -100,9 +100,12 @@ def create_strategy(name: str, env: Mapping[str, str] = os.environ) -> tf.distri
 
 def strategy_kind(strategy: tf.distribute.Strategy) -> str:
     """The public name (MultiWorkerMirroredStrategy's class is CollectiveAllReduceStrategy)."""
-    for cls in (tf.distribute.MultiWorkerMirroredStrategy, tf.distribute.MirroredStrategy,
-                tf.distribute.OneDeviceStrategy, tf.distribute.TPUStrategy,
-                tf.distribute.experimental.ParameterServerStrategy):
+    named = ((tf.distribute.MultiWorkerMirroredStrategy, "MultiWorkerMirroredStrategy"),
+             (tf.distribute.MirroredStrategy, "MirroredStrategy"),
+             (tf.distribute.OneDeviceStrategy, "OneDeviceStrategy"),
+             (tf.distribute.TPUStrategy, "TPUStrategy"),
+             (tf.distribute.experimental.ParameterServerStrategy, "ParameterServerStrategy"))
+    for cls, name in named:
         if isinstance(strategy, cls):
-            return cls.__name__
+            return name
     return "DefaultStrategy" if strategy is tf.distribute.get_strategy() else type(strategy).__name__
