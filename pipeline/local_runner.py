@@ -13,7 +13,7 @@ import os
 import re
 import sys
 import time
-from typing import Callable, Optional, TextIO
+from typing import Optional, TextIO
 
 from pipeline import data_source, summary as summary_lib
 from pipeline.config import PipelineConfig
@@ -96,17 +96,18 @@ def build_pipeline(cfg: PipelineConfig, paths: LocalPaths, enable_cache: bool = 
     )
 
 
-def run(cfg: PipelineConfig, stream: TextIO = sys.stdout, enable_cache: bool = True,
-        echo: Callable[[str], None] = None) -> summary_lib.RunSummary:
+def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
+        enable_cache: bool = True) -> summary_lib.RunSummary:
     """Run the whole pipeline; return the run summary. Raises on a failed component."""
     from tfx import v1 as tfx
 
+    stream = stream or sys.stdout
     paths = resolve_inputs(cfg)
     os.makedirs(cfg.output_root, exist_ok=True)
     pipeline = build_pipeline(cfg, paths, enable_cache)
     started = time.monotonic()
     log_path = os.path.join(cfg.output_root, "logs", time.strftime("%Y%m%d-%H%M%S") + ".log")
-    with _logging_to(log_path, stream) as progress:
+    with _logging_to(log_path, stream):
         print(f"pipeline {cfg.name}: {len(paths.data_files)} CSV file(s) from {paths.data_root}; "
               f"log: {log_path}", file=stream, flush=True)
         try:
