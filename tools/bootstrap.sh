@@ -36,8 +36,6 @@ fi
 echo "setting up .venv with $PY ($("$PY" --version 2>&1)) and $LOCK" >&2
 rm -rf "$VENV"
 "$PY" -m venv "$VENV"
-# Build tools first (pinned in the lock), so the few sdists in the lock build as wheels.
-grep -E '^(setuptools|wheel)==' "$LOCK" | xargs "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps -r "$LOCK"
 "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 echo "$want" > "$STAMP"
