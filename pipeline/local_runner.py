@@ -30,9 +30,7 @@ class ProgressHandler(logging.Handler):
         super().__init__(logging.INFO)
         self.stream = stream
         self.started: dict = {}
-        self.current: Optional[str] = None
         self.cached = False
-        self.finished: list = []
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
@@ -40,16 +38,15 @@ class ProgressHandler(logging.Handler):
         except Exception:  # a malformed third-party log record must not break the run
             return
         if m := _RUNNING.match(message):
-            self.current, self.cached = m.group(1), False
-            self.started[self.current] = time.monotonic()
-            self._print(f"[ start ] {self.current}")
+            node, self.cached = m.group(1), False
+            self.started[node] = time.monotonic()
+            self._print(f"[ start ] {node}")
         elif _CACHED.match(message):
             self.cached = True
         elif m := _FINISHED.match(message):
             node = m.group(1)
             seconds = time.monotonic() - self.started.get(node, time.monotonic())
             tag = "cached" if self.cached else " done "
-            self.finished.append(node)
             self._print(f"[{tag} ] {node} ({seconds:.1f}s)")
 
     def _print(self, line: str) -> None:

@@ -46,10 +46,9 @@ def rows():
 def transformed(tmp_path_factory):
     metadata = dataset_metadata.DatasetMetadata(schema_utils.schema_from_feature_spec(RAW_SPEC))
     with tft_beam.Context(temp_dir=str(tmp_path_factory.mktemp("tft"))):
-        (out, _), tft_output = (rows(), metadata) | tft_beam.AnalyzeAndTransformDataset(
+        (out, _), _ = (rows(), metadata) | tft_beam.AnalyzeAndTransformDataset(
             make_preprocessing_fn(SPEC))
-    serving = (tft_output, )
-    return out, serving
+    return out
 
 
 def column(out, name):
@@ -57,26 +56,26 @@ def column(out, name):
 
 
 def test_zscore_matches_numpy_and_missing_becomes_zero(transformed):
-    out, _ = transformed
+    out = transformed
     present = np.array([f for f in FARES if f is not None], dtype=np.float32)
     expected = [(f - present.mean()) / present.std() if f is not None else 0.0 for f in FARES]
     np.testing.assert_allclose(column(out, "fare_xf"), expected, rtol=1e-5, atol=1e-6)
 
 
 def test_vocabulary_top_k_and_oov(transformed):
-    out, _ = transformed
+    out = transformed
     got = column(out, "payment_type_xf")
     # top_k=2 by frequency: Cash (4) -> 0, Credit Card (2) -> 1; Dispute and missing -> OOV 2.
     assert list(got) == [0, 0, 1, 0, 1, 2, 2, 0]
 
 
 def test_identity_sends_missing_and_out_of_range_to_default(transformed):
-    out, _ = transformed
+    out = transformed
     assert list(column(out, "hour_xf")) == [0, 5, 23, 0, 0, 7, 7, 0]
 
 
 def test_bucketize_uses_quantiles_of_present_values(transformed):
-    out, _ = transformed
+    out = transformed
     got = column(out, "lat_xf")
     # Values 1..7 into 4 quantile buckets: monotone, all buckets used, missing (mean 4) in the middle.
     assert list(got[:7]) == sorted(got[:7])
@@ -85,13 +84,13 @@ def test_bucketize_uses_quantiles_of_present_values(transformed):
 
 
 def test_label_ratio_threshold_with_zero_and_missing_fare(transformed):
-    out, _ = transformed
+    out = transformed
     # tips > 0.2 * fare; fare missing or 0 -> 0 (ratio undefined).
     assert list(column(out, "big_tipper")) == [1, 0, 0, 0, 0, 1, 0, 1]
 
 
 def test_cross_is_a_deterministic_hash_in_range(transformed):
-    out, _ = transformed
+    out = transformed
     got = column(out, "pay_x_hour_xf")
     assert got.min() >= 0 and got.max() < 50
     assert got[5] == got[6]  # same (OOV payment, hour 7) pair -> same bucket
