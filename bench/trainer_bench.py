@@ -3,7 +3,8 @@
     .venv/bin/python bench/trainer_bench.py [OUTPUT_ROOT]      # default: ./output
 
 Prints, in one run on the same files:
-  1. input pipeline examples/s (trainer.data.make_dataset) vs a raw TFRecordDataset
+  1. input pipeline examples/s (trainer.data.make_dataset, cached and uncached) vs TFX's
+     TFXIO reader (what fn_args.data_accessor gives) and a raw TFRecordDataset
      read-and-parse of the same files (the ceiling);
   2. training examples/s for float32 vs mixed_bfloat16 on this CPU;
   3. training steps/s with 1 and 2 logical CPU devices (MirroredStrategy), in subprocesses.
@@ -48,10 +49,18 @@ def input_pipeline(graph, examples):
 
     spec = tft.TFTransformOutput(graph).transformed_feature_spec()
     files = glob.glob(os.path.join(examples, "Split-train", "*"))
+    from tfx_bsl.public import tfxio
+
     ours = data.make_dataset(files, spec, "big_tipper", BATCH, shuffle=True, seed=1)
+    uncached = data.make_dataset(files, spec, "big_tipper", BATCH, shuffle=True, seed=1, cache=False)
+    schema = tft.TFTransformOutput(graph).transformed_metadata.schema
+    tfxio_ds = tfxio.TFExampleRecord(files, schema=schema).TensorFlowDataset(tfxio.TensorFlowDatasetOptions(
+        batch_size=BATCH, shuffle=True, shuffle_seed=1, label_key="big_tipper", num_epochs=None))
     raw = (tf.data.TFRecordDataset(files, compression_type="GZIP").repeat().batch(BATCH)
            .map(lambda s: tf.io.parse_example(s, spec)))
     return {"input_examples_per_s": round(examples_per_second(ours, 300)),
+            "input_uncached_examples_per_s": round(examples_per_second(uncached, 300)),
+            "tfxio_examples_per_s": round(examples_per_second(tfxio_ds, 300)),
             "raw_read_parse_examples_per_s": round(examples_per_second(raw, 300))}
 
 

@@ -37,6 +37,8 @@ def container_schema_path(cfg: PipelineConfig) -> str:
 def runtime_parameters(cfg: PipelineConfig, data_root: Optional[str] = None):
     from tfx import v1 as tfx
 
+    from pipeline.factory import train_steps_arg
+
     default_root = data_root or (os.path.dirname(cfg.data.path) if cfg.data.path.endswith(".csv")
                                  else cfg.data.path) or CONTAINER_TAXI_DATA
     return {
@@ -44,7 +46,7 @@ def runtime_parameters(cfg: PipelineConfig, data_root: Optional[str] = None):
             name=DATA_ROOT_PARAM, ptype=str, default=default_root),
         TRAIN_ARGS_PARAM: tfx.dsl.experimental.RuntimeParameter(
             name=TRAIN_ARGS_PARAM, ptype=str,
-            default=json.dumps({"num_steps": cfg.training.train_steps})),
+            default=json.dumps({"num_steps": train_steps_arg(cfg)})),
     }
 
 

@@ -24,6 +24,7 @@ from transforms.features import FeatureSpec, FeatureSpecError
 STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker_mirrored",
               "parameter_server", "tpu")
 PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
+TRAINING_MODES = ("steps", "epochs")
 DEFAULT_CONFIG = "taxi"
 
 
@@ -54,11 +55,20 @@ class ModelConfig:
 
 @dataclasses.dataclass(frozen=True)
 class TrainingConfig:
-    batch_size: int = 256          # per replica; global = batch_size x replicas
+    # The memory-bound batch: per replica and per micro-batch. One optimizer step uses
+    # batch_size x replicas x gradient_accumulation_steps examples (the global batch).
+    batch_size: int = 256
+    # steps: train_steps optimizer steps in all (the Trainer's TrainArgs.num_steps, which a
+    #   Kubeflow run can override), split into `epochs` rounds;
+    # epochs: `epochs` full passes over the train split (train_steps is not used).
+    # Every epoch / round ends with a validation pass, a TensorBoard point, a checkpoint
+    # and (with early stopping) a chance to stop.
+    mode: str = "steps"
     train_steps: int = 1000
-    # The steps are split into this many Keras epochs; each ends with a validation pass,
-    # a TensorBoard point and (with early stopping) a chance to stop.
     epochs: int = 10
+    # Average the gradients of N micro-batches before each update: the update of an N x
+    # larger batch at the memory of one batch_size batch. 1 = off.
+    gradient_accumulation_steps: int = 1
     # Stop when the eval AUC (loss for non-binary tasks) has not improved for this many
     # epochs, and keep the best weights; 0 turns early stopping off.
     early_stopping_patience: int = 2
@@ -71,6 +81,7 @@ class TrainingConfig:
 class RuntimeConfig:
     strategy: str = "auto"
     precision: str = "auto"
+    jit_compile: bool = False      # compile the training step with XLA
     # Beam args for the data components (the DirectRunner locally; Dataflow etc. on a
     # cluster). in_memory avoids per-component worker start-up on small data.
     beam_args: Tuple[str, ...] = ("--direct_running_mode=in_memory", "--direct_num_workers=1")
@@ -211,8 +222,13 @@ def validate(cfg: PipelineConfig) -> None:
          "train_buckets and eval_buckets must both be >= 1"),
         (cfg.training.batch_size >= 1, "training.batch_size", "must be >= 1"),
         (cfg.training.train_steps >= 1, "training.train_steps", "must be >= 1"),
-        (1 <= cfg.training.epochs <= cfg.training.train_steps, "training.epochs",
-         "must be between 1 and training.train_steps"),
+        (cfg.training.mode in TRAINING_MODES, "training.mode",
+         f"use one of {', '.join(TRAINING_MODES)}"),
+        (cfg.training.epochs >= 1, "training.epochs", "must be >= 1"),
+        (cfg.training.mode == "epochs" or cfg.training.epochs <= cfg.training.train_steps,
+         "training.epochs", "in steps mode, must be <= training.train_steps"),
+        (cfg.training.gradient_accumulation_steps >= 1, "training.gradient_accumulation_steps",
+         "must be >= 1 (1 turns accumulation off)"),
         (cfg.training.eval_steps >= 1, "training.eval_steps", "must be >= 1"),
         (all(u >= 1 for u in cfg.model.hidden_units), "model.hidden_units",
          "every layer needs >= 1 unit"),

@@ -32,6 +32,12 @@ def example_gen_configs(cfg: PipelineConfig, data_pattern: str):
     return input_config, output_config
 
 
+def train_steps_arg(cfg: PipelineConfig) -> int:
+    """The Trainer's TrainArgs.num_steps: the step budget in steps mode; 0 (none) in
+    epochs mode, where the data size and training.epochs set the length."""
+    return cfg.training.train_steps if cfg.training.mode == "steps" else 0
+
+
 def trainer_custom_config(cfg: PipelineConfig) -> dict:
     d = cfg.to_dict()
     return {k: d[k] for k in ("features", "model", "training", "runtime")}
@@ -76,7 +82,7 @@ def create_pipeline(
         examples=transform.outputs["transformed_examples"],
         transform_graph=transform.outputs["transform_graph"],
         schema=schema_gen.outputs["schema"],
-        train_args=train_args or tfx.proto.TrainArgs(num_steps=cfg.training.train_steps),
+        train_args=train_args or tfx.proto.TrainArgs(num_steps=train_steps_arg(cfg)),
         eval_args=tfx.proto.EvalArgs(num_steps=cfg.training.eval_steps),
         custom_config=trainer_custom_config(cfg),
     )

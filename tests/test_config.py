@@ -47,10 +47,21 @@ def test_overrides_and_explicit_values_are_typed():
     ("training.cache=maybe", "expected true or false"),
     ("data.path=/does/not/exist.csv", "does not exist"),
     ("training", "section.key=value"),
+    ("training.mode=forever", "training.mode"),
+    ("training.gradient_accumulation_steps=0", "training.gradient_accumulation_steps"),
+    ("training.epochs=2000", "in steps mode, must be <= training.train_steps"),
+    ("runtime.jit_compile=yes please", "expected true or false"),
 ])
 def test_bad_keys_and_values_name_the_problem(override, message):
     with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
         load_config(overrides=[override])
+
+
+def test_epochs_mode_is_not_bound_by_the_step_budget():
+    cfg = load_config(overrides=["training.mode=epochs", "training.epochs=2000",
+                                 "training.gradient_accumulation_steps=4", "runtime.jit_compile=true"])
+    assert (cfg.training.mode, cfg.training.epochs) == ("epochs", 2000)
+    assert cfg.training.gradient_accumulation_steps == 4 and cfg.runtime.jit_compile is True
 
 
 def test_error_message_is_one_line():

@@ -59,6 +59,13 @@ def test_config_reaches_the_components(built):
     assert not c["Transform"].exec_properties.get("module_file")
 
 
+def test_epochs_mode_gives_the_trainer_no_step_budget():
+    from pipeline.factory import train_steps_arg
+
+    assert train_steps_arg(load_config()) == load_config().training.train_steps
+    assert train_steps_arg(load_config(overrides=["training.mode=epochs"])) == 0
+
+
 def test_eval_config_has_gates_and_slices(built):
     from pipeline.eval_config import build_eval_config
 

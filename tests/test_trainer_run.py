@@ -132,3 +132,51 @@ def test_killed_trainer_resumes_from_its_last_epoch(transform_output, tmp_path):
     assert info["first_epoch"] >= 2  # epochs already done were not repeated
     assert info["epochs"] == 6 - info["first_epoch"]
     assert not os.path.exists(backup)  # removed after the finished fit
+
+
+def train_split_examples(pipeline_run):
+    import tensorflow_data_validation as tfdv
+
+    stats = pipeline_run[1].component("StatisticsGen").outputs["statistics"][0]
+    return tfdv.load_stats_binary(os.path.join(stats, "Split-train", "FeatureStats.pb")).datasets[0].num_examples
+
+
+def test_epochs_mode_passes_over_the_data_with_accumulation_and_xla(transform_output, pipeline_run, tmp_path):
+    """training.mode=epochs: the length follows the data (full passes), not a step budget;
+    with 2 accumulated micro-batches of 64 and the step XLA-compiled."""
+    args = fn_args(transform_output, str(tmp_path), [
+        "training.mode=epochs", "training.epochs=2", "training.early_stopping_patience=0",
+        "training.gradient_accumulation_steps=2", "runtime.jit_compile=true"], steps=None)
+    finish(start(args, tmp_path, "epochs"), tmp_path, "epochs")
+    info = run_info(args)
+    examples = train_split_examples(pipeline_run)
+    assert info["mode"] == "epochs" and info["train_examples"] == examples
+    assert info["global_batch"] == 128 and info["gradient_accumulation_steps"] == 2
+    assert info["steps_per_epoch"] == -(-examples // 128)
+    assert info["epochs"] == 2 and info["steps"] == 2 * info["steps_per_epoch"]
+    assert info["jit_compile"] is True
+    assert info["history"]["loss"][-1] < info["history"]["loss"][0]
+
+
+def test_same_seed_trains_the_same_model(transform_output, tmp_path):
+    """Two processes, same inputs and seed: the same losses and the same predictions."""
+    runs = []
+    for name in ("seeded_a", "seeded_b"):
+        args = fn_args(transform_output, str(tmp_path / name), ["training.seed=7"], steps=45)
+        runs.append((args, start(args, tmp_path, name)))
+    for (args, proc), name in zip(runs, ("seeded_a", "seeded_b")):
+        finish(proc, tmp_path, name)
+    a, b = (run_info(args)["history"] for args, _ in runs)
+    assert a["loss"] == b["loss"] and a["val_auc"] == b["val_auc"]
+    cfg = transform_output["cfg"]
+    assert predictions(runs[0][0]["serving_model_dir"], cfg) == predictions(runs[1][0]["serving_model_dir"], cfg)
+
+
+def predictions(model_dir, cfg):
+    import itertools
+
+    from pipeline import data_source, predict
+
+    rows = list(itertools.islice(predict.read_csv_rows(data_source.default_data_path()), 20))
+    schema = data_source.load_schema(data_source.schema_path(cfg.data.schema))
+    return predict.predict_rows(predict.load_serving_fn(model_dir), rows, cfg, schema).tolist()

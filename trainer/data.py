@@ -20,6 +20,12 @@ def list_files(file_patterns: Sequence[str]) -> List[str]:
     return files
 
 
+def count_records(file_patterns: Sequence[str]) -> int:
+    """Records in the files: one streaming pass, nothing held in memory."""
+    ds = tf.data.TFRecordDataset(list_files(file_patterns), compression_type="GZIP")
+    return int(ds.reduce(tf.constant(0, tf.int64), lambda n, _: n + 1))
+
+
 def make_dataset(file_patterns: Sequence[str], feature_spec: Dict[str, tf.io.FixedLenFeature],
                  label_key: str, batch_size: int, *, shuffle: bool, seed: int,
                  cache: bool = True, repeat: bool = True,

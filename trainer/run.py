@@ -21,6 +21,7 @@ import tensorflow_transform as tft
 
 from pipeline.config import ModelConfig, RuntimeConfig, TrainingConfig, section_from_dict
 from trainer import data, export, model as model_lib, precision, strategy as strategy_lib
+from trainer.accumulation import with_gradient_accumulation
 from trainer.keras_compat import keras, skip_autograph_for_tf_keras
 from transforms import features as F
 
@@ -77,6 +78,21 @@ def backup_dir(fn_args) -> str:
     return os.path.join(component_root, "backup", hashlib.sha256(key.encode()).hexdigest()[:16])
 
 
+def training_length(training: TrainingConfig, fn_args, global_batch: int):
+    """(epochs, steps per epoch, train examples or None) for the configured mode.
+
+    steps: the Trainer's num_steps (or training.train_steps) optimizer steps in all, split
+    into ``epochs`` rounds. epochs: ``epochs`` full passes over the train split, so the
+    training length follows the data size and the epochs asked for, never a fixed cap.
+    """
+    if training.mode == "epochs":
+        examples = data.count_records(fn_args.train_files)
+        return training.epochs, max(1, math.ceil(examples / global_batch)), examples
+    total_steps = int(fn_args.train_steps or training.train_steps)
+    epochs = max(1, min(training.epochs, total_steps))
+    return epochs, math.ceil(total_steps / epochs), None
+
+
 def run_fn(fn_args) -> None:
     keras()  # fail early, with the fix named, if tf.keras is not tf_keras
     skip_autograph_for_tf_keras()
@@ -93,16 +109,15 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
     tf_transform_output = tft.TFTransformOutput(fn_args.transform_output)
     feature_spec = tf_transform_output.transformed_feature_spec()
     replicas = strategy.num_replicas_in_sync
-    global_batch = training.batch_size * replicas
+    accumulation = training.gradient_accumulation_steps
+    global_batch = training.batch_size * replicas * accumulation
 
     train_ds = data.make_dataset(fn_args.train_files, feature_spec, spec.label.name, global_batch,
                                  shuffle=True, seed=training.seed, cache=training.cache)
     eval_ds = data.make_dataset(fn_args.eval_files, feature_spec, spec.label.name, global_batch,
                                 shuffle=False, seed=training.seed, cache=training.cache)
 
-    total_steps = int(fn_args.train_steps or training.train_steps)
-    epochs = max(1, min(training.epochs, total_steps))
-    steps_per_epoch = math.ceil(total_steps / epochs)
+    epochs, steps_per_epoch, train_examples = training_length(training, fn_args, global_batch)
     head = make_head(spec, tf_transform_output)
     with strategy.scope():
         model = model_lib.build_model(
@@ -112,7 +127,9 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
             settings.model.learning_rate, steps_per_epoch * epochs, settings.model.warmup_steps)
         optimizer = precision.wrap_optimizer(keras().optimizers.Adam(schedule), policy)
         loss, metrics = model_lib.loss_and_metrics(head)
-        model.compile(optimizer=optimizer, loss=loss, metrics=metrics)
+        trainable = with_gradient_accumulation(model, accumulation)
+        trainable.compile(optimizer=optimizer, loss=loss, metrics=metrics,
+                          jit_compile=settings.runtime.jit_compile)
 
     # Only the chief writes TensorBoard logs where users look; other workers write to a
     # temporary directory (every worker must run the callback in multi-worker training).
@@ -135,7 +152,7 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
             monitor=monitor, mode="max" if monitor == "val_auc" else "min",
             patience=training.early_stopping_patience, restore_best_weights=True))
     started = time.monotonic()
-    history = model.fit(train_ds, epochs=epochs, steps_per_epoch=steps_per_epoch,
+    history = trainable.fit(train_ds, epochs=epochs, steps_per_epoch=steps_per_epoch,
                         validation_data=eval_ds, validation_steps=int(fn_args.eval_steps or training.eval_steps),
                         callbacks=callbacks, verbose=2)
     seconds = time.monotonic() - started
@@ -148,7 +165,13 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
         "strategy": strategy_lib.strategy_kind(strategy),
         "replicas": replicas,
         "precision": policy,
+        "jit_compile": settings.runtime.jit_compile,
+        "mode": training.mode,
+        "batch_size": training.batch_size,
+        "gradient_accumulation_steps": accumulation,
         "global_batch": global_batch,
+        "train_examples": train_examples,
+        "steps_per_epoch": steps_per_epoch,
         "first_epoch": history.epoch[0] if history.epoch else None,
         "resumable": resumable,
         "steps": steps_per_epoch * len(history.epoch),
