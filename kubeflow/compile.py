@@ -7,7 +7,7 @@ the pipeline reads are paths inside the image (see ``kubeflow/Dockerfile``) or i
 storage; the metadata store is the one the cluster provides.
 
 Runtime parameters, settable at submission without recompiling:
-``data_root`` (directory of CSVs) and ``train_args`` (a JSON TrainArgs, e.g.
+``data_root`` (the directory of input files; ``data.pattern`` selects them) and ``train_args`` (a JSON TrainArgs, e.g.
 ``{"num_steps": 500}``; ``tfxline submit --train-steps`` writes it for you).
 """
 from __future__ import annotations
@@ -17,6 +17,7 @@ import os
 from typing import Any, Dict, Optional
 
 from pipeline.config import PipelineConfig
+from pipeline.data_source import DEFAULT_PATTERNS, PACKAGE_PREFIX
 
 # Where the Dockerfile puts things inside the image.
 CONTAINER_PROJECT_DIR = "/pipeline"
@@ -34,13 +35,29 @@ def container_schema_path(cfg: PipelineConfig) -> str:
     return f"{CONTAINER_PROJECT_DIR}/schema/{name}.pbtxt"
 
 
+def container_data_root(cfg: PipelineConfig) -> str:
+    """The data directory as the container sees it: ``package:`` data inside the image's
+    site-packages, a file's directory, or the path as given (cloud storage)."""
+    path = cfg.data.path
+    if not path:
+        return CONTAINER_TAXI_DATA
+    if path.startswith(PACKAGE_PREFIX):
+        path = f"{CONTAINER_SITE_PACKAGES}/{path[len(PACKAGE_PREFIX):]}"
+    return os.path.dirname(path) if os.path.splitext(path)[1] in (".csv", ".gz", ".tfrecord") else path
+
+
+def container_data_pattern(cfg: PipelineConfig) -> str:
+    if cfg.data.path and os.path.splitext(cfg.data.path)[1] in (".csv", ".gz", ".tfrecord"):
+        return os.path.basename(cfg.data.path)
+    return cfg.data.pattern or DEFAULT_PATTERNS[cfg.data.format]
+
+
 def runtime_parameters(cfg: PipelineConfig, data_root: Optional[str] = None):
     from tfx import v1 as tfx
 
     from pipeline.factory import train_steps_arg
 
-    default_root = data_root or (os.path.dirname(cfg.data.path) if cfg.data.path.endswith(".csv")
-                                 else cfg.data.path) or CONTAINER_TAXI_DATA
+    default_root = data_root or container_data_root(cfg)
     return {
         DATA_ROOT_PARAM: tfx.dsl.experimental.RuntimeParameter(
             name=DATA_ROOT_PARAM, ptype=str, default=default_root),
@@ -60,7 +77,7 @@ def build_pipeline(cfg: PipelineConfig, pipeline_root: str, image: str, data_roo
     return create_pipeline(
         cfg,
         data_root=params[DATA_ROOT_PARAM],
-        data_pattern="*.csv",
+        data_pattern=container_data_pattern(cfg),
         schema_path=container_schema_path(cfg),
         pipeline_root=pipeline_root,
         serving_dir=f"{serving_root}/{cfg.serving.model_name or cfg.name}",

@@ -30,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     schema = sub.add_parser("schema", help="draft a schema from data, for review")
     schema_sub = schema.add_subparsers(dest="schema_command", required=True)
-    draft = schema_sub.add_parser("draft", help="infer a schema from a CSV with TFDV")
+    draft = schema_sub.add_parser("draft", help="infer a schema from the data (CSV or TFRecord) with TFDV")
     add_config_args(draft)
     draft.add_argument("--diff", action="store_true",
                        help="print the difference between the draft and the configured schema")
@@ -67,8 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def add_config_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", metavar="FILE", help="YAML config (default: the packaged taxi config)")
-    p.add_argument("--data", metavar="PATH", help="CSV file or directory of CSVs (data.path)")
+    p.add_argument("--config", metavar="FILE", help="YAML config file, or a packaged config by name: taxi (default), penguin")
+    p.add_argument("--data", metavar="PATH", help="data file or directory, or package:PKG/PATH (data.path)")
     p.add_argument("--output", metavar="DIR", help="output root (output_root)")
     p.add_argument("--schema", metavar="NAME_OR_FILE", help="schema name in schema/ or a .pbtxt (data.schema)")
     p.add_argument("--train-steps", type=int, metavar="N", help="training.train_steps")

@@ -19,12 +19,14 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import yaml
 
+from pipeline.data_source import FORMATS, PACKAGE_PREFIX, DataError, resolve_data_path
 from transforms.features import FeatureSpec, FeatureSpecError
 
 STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker_mirrored",
               "parameter_server", "tpu")
 PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
 TRAINING_MODES = ("steps", "epochs")
+READERS = ("tfrecord", "tfxio")
 DEFAULT_CONFIG = "taxi"
 
 
@@ -34,9 +36,16 @@ class ConfigError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class DataConfig:
-    # A CSV file or a directory of CSVs; empty means the Chicago taxi CSV that ships
-    # inside the installed tfx package (located through the package, never downloaded).
+    # A file or a directory; empty means the Chicago taxi CSV that ships inside the
+    # installed tfx package. "package:<package>/<path>" names data inside any installed
+    # Python package (located through the package, never downloaded).
     path: str = ""
+    # csv (CsvExampleGen) or tfrecord (ImportExampleGen: TFRecords of tf.Example, GZIP when
+    # the file name ends in .gz).
+    format: str = "csv"
+    # For a directory: the files to read, a glob relative to it (default *.csv for csv,
+    # * for tfrecord).
+    pattern: str = ""
     # A schema name in the schema/ package (schema/<name>.pbtxt) or a .pbtxt path.
     schema: str = "taxi"
     # CsvExampleGen hash split: train:eval buckets.
@@ -75,6 +84,9 @@ class TrainingConfig:
     eval_steps: int = 50
     seed: int = 42
     cache: bool = True             # cache the transformed data in memory when it fits
+    # tfrecord: this project's tf.data reader (cached, measured 3-4x faster here);
+    # tfxio: TFX's data accessor (TFXIO; reads any payload format the examples declare).
+    reader: str = "tfrecord"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -162,12 +174,15 @@ def packaged_config_path(name: str) -> str:
 
 def load_config(path: Optional[str] = None, overrides: Sequence[str] = (),
                 **explicit: Any) -> PipelineConfig:
-    """Read a YAML config (default: the packaged taxi config), apply overrides, validate.
+    """Read a YAML config (a file, or a packaged config by name; default: taxi), apply
+    overrides, validate.
 
     ``overrides`` are ``section.key=value`` strings (values parsed as YAML);
     ``explicit`` are already-typed values keyed ``section.key`` (from CLI flags).
     """
-    path = path or packaged_config_path(DEFAULT_CONFIG)
+    path = path or DEFAULT_CONFIG
+    if not os.path.isfile(path) and os.path.isfile(packaged_config_path(path)):
+        path = packaged_config_path(path)  # a packaged config by name: taxi, penguin
     if not os.path.isfile(path):
         raise ConfigError(f"config file {path} does not exist; pass an existing --config FILE")
     try:
@@ -207,7 +222,8 @@ def config_from_dict(raw: Mapping[str, Any]) -> PipelineConfig:
         values[key] = _coerce(hints[key], value, key)
     cfg = PipelineConfig(**values)
     cfg = dataclasses.replace(cfg, output_root=os.path.abspath(cfg.output_root))
-    if cfg.data.path:  # relative paths are relative to the working directory, as on a CLI
+    if cfg.data.path and not cfg.data.path.startswith(PACKAGE_PREFIX):
+        # relative paths are relative to the working directory, as on a CLI
         cfg = dataclasses.replace(
             cfg, data=dataclasses.replace(cfg.data, path=os.path.abspath(cfg.data.path)))
     validate(cfg)
@@ -218,6 +234,7 @@ def validate(cfg: PipelineConfig) -> None:
     checks = [
         (cfg.name.replace("-", "").replace("_", "").isalnum(), "name",
          "use letters, digits, '-' or '_'"),
+        (cfg.data.format in FORMATS, "data.format", f"use one of {', '.join(FORMATS)}"),
         (cfg.data.train_buckets >= 1 and cfg.data.eval_buckets >= 1, "data.train_buckets",
          "train_buckets and eval_buckets must both be >= 1"),
         (cfg.training.batch_size >= 1, "training.batch_size", "must be >= 1"),
@@ -225,6 +242,7 @@ def validate(cfg: PipelineConfig) -> None:
         (cfg.training.mode in TRAINING_MODES, "training.mode",
          f"use one of {', '.join(TRAINING_MODES)}"),
         (cfg.training.epochs >= 1, "training.epochs", "must be >= 1"),
+        (cfg.training.reader in READERS, "training.reader", f"use one of {', '.join(READERS)}"),
         (cfg.training.mode == "epochs" or cfg.training.epochs <= cfg.training.train_steps,
          "training.epochs", "in steps mode, must be <= training.train_steps"),
         (cfg.training.gradient_accumulation_steps >= 1, "training.gradient_accumulation_steps",
@@ -253,10 +271,14 @@ def validate(cfg: PipelineConfig) -> None:
     for ok, key, fix in checks:
         if not ok:
             raise ConfigError(f"bad config value for {key}: {_value_at(cfg, key)!r}; {fix}")
-    if cfg.data.path and not os.path.exists(cfg.data.path):
+    try:
+        data_path = resolve_data_path(cfg.data.path) if cfg.data.path else ""
+    except DataError as e:
+        raise ConfigError(str(e)) from None
+    if data_path and not os.path.exists(data_path):
         raise ConfigError(
-            f"data path {cfg.data.path} does not exist; pass an existing CSV file or "
-            "directory with --data (or data.path in the config)")
+            f"data path {cfg.data.path} does not exist; pass an existing {cfg.data.format.upper()} "
+            "file or directory with --data (or data.path in the config)")
     unknown = [s for s in cfg.evaluation.slices if s not in cfg.features.raw_columns]
     if unknown:
         raise ConfigError(

@@ -1,8 +1,14 @@
-"""Where the data and schema are, and a fast pre-flight check of the CSV input.
+"""Where the data and schema are, and a fast pre-flight check of the input.
+
+Input is CSV (CsvExampleGen) or TFRecord files of tf.Example (ImportExampleGen, GZIP when
+the name ends in .gz). ``data.path`` is a file, a directory (files matching
+``data.pattern``), or ``package:<package>/<path>`` for data shipped inside an installed
+Python package, located through the package and never downloaded.
 
 The pre-flight check turns the common mistakes (missing path, empty file, missing column,
-text in a numeric column) into one-line errors that name the file, line and fix, before
-any component runs. Anything subtler is ExampleValidator's job inside the pipeline.
+text in a numeric column, a file that is not TFRecord) into one-line errors that name the
+file, line and fix, before any component runs. Anything subtler is ExampleValidator's job
+inside the pipeline.
 """
 from __future__ import annotations
 
@@ -14,6 +20,11 @@ from typing import Dict, List, Sequence, Tuple
 
 from tensorflow_metadata.proto.v0 import schema_pb2
 from google.protobuf import text_format
+
+
+FORMATS = ("csv", "tfrecord")
+DEFAULT_PATTERNS = {"csv": "*.csv", "tfrecord": "*"}
+PACKAGE_PREFIX = "package:"
 
 
 class DataError(ValueError):
@@ -29,22 +40,39 @@ def default_data_path() -> str:
     return str(path)
 
 
-def split_data_path(path: str) -> Tuple[str, str]:
-    """(input_base directory, file pattern) for CsvExampleGen from a file or directory."""
-    if os.path.isdir(path):
-        return path, "*.csv"
-    return os.path.dirname(path), os.path.basename(path)
+def resolve_data_path(path: str) -> str:
+    """A filesystem path for ``data.path``: empty means the taxi CSV inside tfx;
+    ``package:<package>/<path>`` is resolved inside that installed package."""
+    if not path:
+        return default_data_path()
+    if not path.startswith(PACKAGE_PREFIX):
+        return path
+    package, _, inner = path[len(PACKAGE_PREFIX):].partition("/")
+    try:
+        root = resources.files(package)
+    except (ModuleNotFoundError, TypeError):
+        raise DataError(f"data path {path}: package {package!r} is not installed; install it, "
+                        "or point data.path at a file or directory") from None
+    return str(root / inner) if inner else str(root)
+
+
+def locate(path: str, fmt: str, pattern: str = "") -> Tuple[str, str, List[str]]:
+    """(input_base directory, file pattern, matching files) for the ExampleGen."""
+    if not os.path.exists(path):
+        raise DataError(f"data path {path} does not exist; pass an existing {fmt.upper()} file or "
+                        "directory with --data (or data.path in the config)")
+    if not os.path.isdir(path):
+        return os.path.dirname(path), os.path.basename(path), [path]
+    pattern = pattern or DEFAULT_PATTERNS[fmt]
+    files = sorted(f for f in glob.glob(os.path.join(path, pattern)) if os.path.isfile(f))
+    if not files:
+        raise DataError(f"data directory {path} holds no files matching {pattern!r}; point --data at "
+                        f"a {fmt.upper()} file or a directory of them, or set data.pattern")
+    return path, pattern, files
 
 
 def csv_files(path: str) -> List[str]:
-    if not os.path.exists(path):
-        raise DataError(f"data path {path} does not exist; pass an existing CSV file or directory with --data")
-    if os.path.isdir(path):
-        files = sorted(glob.glob(os.path.join(path, "*.csv")))
-        if not files:
-            raise DataError(f"data directory {path} holds no *.csv files; point --data at a CSV file or a directory of them")
-        return files
-    return [path]
+    return locate(path, "csv")[2]
 
 
 def schema_path(name_or_path: str) -> str:
@@ -110,6 +138,56 @@ def check_csv(files: Sequence[str], schema: schema_pb2.Schema, required: Sequenc
                 raise DataError(f"{path} has a header but no data rows; add rows or point --data elsewhere")
             rows += file_rows
     return rows
+
+
+_KINDS = {schema_pb2.INT: "int64_list", schema_pb2.FLOAT: "float_list", schema_pb2.BYTES: "bytes_list"}
+
+
+def check_tfrecords(files: Sequence[str], schema: schema_pb2.Schema, required: Sequence[str],
+                    sample: int = 1000) -> int:
+    """Check the first ``sample`` records of each file: TFRecord framing, tf.Example
+    payload, value types against the schema, required features present. Returns the
+    number of records read."""
+    import tensorflow as tf
+    from google.protobuf.message import DecodeError
+
+    expected = {f.name: _KINDS[f.type] for f in schema.feature if f.type in _KINDS}
+    seen: set = set()
+    records = 0
+    for path in files:
+        if os.path.getsize(path) == 0:
+            raise DataError(f"{path} is empty; it needs at least one tf.Example record")
+        compression = "GZIP" if path.endswith(".gz") else ""
+        index = 0
+        try:
+            for index, record in enumerate(
+                    tf.data.TFRecordDataset(path, compression_type=compression).take(sample), start=1):
+                example = tf.train.Example.FromString(record.numpy())
+                for name, feature in example.features.feature.items():
+                    kind = feature.WhichOneof("kind")
+                    if kind and name in expected and kind != expected[name]:
+                        raise DataError(
+                            f"{path} record {index}: feature {name!r} holds {kind}, the schema "
+                            f"says {expected[name]}; fix the data or the schema")
+                    seen.add(name)
+                records += 1
+        except tf.errors.OpError as e:
+            raise DataError(
+                f"{path} is not a readable {'GZIP ' if compression else ''}TFRecord file "
+                f"({e.message.splitlines()[0]}); data.format tfrecord expects TFRecords of "
+                "tf.Example, GZIP-compressed when the name ends in .gz") from None
+        except DecodeError:
+            raise DataError(f"{path} record {index} is not a tf.Example; data.format tfrecord "
+                            "expects TFRecords of tf.Example") from None
+    if records == 0:
+        raise DataError(f"no complete record in {', '.join(files)}; data.format tfrecord expects "
+                        "TFRecords of tf.Example, GZIP-compressed when the name ends in .gz")
+    missing = [c for c in required if c not in seen]
+    if missing:
+        raise DataError(
+            f"no tf.Example in the first {sample} records of each file has feature(s) "
+            f"{', '.join(missing)}; add them, or change the features in the config and the schema")
+    return records
 
 
 def _parses(value: str, kind: int) -> bool:

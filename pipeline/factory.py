@@ -64,7 +64,9 @@ def create_pipeline(
     Vertex AI Training) that takes the standard Trainer arguments.
     """
     input_config, output_config = example_gen_configs(cfg, data_pattern)
-    example_gen = tfx.components.CsvExampleGen(
+    example_gen_class = {"csv": tfx.components.CsvExampleGen,
+                         "tfrecord": tfx.components.ImportExampleGen}[cfg.data.format]
+    example_gen = example_gen_class(
         input_base=data_root, input_config=input_config, output_config=output_config)
     statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs["examples"])
     schema_gen = tfx.components.ImportSchemaGen(schema_file=schema_path)

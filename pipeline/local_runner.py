@@ -62,15 +62,15 @@ class LocalPaths:
 
 
 def resolve_inputs(cfg: PipelineConfig) -> LocalPaths:
-    """Locate data and schema and pre-flight check the CSVs (raises DataError)."""
-    data_path = cfg.data.path or data_source.default_data_path()
-    files = data_source.csv_files(data_path)
+    """Locate data and schema and pre-flight check the input files (raises DataError)."""
+    data_path = data_source.resolve_data_path(cfg.data.path)
+    root, pattern, files = data_source.locate(data_path, cfg.data.format, cfg.data.pattern)
     schema_path = data_source.schema_path(cfg.data.schema)
     schema = data_source.load_schema(schema_path)
     schema_columns = [f.name for f in schema.feature]
     cfg.features.validate(schema_columns)
-    data_source.check_csv(files, schema, required=cfg.features.raw_columns)
-    root, pattern = data_source.split_data_path(data_path)
+    check = data_source.check_csv if cfg.data.format == "csv" else data_source.check_tfrecords
+    check(files, schema, required=cfg.features.raw_columns)
     return LocalPaths(root, pattern, files, schema_path)
 
 
@@ -105,7 +105,8 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
     started = time.monotonic()
     log_path = os.path.join(cfg.output_root, "logs", time.strftime("%Y%m%d-%H%M%S") + ".log")
     with _logging_to(log_path, stream):
-        print(f"pipeline {cfg.name}: {len(paths.data_files)} CSV file(s) from {paths.data_root}; "
+        print(f"pipeline {cfg.name}: {len(paths.data_files)} {cfg.data.format.upper()} file(s) "
+              f"from {paths.data_root}; "
               f"log: {log_path}", file=stream, flush=True)
         try:
             tfx.orchestration.LocalDagRunner().run(pipeline)

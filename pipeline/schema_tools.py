@@ -12,17 +12,20 @@ from pipeline.config import PipelineConfig
 from pipeline.data_source import DataError
 
 
-def infer_schema(csv_path: str):
+def infer_schema(location: str, fmt: str = "csv"):
     import tensorflow_data_validation as tfdv
 
-    stats = tfdv.generate_statistics_from_csv(csv_path)
+    if fmt == "csv":
+        stats = tfdv.generate_statistics_from_csv(location)
+    else:
+        stats = tfdv.generate_statistics_from_tfrecord(location)
     return tfdv.infer_schema(stats)
 
 
 def draft(cfg: PipelineConfig, out_path: Optional[str], diff: bool, stream: TextIO) -> int:
-    data_path = cfg.data.path or data_source.default_data_path()
-    files = data_source.csv_files(data_path)
-    schema = infer_schema(files[0] if len(files) == 1 else os.path.join(data_path, "*.csv"))
+    root, pattern, files = data_source.locate(
+        data_source.resolve_data_path(cfg.data.path), cfg.data.format, cfg.data.pattern)
+    schema = infer_schema(files[0] if len(files) == 1 else os.path.join(root, pattern), cfg.data.format)
     text = text_format.MessageToString(schema)
     if out_path:
         os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)

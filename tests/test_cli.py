@@ -54,7 +54,7 @@ BAD_DATA = {
                                  "column 'fare' needs a number, got 'twelve'"),
     "ragged row": (lambda d: _write(d / "r.csv", open(write_taxi_slice(d / "y" / "t.csv", limit=3)).read() + "1,2\n"),
                    "fields, the header has"),
-    "directory without CSVs": (lambda d: (d / "dir").mkdir() or str(d / "dir"), "holds no *.csv"),
+    "directory without CSVs": (lambda d: (d / "dir").mkdir() or str(d / "dir"), "holds no files matching '*.csv'"),
 }
 
 

@@ -185,3 +185,18 @@ def test_dockerfile_passes_hadolint():
     hadolint = shutil.which("hadolint") or os.path.join(os.path.dirname(os.sys.executable), "hadolint")
     result = subprocess.run([hadolint, DOCKERFILE], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_second_dataset_compiles_with_container_paths(tmp_path):
+    """The penguin config (package: data, TFRecords, epochs mode) compiles with the data inside
+    the image's site-packages, its own pattern and schema, and no step budget."""
+    cfg = load_config("penguin")
+    job = kfp_compile.compile_pipeline(cfg, image=IMAGE, pipeline_root=PIPELINE_ROOT,
+                                       output=str(tmp_path / "penguin.json"))
+    params = kfp_submit.declared_parameters(job)
+    assert params["data_root"] == (f"{kfp_compile.CONTAINER_SITE_PACKAGES}"
+                                   "/tfx/components/testdata/penguin/data")
+    assert json.loads(params["train_args"]) == {"num_steps": 0}
+    assert "ImportExampleGen" in tasks(job) and "CsvExampleGen" not in tasks(job)
+    text = json.dumps(job)
+    assert "Split-*/*" in text and "/pipeline/schema/penguin.pbtxt" in text

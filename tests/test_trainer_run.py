@@ -33,6 +33,7 @@ def fn_args(t, out_dir, overrides=(), steps=60):
         "train_files": [os.path.join(t["examples"], "Split-train", "*")],
         "eval_files": [os.path.join(t["examples"], "Split-eval", "*")],
         "transform_output": t["graph"],
+        "examples_uri": t["examples"],
         "serving_model_dir": os.path.join(out_dir, "Trainer", "model", "1", "Format-Serving"),
         "model_run_dir": os.path.join(out_dir, "Trainer", "model_run", "1"),
         "train_steps": steps, "eval_steps": 5,
@@ -66,13 +67,15 @@ def signature(model_dir):
     return inputs, outputs
 
 
-@pytest.mark.parametrize("strategy, cpus, replicas", [
-    ("default", 1, 1), ("one_device", 1, 1), ("mirrored", 2, 2)])
-def test_strategies_train_and_export_the_same_signature(transform_output, tmp_path, strategy, cpus, replicas):
-    args = fn_args(transform_output, str(tmp_path), [f"runtime.strategy={strategy}"])
+@pytest.mark.parametrize("strategy, cpus, replicas, reader", [
+    ("default", 1, 1, "tfrecord"), ("one_device", 1, 1, "tfxio"), ("mirrored", 2, 2, "tfxio")])
+def test_strategies_train_and_export_the_same_signature(transform_output, tmp_path, strategy, cpus, replicas,
+                                                        reader):
+    """Each strategy, with both input readers (this project's tf.data and TFX's TFXIO accessor)."""
+    args = fn_args(transform_output, str(tmp_path), [f"runtime.strategy={strategy}", f"training.reader={reader}"])
     finish(start(args, tmp_path, strategy, logical_cpus=cpus), tmp_path, strategy)
     info = run_info(args)
-    assert info["replicas"] == replicas
+    assert info["replicas"] == replicas and info["reader"] == reader
     assert info["global_batch"] == 64 * replicas
     loss = info["history"]["loss"]
     assert loss[-1] < loss[0]
@@ -117,7 +120,7 @@ def test_killed_trainer_resumes_from_its_last_epoch(transform_output, tmp_path):
 
     args = fn_args(transform_output, str(tmp_path), ["training.epochs=6", "training.early_stopping_patience=0"],
                    steps=1200)
-    backup = backup_dir(FnArgs(**args))
+    backup = backup_dir(FnArgs(**{k: v for k, v in args.items() if k != "examples_uri"}))
     proc = start(args, tmp_path, "killed")
     deadline = time.time() + 240
     while time.time() < deadline and not glob.glob(os.path.join(backup, "chief", "ckpt-2*")) \

@@ -23,10 +23,20 @@ def main(path):
         physical = tf.config.list_physical_devices("CPU")[0]
         tf.config.set_logical_device_configuration(
             physical, [tf.config.LogicalDeviceConfiguration() for _ in range(cpus)])
-    from tfx.components.trainer.fn_args_utils import FnArgs
+    from tfx.components.trainer.fn_args_utils import DataAccessor, FnArgs
+    from tfx.components.util import tfxio_utils
+    from tfx.types import standard_artifacts
 
     from trainer.run import run_fn
 
+    # The data accessor TFX's Trainer builds from the examples artifact (for reader=tfxio).
+    examples = standard_artifacts.Examples()
+    examples.uri = args.pop("examples_uri")
+    examples.split_names = '["train", "eval"]'
+    args["data_accessor"] = DataAccessor(
+        tf_dataset_factory=tfxio_utils.get_tf_dataset_factory_from_artifact([examples], []),
+        record_batch_factory=tfxio_utils.get_record_batch_factory_from_artifact([examples], []),
+        data_view_decode_fn=None)
     run_fn(FnArgs(**args))
 
 

@@ -93,6 +93,20 @@ def training_length(training: TrainingConfig, fn_args, global_batch: int):
     return epochs, math.ceil(total_steps / epochs), None
 
 
+def input_dataset(fn_args, settings: TrainerSettings, files, tf_transform_output, batch_size: int,
+                  *, shuffle: bool):
+    training, label = settings.training, settings.features.label.name
+    if training.reader == "tfxio":
+        if getattr(fn_args, "data_accessor", None) is None:
+            raise ValueError("training.reader is tfxio but the Trainer passed no data accessor; "
+                             "use training.reader=tfrecord")
+        return data.make_tfxio_dataset(
+            fn_args.data_accessor, files, tf_transform_output.transformed_metadata.schema, label,
+            batch_size, shuffle=shuffle, seed=training.seed)
+    return data.make_dataset(files, tf_transform_output.transformed_feature_spec(), label, batch_size,
+                             shuffle=shuffle, seed=training.seed, cache=training.cache)
+
+
 def run_fn(fn_args) -> None:
     keras()  # fail early, with the fix named, if tf.keras is not tf_keras
     skip_autograph_for_tf_keras()
@@ -107,15 +121,13 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
     spec, training = settings.features, settings.training
     tf.keras.utils.set_random_seed(training.seed)
     tf_transform_output = tft.TFTransformOutput(fn_args.transform_output)
-    feature_spec = tf_transform_output.transformed_feature_spec()
     replicas = strategy.num_replicas_in_sync
     accumulation = training.gradient_accumulation_steps
     global_batch = training.batch_size * replicas * accumulation
 
-    train_ds = data.make_dataset(fn_args.train_files, feature_spec, spec.label.name, global_batch,
-                                 shuffle=True, seed=training.seed, cache=training.cache)
-    eval_ds = data.make_dataset(fn_args.eval_files, feature_spec, spec.label.name, global_batch,
-                                shuffle=False, seed=training.seed, cache=training.cache)
+    train_ds, eval_ds = (
+        input_dataset(fn_args, settings, files, tf_transform_output, global_batch, shuffle=shuffle)
+        for files, shuffle in ((fn_args.train_files, True), (fn_args.eval_files, False)))
 
     epochs, steps_per_epoch, train_examples = training_length(training, fn_args, global_batch)
     head = make_head(spec, tf_transform_output)
@@ -167,6 +179,7 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
         "precision": policy,
         "jit_compile": settings.runtime.jit_compile,
         "mode": training.mode,
+        "reader": training.reader,
         "batch_size": training.batch_size,
         "gradient_accumulation_steps": accumulation,
         "global_batch": global_batch,

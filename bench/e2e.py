@@ -1,0 +1,164 @@
+"""End-to-end benchmark: this project's pipeline vs TFX's own taxi example, side by side.
+
+    .venv/bin/python bench/e2e.py [--rounds N] [--set section.key=value ...]
+
+In one invocation, on the same machine and the same taxi CSV (the one inside tfx):
+  1. this project's pipeline (`tfxline run`, a fresh output root: nothing cached);
+  2. TFX's `taxi_pipeline_native_keras.py`, unchanged, with TF_USE_LEGACY_KERAS=1, in a
+     temporary HOME laid out as it expects ($HOME/taxi/data/simple, $HOME/taxi/<module>).
+With --rounds N > 1 the two alternate, N times each, so noise on a shared machine hits both.
+
+Prints each pipeline's wall time and the ratio, each component's duration (from the MLMD
+execution records), and both models' AUC and accuracy on the same eval rows: the rows that
+both pipelines' hash splits hold out (each pipeline's own eval split contains rows the
+other trained on). Writes bench/results/e2e.json. A benchmark, not a test.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+os.environ["TF_USE_LEGACY_KERAS"] = "1"
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+
+from pipeline import data_source  # noqa: E402
+from pipeline.summary import collect_run  # noqa: E402
+
+EXAMPLE_NAME = "chicago_taxi_native_keras"
+
+
+def tfx_example_dir() -> str:
+    import tfx
+
+    return os.path.join(os.path.dirname(tfx.__file__), "examples", "chicago_taxi_pipeline")
+
+
+def timed(cmd, env, cwd, log_path) -> float:
+    started = time.monotonic()
+    with open(log_path, "w") as log:
+        proc = subprocess.run(cmd, env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT)
+    if proc.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed (exit {proc.returncode}); see {log_path}")
+    return time.monotonic() - started
+
+
+def run_ours(work: str, overrides) -> dict:
+    out = os.path.join(work, "ours")
+    cmd = [os.path.join(os.path.dirname(sys.executable), "tfxline"), "run", "--output", out]
+    for o in overrides:
+        cmd += ["--set", o]
+    wall = timed(cmd, dict(os.environ), ROOT, os.path.join(work, "ours.log"))
+    return {"wall_seconds": wall, "metadata": os.path.join(out, "metadata.sqlite"), "name": "taxi"}
+
+
+def run_example(work: str) -> dict:
+    home = os.path.join(work, "home")
+    taxi = os.path.join(home, "taxi")
+    os.makedirs(os.path.join(taxi, "data", "simple"))
+    shutil.copy(data_source.default_data_path(), os.path.join(taxi, "data", "simple", "data.csv"))
+    shutil.copy(os.path.join(tfx_example_dir(), "taxi_utils_native_keras.py"), taxi)
+    script = os.path.join(tfx_example_dir(), "taxi_pipeline_native_keras.py")
+    env = dict(os.environ, HOME=home, TF_USE_LEGACY_KERAS="1")
+    wall = timed([sys.executable, script], env, home, os.path.join(work, "example.log"))
+    metadata = os.path.join(home, "tfx", "metadata", EXAMPLE_NAME, "metadata.db")
+    return {"wall_seconds": wall, "metadata": metadata, "name": EXAMPLE_NAME}
+
+
+def components(run: dict) -> dict:
+    summary = collect_run(run["metadata"], run["name"])
+    return summary, {c.node_id: round(c.seconds, 1) for c in summary.components}
+
+
+def eval_rows(summary) -> set:
+    import tensorflow as tf
+
+    gen = next(c for c in summary.components if c.node_id == "CsvExampleGen")
+    files = glob.glob(os.path.join(gen.outputs["examples"][0], "Split-eval", "*"))
+    return {r.numpy() for r in tf.data.TFRecordDataset(files, compression_type="GZIP")}
+
+
+def score(model_dir: str, rows) -> dict:
+    """AUC and accuracy of a serving_default(examples) model on raw rows (label: tips > 20%)."""
+    import numpy as np
+    import tensorflow as tf
+
+    labels, clean = [], []
+    for raw in rows:
+        ex = tf.train.Example.FromString(raw)
+        f = ex.features.feature
+        tips = f["tips"].float_list.value[0] if f["tips"].float_list.value else 0.0
+        fare = f["fare"].float_list.value[0] if f["fare"].float_list.value else 0.0
+        labels.append(float(tips > 0.2 * fare))
+        clean.append(raw)
+    serve = tf.saved_model.load(model_dir).signatures["serving_default"]
+    out = serve(examples=tf.constant(clean))
+    scores = np.asarray(next(iter(out.values()))).reshape(-1)
+    auc = tf.keras.metrics.AUC(num_thresholds=1000)
+    auc.update_state(labels, scores)
+    return {"auc": round(float(auc.result()), 4),
+            "accuracy": round(float(np.mean((scores > 0.5) == np.asarray(labels, bool))), 4)}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="config override for this project's run (e.g. a lever under test)")
+    parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    args = parser.parse_args()
+    results = {"date": time.strftime("%Y-%m-%d"), "machine": f"{os.cpu_count()} CPU cores, "
+               f"{platform.machine()}, no GPU", "overrides": args.set, "rounds": []}
+    work_root = tempfile.mkdtemp(prefix="tfxline-bench-e2e-")
+    for i in range(args.rounds):
+        work = os.path.join(work_root, f"round{i}")
+        os.makedirs(work)
+        ours, example = run_ours(work, args.set), run_example(work)
+        s_ours, c_ours = components(ours)
+        s_ex, c_ex = components(example)
+        shared = sorted(eval_rows(s_ours) & eval_rows(s_ex))
+        example_model = glob.glob(os.path.join(s_ex.model_uri, "Format-Serving"))[0]
+        results["rounds"].append({
+            "ours": {"wall_seconds": round(ours["wall_seconds"], 1), "components": c_ours,
+                     "own_eval": s_ours.metrics, "shared_eval": score(s_ours.model_uri + "/Format-Serving", shared)},
+            "tfx_example": {"wall_seconds": round(example["wall_seconds"], 1), "components": c_ex,
+                            "own_eval": s_ex.metrics, "shared_eval": score(example_model, shared)},
+            "shared_eval_rows": len(shared),
+            "ratio": round(ours["wall_seconds"] / example["wall_seconds"], 3),
+        })
+        r = results["rounds"][-1]
+        print(f"round {i + 1}: ours {r['ours']['wall_seconds']} s, TFX example "
+              f"{r['tfx_example']['wall_seconds']} s, ratio {r['ratio']}", flush=True)
+    ratios = [r["ratio"] for r in results["rounds"]]
+    results["median_ratio"] = sorted(ratios)[len(ratios) // 2]
+    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
+    with open(os.path.join(HERE, "results", "e2e.json"), "w") as f:
+        json.dump(results, f, indent=2)
+    last = results["rounds"][-1]
+    print(f"\n{'component':32s} {'ours':>8s} {'example':>8s}")
+    for node in sorted(set(last["ours"]["components"]) | set(last["tfx_example"]["components"])):
+        print(f"{node:32s} {last['ours']['components'].get(node, ''):>8} "
+              f"{last['tfx_example']['components'].get(node, ''):>8}")
+    print(f"\nshared eval rows: {last['shared_eval_rows']}")
+    for who in ("ours", "tfx_example"):
+        print(f"{who:12s} wall {last[who]['wall_seconds']:7.1f} s   shared eval {last[who]['shared_eval']}"
+              f"   own eval {json.dumps({k: round(v, 4) for k, v in last[who]['own_eval'].items() if k in ('auc', 'binary_accuracy', 'accuracy')})}")
+    print(f"ratio ours/example (median of {len(ratios)}): {results['median_ratio']}  (goal <= 0.7)")
+    if not args.keep:
+        shutil.rmtree(work_root, ignore_errors=True)
+    print(f"results: {os.path.join(HERE, 'results', 'e2e.json')}")
+
+
+if __name__ == "__main__":
+    main()
