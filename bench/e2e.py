@@ -81,12 +81,19 @@ def components(run: dict) -> dict:
     return summary, {c.node_id: round(c.seconds, 1) for c in summary.components}
 
 
-def eval_rows(summary) -> set:
+def eval_rows(summary) -> dict:
+    """The eval split's examples keyed by content (the two pipelines serialize the same
+    row with the features in a different order, so bytes cannot be compared)."""
     import tensorflow as tf
 
     gen = next(c for c in summary.components if c.node_id == "CsvExampleGen")
     files = glob.glob(os.path.join(gen.outputs["examples"][0], "Split-eval", "*"))
-    return {r.numpy() for r in tf.data.TFRecordDataset(files, compression_type="GZIP")}
+    rows = {}
+    for record in tf.data.TFRecordDataset(files, compression_type="GZIP"):
+        example = tf.train.Example.FromString(record.numpy())
+        key = tuple(sorted((k, v.SerializeToString()) for k, v in example.features.feature.items()))
+        rows[key] = record.numpy()
+    return rows
 
 
 def score(model_dir: str, rows) -> dict:
@@ -127,7 +134,8 @@ def main():
         ours, example = run_ours(work, args.set), run_example(work)
         s_ours, c_ours = components(ours)
         s_ex, c_ex = components(example)
-        shared = sorted(eval_rows(s_ours) & eval_rows(s_ex))
+        ours_eval, example_eval = eval_rows(s_ours), eval_rows(s_ex)
+        shared = [ours_eval[k] for k in sorted(set(ours_eval) & set(example_eval))]
         example_model = glob.glob(os.path.join(s_ex.model_uri, "Format-Serving"))[0]
         results["rounds"].append({
             "ours": {"wall_seconds": round(ours["wall_seconds"], 1), "components": c_ours,

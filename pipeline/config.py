@@ -94,6 +94,9 @@ class RuntimeConfig:
     strategy: str = "auto"
     precision: str = "auto"
     jit_compile: bool = False      # compile the training step with XLA
+    # Transform's own pre- and post-transform TFDV statistics (and their anomalies): a second
+    # full pass over the data that no gate reads (ExampleValidator uses StatisticsGen's).
+    transform_statistics: bool = False
     # Beam args for the data components (the DirectRunner locally; Dataflow etc. on a
     # cluster). in_memory avoids per-component worker start-up on small data.
     beam_args: Tuple[str, ...] = ("--direct_running_mode=in_memory", "--direct_num_workers=1")

@@ -76,7 +76,8 @@ def create_pipeline(
 
     transform = tfx.components.Transform(
         examples=example_gen.outputs["examples"], schema=schema_gen.outputs["schema"],
-        preprocessing_fn=PREPROCESSING_FN, custom_config={"features": cfg.features.to_dict()})
+        preprocessing_fn=PREPROCESSING_FN, custom_config={"features": cfg.features.to_dict()},
+        disable_statistics=not cfg.runtime.transform_statistics)
     transform.add_upstream_node(anomalies_gate)  # no training on data that fails validation
 
     trainer_kwargs = dict(

@@ -98,8 +98,13 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
     """Run the whole pipeline; return the run summary. Raises on a failed component."""
     from tfx import v1 as tfx
 
+    from trainer.keras_compat import skip_autograph_for_tf_keras
+
     stream = stream or sys.stdout
     paths = resolve_inputs(cfg)
+    # Every component runs in this process: spare TFMA's tf_keras metric wrappers the
+    # AutoGraph conversion too, not only the Trainer (see trainer/keras_compat.py).
+    skip_autograph_for_tf_keras()
     os.makedirs(cfg.output_root, exist_ok=True)
     pipeline = build_pipeline(cfg, paths, enable_cache)
     started = time.monotonic()

@@ -80,3 +80,7 @@ def test_eval_config_has_gates_and_slices(built):
     assert auc.threshold.change_threshold.absolute.value == -cfg.evaluation.max_auc_drop
     assert list(auc.slicing_specs[0].feature_keys) == []  # gates the overall slice only
     assert ec.model_specs[0].label_key == "big_tipper"
+    # The metrics listed are the metrics: no second copy from the model's compile(), and the
+    # model is loaded as a plain SavedModel (its signatures), not revived as Keras.
+    assert ec.options.include_default_metrics.value is False
+    assert ec.model_specs[0].model_type == "tf_generic"
