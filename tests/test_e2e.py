@@ -167,3 +167,19 @@ def test_worse_candidate_is_not_pushed(pipeline_run, taxi_slice):
     assert after == before
     model = tf.saved_model.load(os.path.join(cfg.serving_dir, str(max(before))))
     assert "serving_default" in model.signatures
+
+
+def test_tensorboard_scalars_per_epoch_in_the_model_run_dir(pipeline_run):
+    """loss, AUC and the learning rate, one point per epoch, where `tensorboard --logdir` looks."""
+    cfg, summary, _ = pipeline_run
+    run_dir = summary.model_uri.replace(os.sep + "model" + os.sep, os.sep + "model_run" + os.sep)
+    points = {}
+    for split in ("train", "validation"):
+        for path in tf.io.gfile.glob(os.path.join(run_dir, split, "events*")):
+            for event in tf.compat.v1.train.summary_iterator(path):
+                for value in event.summary.value:
+                    points.setdefault((split, value.tag), []).append(event.step)
+    epochs = len(json.load(open(os.path.join(run_dir, "training_run.json")))["history"]["loss"])
+    for key in [("train", "epoch_loss"), ("train", "epoch_auc"), ("train", "epoch_learning_rate"),
+                ("validation", "epoch_loss"), ("validation", "epoch_auc")]:
+        assert sorted(points.get(key, [])) == list(range(epochs)), key

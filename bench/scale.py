@@ -1,0 +1,152 @@
+"""Scale benchmark: the full pipeline on taxi-like CSVs of 100k and 1M rows (not a test).
+
+    .venv/bin/python bench/scale.py [--rows 100000 1000000] [--epochs 2] [--set k=v ...]
+
+The CSVs are made from the real taxi rows (the CSV inside tfx), resampled with replacement
+and a small deterministic jitter on the numeric columns, so the distributions stay
+realistic; nothing is downloaded. Training runs in epochs mode, so its length follows the
+data (steps = rows x epochs / batch), never a fixed step budget.
+
+For each size it prints the wall time per component (from MLMD), the peak resident memory
+of the whole process tree (sampled every 0.5 s), and rows/s; then time(largest) /
+time(smallest) against the ratio of rows. Writes bench/results/scale.json.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+import psutil
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+
+from pipeline import data_source  # noqa: E402
+from pipeline.summary import collect_run  # noqa: E402
+
+# Numeric columns and their jitter: relative for amounts, absolute for coordinates.
+RELATIVE = {"fare": 0.03, "tips": 0.03, "trip_miles": 0.03, "trip_seconds": 0.03}
+ABSOLUTE = {"pickup_latitude": 2e-4, "pickup_longitude": 2e-4, "dropoff_latitude": 2e-4,
+            "dropoff_longitude": 2e-4, "trip_start_timestamp": 600}
+INTEGER = {"trip_seconds", "trip_start_timestamp"}
+
+
+def make_csv(path: str, rows: int, seed: int = 0) -> None:
+    with open(data_source.default_data_path(), newline="") as f:
+        reader = csv.DictReader(f)
+        fields, source = reader.fieldnames, list(reader)
+    rng = np.random.default_rng(seed)
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        for start in range(0, rows, 50_000):
+            n = min(50_000, rows - start)
+            picks = rng.integers(0, len(source), n)
+            noise = rng.standard_normal((n, len(RELATIVE) + len(ABSOLUTE)))
+            for i, idx in enumerate(picks):
+                row = dict(source[idx])
+                for j, (col, scale) in enumerate(list(RELATIVE.items()) + list(ABSOLUTE.items())):
+                    if row[col] == "":
+                        continue  # missing stays missing
+                    value = float(row[col])
+                    value = (max(0.0, value * (1 + scale * noise[i, j])) if col in RELATIVE
+                             else value + scale * noise[i, j])
+                    row[col] = str(int(round(value))) if col in INTEGER else f"{value:.6g}"
+                writer.writerow(row)
+
+
+class PeakRSS(threading.Thread):
+    """Peak resident memory of a process and all its descendants."""
+
+    def __init__(self, pid: int):
+        super().__init__(daemon=True)
+        self.root, self.peak, self.running = psutil.Process(pid), 0, True
+
+    def run(self):
+        while self.running:
+            try:
+                procs = [self.root] + self.root.children(recursive=True)
+                total = 0
+                for p in procs:
+                    try:
+                        total += p.memory_info().rss
+                    except psutil.Error:
+                        pass
+                self.peak = max(self.peak, total)
+            except psutil.Error:
+                return
+            time.sleep(0.5)
+
+
+def run_pipeline(data: str, out: str, overrides, log_path: str):
+    cmd = [os.path.join(os.path.dirname(sys.executable), "tfxline"), "run", "--data", data,
+           "--output", out]
+    for o in overrides:
+        cmd += ["--set", o]
+    started = time.monotonic()
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+        sampler = PeakRSS(proc.pid)
+        sampler.start()
+        code = proc.wait()
+        sampler.running = False
+    if code != 0:
+        sys.exit(f"pipeline on {data} failed (exit {code}); see {log_path}")
+    return time.monotonic() - started, sampler.peak
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, nargs="+", default=[100_000, 1_000_000])
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
+    parser.add_argument("--work", help="work directory (default: a new temporary one)")
+    args = parser.parse_args()
+    work = args.work or tempfile.mkdtemp(prefix="tfxline-bench-scale-")
+    overrides = ["training.mode=epochs", f"training.epochs={args.epochs}",
+                 "training.early_stopping_patience=0", *args.set]
+    results = {"date": time.strftime("%Y-%m-%d"), "machine": f"{os.cpu_count()} CPU cores, "
+               f"{platform.machine()}, no GPU", "overrides": overrides, "runs": []}
+    for rows in args.rows:
+        data = os.path.join(work, f"taxi_{rows}.csv")
+        if not os.path.exists(data):
+            started = time.monotonic()
+            make_csv(data, rows)
+            print(f"generated {rows} rows in {time.monotonic() - started:.0f} s: {data}", flush=True)
+        out = os.path.join(work, f"out_{rows}")
+        wall, peak = run_pipeline(data, out, overrides, os.path.join(work, f"run_{rows}.log"))
+        summary = collect_run(os.path.join(out, "metadata.sqlite"), "taxi")
+        with open(os.path.join(summary.model_uri, "..", "..", "model_run",
+                               os.path.basename(summary.model_uri), "training_run.json")) as f:
+            training = json.load(f)
+        run = {"rows": rows, "wall_seconds": round(wall, 1), "peak_rss_gb": round(peak / 2**30, 2),
+               "rows_per_second": round(rows / wall), "train_steps": training["steps"],
+               "epochs": training["epochs"],
+               "components": {c.node_id: round(c.seconds, 1) for c in summary.components},
+               "auc": summary.metrics.get("auc")}
+        results["runs"].append(run)
+        print(json.dumps(run), flush=True)
+    if len(results["runs"]) > 1:
+        small, large = results["runs"][0], results["runs"][-1]
+        results["time_ratio"] = round(large["wall_seconds"] / small["wall_seconds"], 2)
+        results["rows_ratio"] = large["rows"] / small["rows"]
+        print(f"time({large['rows']}) / time({small['rows']}) = {results['time_ratio']} "
+              f"(rows x{results['rows_ratio']:.0f}; goal <= 11 for 10x)")
+    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
+    with open(os.path.join(HERE, "results", "scale.json"), "w") as f:
+        json.dump(results, f, indent=2)
+    print(f"results: {os.path.join(HERE, 'results', 'scale.json')}; work dir: {work}")
+
+
+if __name__ == "__main__":
+    main()
