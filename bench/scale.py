@@ -113,6 +113,7 @@ def main():
     parser.add_argument("--work", help="work directory (default: a new temporary one)")
     args = parser.parse_args()
     work = args.work or tempfile.mkdtemp(prefix="tfxline-bench-scale-")
+    os.makedirs(work, exist_ok=True)
     overrides = ["training.mode=epochs", f"training.epochs={args.epochs}",
                  "training.early_stopping_patience=0", *args.set]
     results = {"date": time.strftime("%Y-%m-%d"), "machine": f"{os.cpu_count()} CPU cores, "

@@ -125,9 +125,11 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
     accumulation = training.gradient_accumulation_steps
     global_batch = training.batch_size * replicas * accumulation
 
-    train_ds, eval_ds = (
-        input_dataset(fn_args, settings, files, tf_transform_output, global_batch, shuffle=shuffle)
-        for files, shuffle in ((fn_args.train_files, True), (fn_args.eval_files, False)))
+    train_ds = input_dataset(fn_args, settings, fn_args.train_files, tf_transform_output,
+                             global_batch, shuffle=True)
+    # Validation only runs forward passes: micro-batches, not the accumulated batch.
+    eval_ds = input_dataset(fn_args, settings, fn_args.eval_files, tf_transform_output,
+                            training.batch_size * replicas, shuffle=False)
 
     epochs, steps_per_epoch, train_examples = training_length(training, fn_args, global_batch)
     head = make_head(spec, tf_transform_output)
@@ -164,9 +166,9 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
             monitor=monitor, mode="max" if monitor == "val_auc" else "min",
             patience=training.early_stopping_patience, restore_best_weights=True))
     started = time.monotonic()
-    history = trainable.fit(train_ds, epochs=epochs, steps_per_epoch=steps_per_epoch,
-                        validation_data=eval_ds, validation_steps=int(fn_args.eval_steps or training.eval_steps),
-                        callbacks=callbacks, verbose=2)
+    history = trainable.fit(
+        train_ds, epochs=epochs, steps_per_epoch=steps_per_epoch, validation_data=eval_ds,
+        validation_steps=int(fn_args.eval_steps or training.eval_steps), callbacks=callbacks, verbose=2)
     seconds = time.monotonic() - started
     export.export(model, tf_transform_output, spec, fn_args.serving_model_dir)
     if not strategy_lib.is_chief():
