@@ -101,16 +101,15 @@ def score(model_dir: str, rows) -> dict:
     import numpy as np
     import tensorflow as tf
 
-    labels, clean = [], []
+    labels = []
     for raw in rows:
         ex = tf.train.Example.FromString(raw)
         f = ex.features.feature
         tips = f["tips"].float_list.value[0] if f["tips"].float_list.value else 0.0
         fare = f["fare"].float_list.value[0] if f["fare"].float_list.value else 0.0
         labels.append(float(tips > 0.2 * fare))
-        clean.append(raw)
     serve = tf.saved_model.load(model_dir).signatures["serving_default"]
-    out = serve(examples=tf.constant(clean))
+    out = serve(examples=tf.constant(rows))
     scores = np.asarray(next(iter(out.values()))).reshape(-1)
     auc = tf.keras.metrics.AUC(num_thresholds=1000)
     auc.update_state(labels, scores)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 from pipeline.config import PipelineConfig
 from pipeline.data_source import DEFAULT_PATTERNS, PACKAGE_PREFIX
@@ -35,21 +35,18 @@ def container_schema_path(cfg: PipelineConfig) -> str:
     return f"{CONTAINER_PROJECT_DIR}/schema/{name}.pbtxt"
 
 
-def container_data_root(cfg: PipelineConfig) -> str:
-    """The data directory as the container sees it: ``package:`` data inside the image's
-    site-packages, a file's directory, or the path as given (cloud storage)."""
+def container_data_location(cfg: PipelineConfig) -> Tuple[str, str]:
+    """(data directory, file pattern) as the container sees them: ``package:`` data inside
+    the image's site-packages; a file path splits into its directory and name; a directory
+    (local or cloud storage, which cannot be stat-ed here) takes ``data.pattern``."""
     path = cfg.data.path
     if not path:
-        return CONTAINER_TAXI_DATA
+        return CONTAINER_TAXI_DATA, DEFAULT_PATTERNS["csv"]
     if path.startswith(PACKAGE_PREFIX):
         path = f"{CONTAINER_SITE_PACKAGES}/{path[len(PACKAGE_PREFIX):]}"
-    return os.path.dirname(path) if os.path.splitext(path)[1] in (".csv", ".gz", ".tfrecord") else path
-
-
-def container_data_pattern(cfg: PipelineConfig) -> str:
-    if cfg.data.path and os.path.splitext(cfg.data.path)[1] in (".csv", ".gz", ".tfrecord"):
-        return os.path.basename(cfg.data.path)
-    return cfg.data.pattern or DEFAULT_PATTERNS[cfg.data.format]
+    if os.path.splitext(path)[1] in (".csv", ".gz", ".tfrecord"):
+        return os.path.dirname(path), os.path.basename(path)
+    return path, cfg.data.pattern or DEFAULT_PATTERNS[cfg.data.format]
 
 
 def runtime_parameters(cfg: PipelineConfig, data_root: Optional[str] = None):
@@ -57,7 +54,7 @@ def runtime_parameters(cfg: PipelineConfig, data_root: Optional[str] = None):
 
     from pipeline.factory import train_steps_arg
 
-    default_root = data_root or container_data_root(cfg)
+    default_root = data_root or container_data_location(cfg)[0]
     return {
         DATA_ROOT_PARAM: tfx.dsl.experimental.RuntimeParameter(
             name=DATA_ROOT_PARAM, ptype=str, default=default_root),
@@ -77,7 +74,7 @@ def build_pipeline(cfg: PipelineConfig, pipeline_root: str, image: str, data_roo
     return create_pipeline(
         cfg,
         data_root=params[DATA_ROOT_PARAM],
-        data_pattern=container_data_pattern(cfg),
+        data_pattern=container_data_location(cfg)[1],
         schema_path=container_schema_path(cfg),
         pipeline_root=pipeline_root,
         serving_dir=f"{serving_root}/{cfg.serving.model_name or cfg.name}",

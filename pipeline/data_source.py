@@ -25,6 +25,7 @@ from google.protobuf import text_format
 FORMATS = ("csv", "tfrecord")
 DEFAULT_PATTERNS = {"csv": "*.csv", "tfrecord": "*"}
 PACKAGE_PREFIX = "package:"
+_TFRECORD_FIX = "data.format tfrecord expects TFRecords of tf.Example, GZIP-compressed when the name ends in .gz"
 
 
 class DataError(ValueError):
@@ -174,14 +175,11 @@ def check_tfrecords(files: Sequence[str], schema: schema_pb2.Schema, required: S
         except tf.errors.OpError as e:
             raise DataError(
                 f"{path} is not a readable {'GZIP ' if compression else ''}TFRecord file "
-                f"({e.message.splitlines()[0]}); data.format tfrecord expects TFRecords of "
-                "tf.Example, GZIP-compressed when the name ends in .gz") from None
+                f"({e.message.splitlines()[0]}); {_TFRECORD_FIX}") from None
         except DecodeError:
-            raise DataError(f"{path} record {index} is not a tf.Example; data.format tfrecord "
-                            "expects TFRecords of tf.Example") from None
+            raise DataError(f"{path} record {index} is not a tf.Example; {_TFRECORD_FIX}") from None
     if records == 0:
-        raise DataError(f"no complete record in {', '.join(files)}; data.format tfrecord expects "
-                        "TFRecords of tf.Example, GZIP-compressed when the name ends in .gz")
+        raise DataError(f"no complete record in {', '.join(files)}; {_TFRECORD_FIX}")
     missing = [c for c in required if c not in seen]
     if missing:
         raise DataError(
