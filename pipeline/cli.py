@@ -79,7 +79,7 @@ def add_config_args(p: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace):
-    from pipeline.config import load_config
+    from pipeline.config_loader import load_config
 
     return load_config(args.config, args.set, **{
         "data.path": args.data, "output_root": args.output, "data.schema": args.schema,

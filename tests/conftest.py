@@ -12,7 +12,7 @@ import itertools  # noqa: E402
 import pytest  # noqa: E402
 
 from pipeline import data_source  # noqa: E402
-from pipeline.config import load_config  # noqa: E402
+from pipeline.config_loader import load_config  # noqa: E402
 
 SLICE_ROWS = 3000        # every 5th row of the 15k taxi rows: small, but every category shows up
 E2E_TRAIN_STEPS = 300    # enough to clear the default AUC/accuracy gates on the slice

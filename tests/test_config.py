@@ -2,7 +2,8 @@ import os
 
 import pytest
 
-from pipeline.config import ConfigError, load_config, packaged_config_path
+from pipeline.config import ConfigError
+from pipeline.config_loader import load_config, packaged_config_path
 
 
 def write(tmp_path, text, name="c.yaml"):
@@ -81,7 +82,7 @@ def test_missing_and_invalid_files(tmp_path):
 
 
 def test_config_round_trips_through_dict():
-    from pipeline.config import config_from_dict
+    from pipeline.config_loader import config_from_dict
 
     cfg = load_config()
     assert config_from_dict(cfg.to_dict()) == cfg

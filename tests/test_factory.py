@@ -2,7 +2,7 @@
 import pytest
 from tfx import v1 as tfx
 
-from pipeline.config import load_config
+from pipeline.config_loader import load_config
 from pipeline.factory import PREPROCESSING_FN, RESOLVER_ID, RUN_FN, create_pipeline
 
 

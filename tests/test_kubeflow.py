@@ -13,7 +13,7 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 
 from kubeflow import compile as kfp_compile, submit as kfp_submit
 from pipeline import cli
-from pipeline.config import load_config
+from pipeline.config_loader import load_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOLDEN = os.path.join(ROOT, "tests", "golden", "kfp_pipeline.json")

@@ -15,7 +15,7 @@ import pytest
 import tensorflow as tf
 
 from pipeline import data_source
-from pipeline.config import load_config
+from pipeline.config_loader import load_config
 from pipeline.summary import collect_run
 
 pytestmark = pytest.mark.e2e

@@ -6,7 +6,8 @@ import pytest
 import tensorflow as tf
 
 from pipeline import cli, data_source
-from pipeline.config import ConfigError, load_config
+from pipeline.config import ConfigError
+from pipeline.config_loader import load_config
 from pipeline.data_source import DataError
 
 SCHEMA = data_source.load_schema(data_source.schema_path("penguin"))

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from pipeline.factory import trainer_custom_config
-from pipeline.config import load_config
+from pipeline.config_loader import load_config
 
 pytestmark = pytest.mark.e2e
 HARNESS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "trainer_harness.py")

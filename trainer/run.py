@@ -19,7 +19,8 @@ from typing import Any, Dict, List, Mapping
 import tensorflow as tf
 import tensorflow_transform as tft
 
-from pipeline.config import ModelConfig, RuntimeConfig, TrainingConfig, section_from_dict
+from pipeline.config import ModelConfig, RuntimeConfig, TrainingConfig
+from pipeline.config_loader import section_from_dict
 from trainer import data, export, model as model_lib, precision, strategy as strategy_lib
 from trainer.accumulation import with_gradient_accumulation
 from trainer.keras_compat import keras, skip_autograph_for_tf_keras

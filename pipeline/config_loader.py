@@ -1,0 +1,213 @@
+"""Load a pipeline config: YAML file -> overrides -> typed sections -> validated.
+
+``load_config`` reads a file (or a packaged config by name), applies ``section.key=value``
+overrides and typed CLI values, builds the dataclasses of ``pipeline.config`` and checks
+every key and value, raising ``ConfigError`` with a one-line message naming the key and fix.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import typing
+from importlib import resources
+from typing import Any, Dict, Mapping, Optional, Sequence
+
+import yaml
+
+from pipeline.config import (DEFAULT_CONFIG, PRECISIONS, READERS, STRATEGIES, TRAINING_MODES,
+                             ConfigError, PipelineConfig)
+from pipeline.data_source import FORMATS, PACKAGE_PREFIX, DataError, resolve_data_path
+from transforms.features import FeatureSpec, FeatureSpecError
+
+
+def packaged_config_path(name: str) -> str:
+    return str(resources.files("pipeline") / "configs" / f"{name}.yaml")
+
+
+def load_config(path: Optional[str] = None, overrides: Sequence[str] = (),
+                **explicit: Any) -> PipelineConfig:
+    """Read a YAML config (a file, or a packaged config by name; default: taxi), apply
+    overrides, validate.
+
+    ``overrides`` are ``section.key=value`` strings (values parsed as YAML);
+    ``explicit`` are already-typed values keyed ``section.key`` (from CLI flags).
+    """
+    path = path or DEFAULT_CONFIG
+    if not os.path.isfile(path) and os.path.isfile(packaged_config_path(path)):
+        path = packaged_config_path(path)  # a packaged config by name: taxi, penguin
+    if not os.path.isfile(path):
+        raise ConfigError(f"config file {path} does not exist; pass an existing --config FILE")
+    try:
+        with open(path) as f:
+            raw = yaml.safe_load(f) or {}
+    except yaml.YAMLError as e:
+        raise ConfigError(f"config file {path} is not valid YAML: {_first_line(e)}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"config file {path} must hold a mapping of sections")
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"override {item!r} must look like section.key=value")
+        try:
+            parsed = yaml.safe_load(value)
+        except yaml.YAMLError:
+            parsed = value
+        _set_dotted(raw, key.strip(), parsed)
+    for key, value in explicit.items():
+        if value is not None:
+            _set_dotted(raw, key, value)
+    return config_from_dict(raw)
+
+
+def config_from_dict(raw: Mapping[str, Any]) -> PipelineConfig:
+    raw = dict(raw)
+    _check_keys("config", raw, {f.name for f in dataclasses.fields(PipelineConfig)})
+    if "features" not in raw:
+        raise ConfigError("config: the 'features' section is required (see pipeline/configs/taxi.yaml)")
+    try:
+        features = FeatureSpec.from_dict(raw.pop("features"))
+    except FeatureSpecError as e:
+        raise ConfigError(str(e)) from None
+    values: Dict[str, Any] = {"features": features}
+    hints = typing.get_type_hints(PipelineConfig)
+    for key, value in raw.items():
+        values[key] = _coerce(hints[key], value, key)
+    cfg = PipelineConfig(**values)
+    cfg = dataclasses.replace(cfg, output_root=os.path.abspath(cfg.output_root))
+    if cfg.data.path and not cfg.data.path.startswith(PACKAGE_PREFIX):
+        # relative paths are relative to the working directory, as on a CLI
+        cfg = dataclasses.replace(
+            cfg, data=dataclasses.replace(cfg.data, path=os.path.abspath(cfg.data.path)))
+    validate(cfg)
+    return cfg
+
+
+def validate(cfg: PipelineConfig) -> None:
+    checks = [
+        (cfg.name.replace("-", "").replace("_", "").isalnum(), "name",
+         "use letters, digits, '-' or '_'"),
+        (cfg.data.format in FORMATS, "data.format", f"use one of {', '.join(FORMATS)}"),
+        (cfg.data.train_buckets >= 1 and cfg.data.eval_buckets >= 1, "data.train_buckets",
+         "train_buckets and eval_buckets must both be >= 1"),
+        (cfg.training.batch_size >= 1, "training.batch_size", "must be >= 1"),
+        (cfg.training.train_steps >= 1, "training.train_steps", "must be >= 1"),
+        (cfg.training.mode in TRAINING_MODES, "training.mode",
+         f"use one of {', '.join(TRAINING_MODES)}"),
+        (cfg.training.epochs >= 1, "training.epochs", "must be >= 1"),
+        (cfg.training.reader in READERS, "training.reader", f"use one of {', '.join(READERS)}"),
+        (cfg.training.mode == "epochs" or cfg.training.epochs <= cfg.training.train_steps,
+         "training.epochs", "in steps mode, must be <= training.train_steps"),
+        (cfg.training.gradient_accumulation_steps >= 1, "training.gradient_accumulation_steps",
+         "must be >= 1 (1 turns accumulation off)"),
+        (cfg.training.eval_steps >= 1, "training.eval_steps", "must be >= 1"),
+        (all(u >= 1 for u in cfg.model.hidden_units), "model.hidden_units",
+         "every layer needs >= 1 unit"),
+        (0.0 <= cfg.model.dropout < 1.0, "model.dropout", "must be in [0, 1)"),
+        (cfg.model.learning_rate > 0, "model.learning_rate", "must be > 0"),
+        (cfg.runtime.strategy in STRATEGIES, "runtime.strategy",
+         f"use one of {', '.join(STRATEGIES)}"),
+        (cfg.runtime.precision in PRECISIONS, "runtime.precision",
+         f"use one of {', '.join(PRECISIONS)}"),
+        (0.0 <= cfg.evaluation.min_auc <= 1.0, "evaluation.min_auc", "must be in [0, 1]"),
+        (0.0 <= cfg.evaluation.min_accuracy <= 1.0, "evaluation.min_accuracy",
+         "must be in [0, 1]"),
+        (cfg.evaluation.max_auc_drop >= 0.0, "evaluation.max_auc_drop", "must be >= 0"),
+        (cfg.serving.keep_versions >= 1, "serving.keep_versions", "must be >= 1"),
+        (cfg.vertex_training.replica_count >= 1, "vertex_training.replica_count", "must be >= 1"),
+        (not cfg.vertex_training.enabled or cfg.vertex_training.project, "vertex_training.project",
+         "set the Google Cloud project when vertex_training.enabled is true"),
+        ((cfg.vertex_training.accelerator_count > 0) == bool(cfg.vertex_training.accelerator_type),
+         "vertex_training.accelerator_count",
+         "set accelerator_type and accelerator_count > 0 together, or neither"),
+    ]
+    for ok, key, fix in checks:
+        if not ok:
+            raise ConfigError(f"bad config value for {key}: {_value_at(cfg, key)!r}; {fix}")
+    try:
+        data_path = resolve_data_path(cfg.data.path) if cfg.data.path else ""
+    except DataError as e:
+        raise ConfigError(str(e)) from None
+    if data_path and not os.path.exists(data_path):
+        raise ConfigError(
+            f"data path {cfg.data.path} does not exist; pass an existing {cfg.data.format.upper()} "
+            "file or directory with --data (or data.path in the config)")
+    unknown = [s for s in cfg.evaluation.slices if s not in cfg.features.raw_columns]
+    if unknown:
+        raise ConfigError(
+            f"bad config value for evaluation.slices: {', '.join(unknown)} not among the "
+            "declared feature columns; slice on a column listed under features")
+
+
+def _value_at(cfg: Any, dotted: str) -> Any:
+    for part in dotted.split("."):
+        cfg = getattr(cfg, part)
+    return cfg
+
+
+def _first_line(e: Exception) -> str:
+    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+
+
+def _set_dotted(raw: Dict[str, Any], key: str, value: Any) -> None:
+    parts = key.split(".")
+    node = raw
+    for part in parts[:-1]:
+        child = node.setdefault(part, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"override {key}: {part} is not a section")
+        node = child
+    node[parts[-1]] = value
+
+
+def _check_keys(where: str, raw: Mapping[str, Any], allowed: set) -> None:
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise ConfigError(
+            f"unknown config key {where}.{unknown[0]}" if where != "config"
+            else f"unknown config key {unknown[0]}")
+
+
+def section_from_dict(cls: Any, raw: Mapping[str, Any], where: str) -> Any:
+    """Build one typed config section (e.g. TrainingConfig) from a plain dict."""
+    return _coerce(cls, raw, where)
+
+
+def _coerce(tp: Any, value: Any, where: str) -> Any:
+    origin = typing.get_origin(tp)
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"bad config value for {where}: expected a section (mapping)")
+        allowed = {f.name for f in dataclasses.fields(tp)}
+        unknown = sorted(set(value) - allowed)
+        if unknown:
+            raise ConfigError(
+                f"unknown config key {where}.{unknown[0]}; allowed keys in {where}: "
+                f"{', '.join(sorted(allowed))}")
+        hints = typing.get_type_hints(tp)
+        return tp(**{k: _coerce(hints[k], v, f"{where}.{k}") for k, v in value.items()})
+    if origin is tuple:
+        if isinstance(value, str):
+            value = [v for v in value.split(",") if v]
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"bad config value for {where}: expected a list, got {value!r}")
+        item = typing.get_args(tp)[0]
+        return tuple(_coerce(item, v, where) for v in value)
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        raise ConfigError(f"bad config value for {where}: expected true or false, got {value!r}")
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"bad config value for {where}: expected an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"bad config value for {where}: expected a number, got {value!r}")
+        return float(value)
+    if tp is str:
+        if value is None:
+            return ""
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            raise ConfigError(f"bad config value for {where}: expected a string, got {value!r}")
+        return str(value)
+    raise TypeError(f"unsupported config type {tp} at {where}")  # a programming error
