@@ -1,13 +1,14 @@
-# The README's two commands: `make run` and `make test`. Both set up .venv/ first (once).
-VENV := .venv
+# The README's two commands: `make run` and `make test`. Both set up .venv/ first (once),
+# with the newest TFX stack this machine can install (tools/bootstrap.sh says which and why).
+VENV := $(or $(TFXLINE_VENV),.venv)
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 RUN_ARGS ?=
 
-.PHONY: setup run test test-fast lock clean
+.PHONY: setup run test test-fast test-tfx121 shell-tfx121 lock lock-tfx121 clean
 
 setup:
-	@bash tools/bootstrap.sh
+	@bash tools/bootstrap.sh $(VENV)
 
 run: setup
 	$(BIN)/tfxline run $(RUN_ARGS)
@@ -19,9 +20,20 @@ test: setup
 test-fast: setup
 	$(BIN)/python -m pytest -m "not e2e" $(PYTEST_ARGS)
 
+# The same test command on the current stack (TFX 1.21, Python 3.13) inside a Debian 13
+# root built with debootstrap (needs root; the root is cached in .roots/).
+test-tfx121:
+	PYTEST_ARGS='$(PYTEST_ARGS)' bash tools/debian13_root.sh make test
+
+shell-tfx121:
+	bash tools/debian13_root.sh
+
 # Re-resolve the TFX 1.16 stack into the lock file (needs the package registry).
 lock:
-	bash tools/lock.sh
+	bash tools/lock.sh 1.16
+
+lock-tfx121:
+	bash tools/debian13_root.sh bash tools/lock.sh 1.21
 
 clean:
 	rm -rf output test-artifacts

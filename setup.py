@@ -10,7 +10,7 @@ setup(
     python_requires=">=3.10",
     packages=[p for p in find_packages(include=[f"{p}*" for p in PACKAGES])],
     package_data={
-        "pipeline": ["configs/*.yaml"],
+        "pipeline": ["configs/*.yaml", "report/templates/*.j2"],
         "schema": ["*.pbtxt"],
     },
     # The stack is pinned in requirements/*.lock.txt and installed from there (tools/bootstrap.sh);

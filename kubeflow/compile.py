@@ -21,7 +21,9 @@ from pipeline.data_source import DEFAULT_PATTERNS, PACKAGE_PREFIX
 
 # Where the Dockerfile puts things inside the image.
 CONTAINER_PROJECT_DIR = "/pipeline"
-CONTAINER_SITE_PACKAGES = "/usr/local/lib/python3.10/site-packages"
+# A link the Dockerfile makes to the interpreter's site-packages, so a compiled pipeline does
+# not depend on the image's Python version (3.13 for TFX 1.21, 3.10 for TFX 1.16).
+CONTAINER_SITE_PACKAGES = f"{CONTAINER_PROJECT_DIR}/site-packages"
 CONTAINER_TAXI_DATA = f"{CONTAINER_SITE_PACKAGES}/tfx/examples/chicago_taxi_pipeline/data/simple"
 
 DATA_ROOT_PARAM = "data_root"

@@ -36,6 +36,11 @@ def build_parser() -> argparse.ArgumentParser:
                        help="print the difference between the draft and the configured schema")
     draft.add_argument("--schema-output", metavar="FILE", help="write the draft schema here")
 
+    rep = sub.add_parser("report", help="write the HTML report of a recorded run")
+    add_config_args(rep)
+    rep.add_argument("run_dir", nargs="?", metavar="RUN_DIR",
+                     help="<output>/runs/<run id> (default: the latest run under --output)")
+
     pr = sub.add_parser("predict", help="predict a CSV of raw rows with the newest pushed model")
     add_config_args(pr)
     pr.add_argument("--input", required=True, metavar="CSV", help="raw rows (the label may be absent)")
@@ -101,6 +106,8 @@ def main(argv: Optional[Sequence[str]] = None, stream: Optional[TextIO] = None) 
             return cmd_run(args, stream)
         if args.command == "schema":
             return cmd_schema_draft(args, stream)
+        if args.command == "report":
+            return cmd_report(args, stream)
         if args.command == "predict":
             return cmd_predict(args, stream)
         if args.command == "compile":
@@ -138,32 +145,48 @@ def cmd_run(args, stream: TextIO) -> int:
         result = local_runner.run(cfg, stream=stream, enable_cache=not args.no_cache)
     except (DataError, FeatureSpecError) as e:
         raise BadInput(str(e)) from None
-    except Exception as e:  # a component failed: report the root cause in one line
-        print(f"error: pipeline failed: {root_cause_message(e)}", file=sys.stderr)
+    except local_runner.RunFailed as e:  # a component failed: the root cause in one line
+        if e.report_path:
+            print(f"report: {e.report_path}", file=stream, flush=True)
+        print(f"error: pipeline failed: {e}", file=sys.stderr)
         return EXIT_FAILED
     print_summary(result, stream)
     return EXIT_OK
 
 
-def root_cause_message(e: BaseException) -> str:
-    from components.anomalies_gate import DataAnomaliesError
+def cmd_report(args, stream: TextIO) -> int:
+    from pipeline.report import render
 
-    chain: List[BaseException] = []
-    while e is not None and e not in chain:
-        chain.append(e)
-        e = e.__cause__ or e.__context__
-    for err in chain:
-        if isinstance(err, DataAnomaliesError):
-            return str(err)
-    last = chain[-1]
-    first_line = (str(last).strip().splitlines() or [""])[0]
-    return f"{type(last).__name__}: {first_line}"
+    run_dir = args.run_dir or _latest_run_dir(_load(args).output_root)
+    try:
+        path = render.write_report(run_dir)
+    except FileNotFoundError as e:
+        raise BadInput(str(e)) from None
+    print(f"report: {path}", file=stream, flush=True)
+    return EXIT_OK
+
+
+def _latest_run_dir(output_root: str) -> str:
+    from pipeline.report.collect import RUN_INFO_FILE
+
+    runs_root = os.path.join(output_root, "runs")
+    runs = [os.path.join(runs_root, d) for d in (os.listdir(runs_root) if os.path.isdir(runs_root) else [])
+            if os.path.isfile(os.path.join(runs_root, d, RUN_INFO_FILE))]
+    if not runs:
+        raise BadInput(f"no recorded run under {runs_root}; run the pipeline first (tfxline run), "
+                       "or pass a run directory")
+    return max(runs, key=lambda d: os.path.getmtime(os.path.join(d, RUN_INFO_FILE)))
 
 
 def print_summary(result, stream: TextIO) -> None:
     from pipeline.report_text import format_summary
 
     print(format_summary(result), file=stream, flush=True)
+    trainer = result.component("Trainer")
+    if trainer and trainer.outputs.get("model_run"):
+        print(f"  tensorboard: tensorboard --logdir {trainer.outputs['model_run'][0]}", file=stream)
+    if result.report_path:
+        print(f"  report: {result.report_path}", file=stream, flush=True)
 
 
 def cmd_schema_draft(args, stream: TextIO) -> int:

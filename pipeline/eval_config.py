@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from typing import List
 
-import tensorflow_model_analysis as tfma
+# The config protos from their own module: TFMA 0.47 (TFX 1.16) also re-exports them as
+# tfma.EvalConfig etc., TFMA 0.52 (TFX 1.21) no longer does (its __all__ still lists them).
+from tensorflow_model_analysis.proto import config_pb2 as tfma_pb2
 from google.protobuf.wrappers_pb2 import BoolValue
 
 from pipeline.config import EvaluationConfig
@@ -11,26 +13,26 @@ from trainer.export import SERVING_SIGNATURE, TRANSFORM_SIGNATURE, output_key
 from transforms import features as F
 
 
-def _metric(class_name: str, threshold=None, **kwargs) -> tfma.MetricConfig:
+def _metric(class_name: str, threshold=None, **kwargs) -> tfma_pb2.MetricConfig:
     """A metric; its threshold gates the overall slice only (slices are reported, not gated:
     a small slice's AUC is too noisy to block a release)."""
-    metric = tfma.MetricConfig(class_name=class_name, **kwargs)
+    metric = tfma_pb2.MetricConfig(class_name=class_name, **kwargs)
     if threshold is not None:
         metric.per_slice_thresholds.append(
-            tfma.PerSliceMetricThreshold(slicing_specs=[tfma.SlicingSpec()], threshold=threshold))
+            tfma_pb2.PerSliceMetricThreshold(slicing_specs=[tfma_pb2.SlicingSpec()], threshold=threshold))
     return metric
 
 
-def _lower_bound(value: float) -> tfma.MetricThreshold:
-    return tfma.MetricThreshold(value_threshold=tfma.GenericValueThreshold(lower_bound={"value": value}))
+def _lower_bound(value: float) -> tfma_pb2.MetricThreshold:
+    return tfma_pb2.MetricThreshold(value_threshold=tfma_pb2.GenericValueThreshold(lower_bound={"value": value}))
 
 
-def binary_metrics(ev: EvaluationConfig) -> List[tfma.MetricConfig]:
+def binary_metrics(ev: EvaluationConfig) -> List[tfma_pb2.MetricConfig]:
     auc_threshold = _lower_bound(ev.min_auc)
     # Change threshold against the baseline (the last blessed model, from the Resolver).
     # TFMA skips it when there is no baseline, so the first run is judged on values alone.
-    auc_threshold.change_threshold.CopyFrom(tfma.GenericChangeThreshold(
-        direction=tfma.MetricDirection.HIGHER_IS_BETTER, absolute={"value": -ev.max_auc_drop}))
+    auc_threshold.change_threshold.CopyFrom(tfma_pb2.GenericChangeThreshold(
+        direction=tfma_pb2.MetricDirection.HIGHER_IS_BETTER, absolute={"value": -ev.max_auc_drop}))
     metrics = [
         _metric("ExampleCount"),
         _metric("AUC", threshold=auc_threshold),
@@ -45,7 +47,7 @@ def binary_metrics(ev: EvaluationConfig) -> List[tfma.MetricConfig]:
     return metrics
 
 
-def multiclass_metrics(ev: EvaluationConfig) -> List[tfma.MetricConfig]:
+def multiclass_metrics(ev: EvaluationConfig) -> List[tfma_pb2.MetricConfig]:
     return [
         _metric("ExampleCount"),
         _metric("SparseCategoricalAccuracy", config='{"name": "accuracy"}',
@@ -54,16 +56,16 @@ def multiclass_metrics(ev: EvaluationConfig) -> List[tfma.MetricConfig]:
     ]
 
 
-def regression_metrics(ev: EvaluationConfig) -> List[tfma.MetricConfig]:
+def regression_metrics(ev: EvaluationConfig) -> List[tfma_pb2.MetricConfig]:
     return [_metric("ExampleCount"), _metric("MeanSquaredError", config='{"name": "loss"}'),
             _metric("MeanAbsoluteError")]
 
 
-def build_eval_config(ev: EvaluationConfig, spec: F.FeatureSpec) -> tfma.EvalConfig:
+def build_eval_config(ev: EvaluationConfig, spec: F.FeatureSpec) -> tfma_pb2.EvalConfig:
     metrics = {F.TASK_BINARY: binary_metrics, F.TASK_MULTICLASS: multiclass_metrics,
                F.TASK_REGRESSION: regression_metrics}[spec.task](ev)
-    return tfma.EvalConfig(
-        model_specs=[tfma.ModelSpec(
+    return tfma_pb2.EvalConfig(
+        model_specs=[tfma_pb2.ModelSpec(
             signature_name=SERVING_SIGNATURE,
             model_type="tf_generic",
             prediction_key=output_key(spec.task),
@@ -72,10 +74,10 @@ def build_eval_config(ev: EvaluationConfig, spec: F.FeatureSpec) -> tfma.EvalCon
             preprocessing_function_names=[TRANSFORM_SIGNATURE],
             label_key=spec.label.name,
         )],
-        slicing_specs=[tfma.SlicingSpec()] + [tfma.SlicingSpec(feature_keys=[s]) for s in ev.slices],
-        metrics_specs=[tfma.MetricsSpec(metrics=metrics)],
+        slicing_specs=[tfma_pb2.SlicingSpec()] + [tfma_pb2.SlicingSpec(feature_keys=[s]) for s in ev.slices],
+        metrics_specs=[tfma_pb2.MetricsSpec(metrics=metrics)],
         # Not the model's compiled Keras metrics on top: they repeat the metrics listed here,
         # and computing them makes TFMA revive the SavedModel as a Keras model in every
         # metrics combiner (29 s of a 64 s Evaluator on the taxi data, py-spy profile).
-        options=tfma.Options(include_default_metrics=BoolValue(value=False)),
+        options=tfma_pb2.Options(include_default_metrics=BoolValue(value=False)),
     )

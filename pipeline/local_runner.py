@@ -13,9 +13,9 @@ import os
 import re
 import sys
 import time
-from typing import Optional, TextIO
+from typing import List, Optional, TextIO
 
-from pipeline import data_source, summary as summary_lib
+from pipeline import data_source, files, stack_compat, summary as summary_lib
 from pipeline.config import PipelineConfig
 
 _RUNNING = re.compile(r"Component (\S+) is running\.")
@@ -88,14 +88,26 @@ def build_pipeline(cfg: PipelineConfig, paths: LocalPaths, enable_cache: bool = 
         serving_dir=cfg.serving_dir,
         metadata_connection_config=tfx.orchestration.metadata.sqlite_metadata_connection_config(
             cfg.metadata_path),
-        beam_pipeline_args=cfg.runtime.beam_args,
+        beam_pipeline_args=stack_compat.local_beam_args(cfg.runtime.beam_args),
         enable_cache=enable_cache,
     )
 
 
+class RunFailed(Exception):
+    """A component failed. The run was still recorded: ``summary`` (with ``error``) and the
+    report at ``report_path``; the component's exception is the ``__cause__``."""
+
+    def __init__(self, summary: Optional[summary_lib.RunSummary], error: str):
+        super().__init__(error)
+        self.summary = summary
+        self.report_path = summary.report_path if summary else ""
+
+
 def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
         enable_cache: bool = True) -> summary_lib.RunSummary:
-    """Run the whole pipeline; return the run summary. Raises on a failed component."""
+    """Run the whole pipeline and record it (``<output>/runs/<run id>/``: run.json,
+    summary.json, report.html); return the summary. Raises RunFailed when a component
+    failed, after recording how far the run got."""
     from tfx import v1 as tfx
 
     from trainer.keras_compat import skip_autograph_for_tf_keras
@@ -107,21 +119,69 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
     skip_autograph_for_tf_keras()
     os.makedirs(cfg.output_root, exist_ok=True)
     pipeline = build_pipeline(cfg, paths, enable_cache)
-    started = time.monotonic()
+    started, started_at = time.monotonic(), time.strftime("%Y-%m-%d %H:%M:%S %Z")
     log_path = os.path.join(cfg.output_root, "logs", time.strftime("%Y%m%d-%H%M%S") + ".log")
+    error = None
     with _logging_to(log_path, stream):
         print(f"pipeline {cfg.name}: {len(paths.data_files)} {cfg.data.format.upper()} file(s) "
               f"from {paths.data_root}; "
               f"log: {log_path}", file=stream, flush=True)
         try:
             tfx.orchestration.LocalDagRunner().run(pipeline)
-        except Exception:
+        except Exception as e:
             logging.getLogger(__name__).exception("pipeline %s failed", cfg.name)
-            raise
-    result = summary_lib.collect_run(cfg.metadata_path, cfg.name)
-    result.wall_seconds = round(time.monotonic() - started, 1)
-    summary_lib.write_summary(result, os.path.join(cfg.output_root, "runs", result.run_id, "summary.json"))
+            error = e
+        message = root_cause_message(error) if error else ""
+        result = record_run(cfg, pipeline, started_at, time.monotonic() - started, message)
+    if error is not None:
+        raise RunFailed(result, message) from error
     return result
+
+
+def record_run(cfg: PipelineConfig, pipeline, started_at: str, seconds: float, error: str):
+    """Write run.json, summary.json and report.html for the newest run in the MLMD store.
+    Returns the summary (None when no component was even registered). A report that
+    cannot be written is logged, never raised over the run's own outcome."""
+    from pipeline.report import collect, render
+
+    try:
+        result = summary_lib.collect_run(cfg.metadata_path, cfg.name)
+    except LookupError:
+        return None
+    result.wall_seconds = round(seconds, 1)
+    result.error = error
+    run_dir = os.path.join(cfg.output_root, "runs", result.run_id)
+    info = {
+        "pipeline_name": cfg.name, "run_id": result.run_id, "started": started_at,
+        "wall_seconds": result.wall_seconds, "error": error, "output_root": os.path.abspath(cfg.output_root),
+        "metadata_path": os.path.abspath(cfg.metadata_path), "model_name": cfg.serving.model_name or cfg.name,
+        "serving_columns": list(cfg.features.serving_columns),
+        "graph": [{"id": c.id, "upstream": sorted(u.id for u in c.upstream_nodes)} for c in pipeline.components],
+    }
+    files.write_json_atomic(os.path.join(run_dir, collect.RUN_INFO_FILE), info)
+    try:
+        result.report_path = render.write_report(run_dir)
+    except Exception:  # the run's outcome stands; the report's failure goes to the log
+        logging.getLogger(__name__).exception("could not write the run report in %s", run_dir)
+    summary_lib.write_summary(result, os.path.join(run_dir, "summary.json"))
+    return result
+
+
+def root_cause_message(e: BaseException) -> str:
+    """One line: the schema anomalies if that is what stopped the run, else the innermost
+    exception's type and first line."""
+    from components.anomalies_gate import DataAnomaliesError
+
+    chain: List[BaseException] = []
+    while e is not None and e not in chain:
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    for err in chain:
+        if isinstance(err, DataAnomaliesError):
+            return str(err)
+    last = chain[-1]
+    first_line = (str(last).strip().splitlines() or [""])[0]
+    return f"{type(last).__name__}: {first_line}"
 
 
 class _logging_to:

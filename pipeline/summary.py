@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 from typing import Any, Dict, List, Optional
 
 import ml_metadata as mlmd
 from ml_metadata.proto import metadata_store_pb2
+
+from pipeline import files
 
 STATE_NAMES = {
     metadata_store_pb2.Execution.COMPLETE: "complete",
@@ -25,12 +25,15 @@ class ComponentRun:
     state: str
     seconds: float
     outputs: Dict[str, List[str]] = dataclasses.field(default_factory=dict)
+    execution_id: int = 0
 
 
 @dataclasses.dataclass
 class RunSummary:
     run_id: str
     components: List[ComponentRun]
+    error: str = ""
+    report_path: str = ""
     blessed: Optional[bool] = None
     metrics: Dict[str, float] = dataclasses.field(default_factory=dict)
     slice_metrics: Dict[str, Dict[str, float]] = dataclasses.field(default_factory=dict)
@@ -74,14 +77,15 @@ def collect_run(metadata_path: str, pipeline_name: str, run_id: Optional[str] = 
                         key=lambda e: (e.create_time_since_epoch, e.id))
     summary = RunSummary(run_id=run_id, components=[])
     for execution in executions:
-        node_id = _node_id(store, execution)
-        outputs = _output_artifacts(store, execution.id)
+        node_id = node_id_of(store, execution)
+        outputs = execution_artifacts(store, execution.id)
         summary.components.append(ComponentRun(
             node_id=node_id,
             state=STATE_NAMES.get(execution.last_known_state, "unknown"),
             seconds=max(0.0, (execution.last_update_time_since_epoch
                               - execution.create_time_since_epoch) / 1000.0),
             outputs={k: [a.uri for a in v] for k, v in outputs.items()},
+            execution_id=execution.id,
         ))
         if node_id == "Trainer" and outputs.get("model"):
             summary.model_uri = outputs["model"][0].uri
@@ -94,23 +98,39 @@ def collect_run(metadata_path: str, pipeline_name: str, run_id: Optional[str] = 
     return summary
 
 
-def _node_id(store, execution) -> str:
+def node_id_of(store, execution) -> str:
     for ctx in store.get_contexts_by_execution(execution.id):
         if ctx.type == "node" or store.get_context_types_by_id([ctx.type_id])[0].name == "node":
             return ctx.name.split(".", 1)[-1]
     return execution.name or str(execution.id)
 
 
-def _output_artifacts(store, execution_id: int) -> Dict[str, list]:
-    events = [e for e in store.get_events_by_execution_ids([execution_id])
-              if e.type in (metadata_store_pb2.Event.OUTPUT, metadata_store_pb2.Event.DECLARED_OUTPUT)]
+OUTPUT_EVENTS = (metadata_store_pb2.Event.OUTPUT, metadata_store_pb2.Event.DECLARED_OUTPUT)
+INPUT_EVENTS = (metadata_store_pb2.Event.INPUT, metadata_store_pb2.Event.DECLARED_INPUT)
+
+
+def execution_artifacts(store, execution_id: int, event_types=OUTPUT_EVENTS) -> Dict[str, list]:
+    """{key: [MLMD Artifact]} of one execution's outputs (or, with INPUT_EVENTS, inputs)."""
+    events = [e for e in store.get_events_by_execution_ids([execution_id]) if e.type in event_types]
     artifacts = {a.id: a for a in store.get_artifacts_by_id([e.artifact_id for e in events])}
     out: Dict[str, list] = {}
     for e in events:
-        key = e.path.steps[0].key if e.path.steps else "output"
+        keys = [step.key for step in e.path.steps if step.key] or ["output"]
         if e.artifact_id in artifacts:
-            out.setdefault(key, []).append(artifacts[e.artifact_id])
+            for key in keys:  # an artifact given under two keys has one event naming both
+                out.setdefault(key, []).append(artifacts[e.artifact_id])
     return out
+
+
+def tfx_artifacts(store, execution_id: int, event_types=OUTPUT_EVENTS) -> Dict[str, list]:
+    """{key: [tfx Artifact]} of one execution, typed, for TFX's artifact utilities."""
+    from tfx.types import artifact_utils, standard_artifacts  # noqa: F401 (registers the types)
+
+    out = execution_artifacts(store, execution_id, event_types)
+    type_ids = {a.type_id for artifacts in out.values() for a in artifacts}
+    types = {t.id: t for t in store.get_artifact_types_by_id(list(type_ids))}
+    return {key: [artifact_utils.deserialize_artifact(types[a.type_id], a) for a in artifacts]
+            for key, artifacts in out.items()}
 
 
 def _int_prop(artifact, name: str) -> int:
@@ -136,7 +156,7 @@ def _read_evaluation(summary: RunSummary, outputs: Dict[str, list]) -> None:
             summary.slice_metrics[slice_key] = metrics
     validation = tfma.load_validation_result(uri)
     for per_slice in validation.metric_validations_per_slice:
-        where = _slice_name(per_slice.slice_key)
+        where = slice_name(per_slice.slice_key)
         for failure in per_slice.failures:
             summary.failed_thresholds.append(describe_failure(failure, where))
 
@@ -157,7 +177,7 @@ def describe_failure(failure, where: str) -> str:
     return f"{shown} failed on {where}: {failure.message}"
 
 
-def _slice_name(slice_key) -> str:
+def slice_name(slice_key) -> str:
     parts = [f"{c.column}={_single_value(c)}" for c in slice_key.single_slice_keys]
     return ", ".join(parts) or "overall"
 
@@ -190,8 +210,4 @@ def _slice_metrics(eval_result) -> Dict[str, Dict[str, float]]:
 
 
 def write_summary(summary: RunSummary, path: str) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(summary.to_dict(), f, indent=2, sort_keys=True)
-    os.replace(tmp, path)
+    files.write_json_atomic(path, summary.to_dict())

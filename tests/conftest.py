@@ -5,6 +5,7 @@ import os
 os.environ["TF_USE_LEGACY_KERAS"] = "1"  # see trainer/keras_compat.py for why
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import contextlib  # noqa: E402
 import csv  # noqa: E402
 import io  # noqa: E402
 import itertools  # noqa: E402
@@ -55,3 +56,23 @@ def pipeline_run(taxi_slice, tmp_path_factory):
     out = io.StringIO()
     summary = local_runner.run(cfg, stream=out)
     return cfg, summary, out.getvalue()
+
+
+@pytest.fixture(scope="session")
+def anomalies_run(tmp_path_factory):
+    """One run through the CLI on data that violates the schema (an unseen payment_type):
+    it stops at the AnomaliesGate. Shared by the gate test and the failed-run report tests.
+    Returns (output dir, exit code, stdout, stderr)."""
+    from pipeline import cli
+
+    def unseen_payment(row):
+        if row["trip_start_hour"] == "3":
+            row["payment_type"] = "Bitcoin"  # not in the schema's payment_type domain
+        return row
+
+    root = tmp_path_factory.mktemp("anomalies")
+    data = write_taxi_slice(root / "d" / "t.csv", limit=600, mutate=unseen_payment)
+    out_dir, stdout, stderr = root / "out", io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(stderr):
+        code = cli.main(["run", "--data", data, "--output", str(out_dir)], stream=stdout)
+    return out_dir, code, stdout.getvalue(), stderr.getvalue()

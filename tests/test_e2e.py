@@ -15,7 +15,7 @@ import tensorflow as tf
 from pipeline import cli, data_source, local_runner
 from pipeline.examples import read_csv_rows, serialize_rows
 from pipeline.summary import collect_run, open_store
-from tests.conftest import e2e_config, write_taxi_slice
+from tests.conftest import e2e_config
 
 pytestmark = pytest.mark.e2e
 
@@ -84,16 +84,8 @@ def test_second_run_with_unchanged_inputs_is_served_from_cache(pipeline_run):
     assert "[cached ] Trainer" in out.getvalue()
 
 
-def test_schema_violations_stop_the_run_before_training(tmp_path, capsys):
-    def unseen_payment(row):
-        if row["trip_start_hour"] == "3":
-            row["payment_type"] = "Bitcoin"  # not in the schema's payment_type domain
-        return row
-
-    data = write_taxi_slice(tmp_path / "d" / "t.csv", limit=600, mutate=unseen_payment)
-    out_dir = tmp_path / "out"
-    code = cli.main(["run", "--data", data, "--output", str(out_dir)])
-    err = capsys.readouterr().err
+def test_schema_violations_stop_the_run_before_training(anomalies_run):
+    out_dir, code, _, err = anomalies_run
     assert code == cli.EXIT_FAILED
     assert "violates the schema" in err and "payment_type" in err
     assert len([l for l in err.splitlines() if l.startswith("error:")]) == 1
@@ -167,6 +159,12 @@ def test_worse_candidate_is_not_pushed(pipeline_run, taxi_slice):
     assert after == before
     model = tf.saved_model.load(os.path.join(cfg.serving_dir, str(max(before))))
     assert "serving_default" in model.signatures
+    # Its report compares with the baseline (the blessed first model) and names the failure.
+    with open(os.path.join(os.path.dirname(result.report_path), "report.json")) as f:
+        report = json.load(f)
+    assert report["evaluation"]["baseline_uri"] == first.model_uri
+    assert report["evaluation"]["baseline_diff"]["auc"] < 0
+    assert report["serving"]["reason"].startswith("not blessed: auc")
 
 
 def test_tensorboard_scalars_per_epoch_in_the_model_run_dir(pipeline_run):

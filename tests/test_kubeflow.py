@@ -177,7 +177,11 @@ def test_dockerfile_copies_only_existing_files_and_sets_keras():
         for src in line.split():
             assert os.path.exists(os.path.join(ROOT, src)), f"Dockerfile copies missing {src}"
     assert "TF_USE_LEGACY_KERAS=1" in text
-    assert "requirements/tfx-1.16-py310.lock.txt" in text
+    # Both stacks' lock files, chosen by the TFX_STACK build argument (default: the current).
+    assert re.search(r"^ARG TFX_STACK=1\.21$", text, flags=re.M)
+    for lock in ("requirements/tfx-1.21-py313.lock.txt", "requirements/tfx-1.16-py310.lock.txt"):
+        assert lock in text and os.path.exists(os.path.join(ROOT, lock))
+    assert f"{kfp_compile.CONTAINER_SITE_PACKAGES}" in text  # the link compile.py relies on
     assert kfp_compile.CONTAINER_PROJECT_DIR in text
 
 

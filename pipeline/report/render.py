@@ -1,0 +1,74 @@
+"""Fill the report template and write one self-contained HTML file (no external resource)."""
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, Optional
+
+import jinja2
+
+from pipeline import files
+from pipeline.report import collect as collect_lib
+from pipeline.report import svg
+
+REPORT_FILE = "report.html"
+DATA_FILE = "report.json"
+
+
+def _number(value: Any, digits: int = 4) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer() and abs(value) >= 1000):
+        return f"{int(value):,}"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}" if abs(value) < 1e6 else f"{value:,.0f}"
+    return str(value)
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(os.path.join(os.path.dirname(__file__), "templates")),
+        autoescape=jinja2.select_autoescape(["html", "j2"]),
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["num"] = _number
+    return env
+
+
+def charts(data: Dict[str, Any]) -> Dict[str, Any]:
+    """The SVGs the template places, built from the collected data."""
+    out: Dict[str, Any] = {"dag": svg.dag(data["pipeline"]["nodes"]), "histograms": {}, "curves": []}
+    for feature in data["data"]["features"]:
+        for split, stats in feature["splits"].items():
+            counts = [b["count"] for b in stats["histogram"]]
+            out["histograms"][(feature["name"], split)] = svg.mini_histogram(
+                counts, title=f"{feature['name']} ({split}) histogram")
+    for metric, series in sorted(data["training"]["curves"].items(), key=lambda kv: kv[0] != "loss"):
+        if metric == "learning_rate":
+            continue
+        out["curves"].append(svg.line_chart(series, title=f"{metric} per epoch"))
+    ev = data["evaluation"]
+    metric = ev["slice_metric"]
+    if ev["slices"]:
+        items = [(s["slice"], s["metrics"][metric], f"(n={s['metrics'].get('example_count', 0):.0f})")
+                 for s in ev["slices"]]
+        hi = max(1.0, max(v for _, v, _ in items)) if metric not in ("auc", "accuracy") else 1.0
+        out["slices"] = svg.bar_chart(items, title=f"{metric} per slice, worst first", hi=hi)
+    else:
+        out["slices"] = ""
+    return out
+
+
+def render(data: Dict[str, Any]) -> str:
+    return _environment().get_template("report.html.j2").render(d=data, charts=charts(data))
+
+
+def write_report(run_dir: str, data: Optional[Dict[str, Any]] = None) -> str:
+    """Collect (unless given) and write ``<run_dir>/report.html`` (and the data beside it
+    as ``report.json``); each file appears whole or not at all."""
+    data = data if data is not None else collect_lib.collect(run_dir)
+    html = render(data)
+    files.write_json_atomic(os.path.join(run_dir, DATA_FILE), data)
+    path = os.path.join(run_dir, REPORT_FILE)
+    files.write_text_atomic(path, html)
+    return path

@@ -1,0 +1,200 @@
+"""The run report: each section's numbers against the artifacts they come from, the page
+self-contained, and the failed run's report. No pipeline run of its own: the shared run
+(``pipeline_run``) and the schema-violating run (``anomalies_run``) write their reports.
+The real-browser check is in tests/test_report_browser.py."""
+import base64
+import csv
+import io
+import json
+import os
+import re
+
+import pytest
+import tensorflow as tf
+
+from pipeline import cli
+from pipeline.report import collect, render
+from pipeline.summary import INPUT_EVENTS, execution_artifacts, open_store
+
+pytestmark = pytest.mark.e2e
+
+SECTIONS = ("pipeline", "data", "training", "evaluation", "serving", "lineage")
+
+
+def run_dir_of(cfg, summary):
+    return os.path.join(cfg.output_root, "runs", summary.run_id)
+
+
+@pytest.fixture(scope="module")
+def report(pipeline_run):
+    """The data of the shared run's report, as the run wrote it."""
+    cfg, summary, _ = pipeline_run
+    assert summary.report_path == os.path.join(run_dir_of(cfg, summary), render.REPORT_FILE)
+    with open(os.path.join(run_dir_of(cfg, summary), render.DATA_FILE)) as f:
+        return json.load(f)
+
+
+def test_run_writes_the_report_and_the_summary_says_where(pipeline_run):
+    cfg, summary, _ = pipeline_run
+    assert os.path.isfile(summary.report_path)
+    console = io.StringIO()
+    cli.print_summary(summary, console)  # what `tfxline run` prints at the end
+    assert f"report: {summary.report_path}" in console.getvalue()
+    trainer_run = summary.component("Trainer").outputs["model_run"][0]
+    assert f"tensorboard --logdir {trainer_run}" in console.getvalue()
+
+
+def test_report_command_rewrites_the_latest_run(pipeline_run, tmp_path, capsys):
+    cfg, summary, _ = pipeline_run
+    run_dir = run_dir_of(cfg, summary)
+    assert cli.main(["report", run_dir]) == 0
+    assert f"report: {summary.report_path}" in capsys.readouterr().out
+    # Without RUN_DIR: the latest recorded run under --output.
+    assert cli.main(["report", "--output", cfg.output_root]) == 0
+    assert "report: " + os.path.join(cfg.output_root, "runs") in capsys.readouterr().out
+    # Not a run directory: one line, exit 2.
+    assert cli.main(["report", str(tmp_path)]) == cli.EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no run.json" in err
+
+
+def test_pipeline_section_is_the_mlmd_state_of_each_component(pipeline_run, report):
+    cfg, summary, _ = pipeline_run
+    store = open_store(cfg.metadata_path)
+    run_ctx = store.get_context_by_type_and_name("pipeline_run", summary.run_id)
+    executions = store.get_executions_by_context(run_ctx.id)
+    assert len(report["pipeline"]["nodes"]) == len(executions) == 10
+    seconds = {e.id: (e.last_update_time_since_epoch - e.create_time_since_epoch) / 1000 for e in executions}
+    for node in report["pipeline"]["nodes"]:
+        component = summary.component(node["id"])
+        assert node["state"] == "complete" and node["cached"] is False
+        assert node["seconds"] == pytest.approx(seconds[component.execution_id], abs=0.06)
+    nodes = {n["id"]: n for n in report["pipeline"]["nodes"]}
+    assert nodes["CsvExampleGen"]["level"] == 0
+    assert nodes["Pusher"]["level"] == max(n["level"] for n in nodes.values())
+    assert "Trainer" in nodes["Evaluator"]["upstream"] and "Transform" in nodes["Trainer"]["upstream"]
+
+
+def test_data_section_counts_add_up_to_the_csv(pipeline_run, report, taxi_slice):
+    """train + eval examples with a value == non-empty cells of that column in the CSV."""
+    with open(taxi_slice, newline="") as f:
+        rows = list(csv.DictReader(f))
+    data = report["data"]
+    assert data["splits"] == ["train", "eval"]
+    assert sum(data["examples"].values()) == len(rows)
+    features = {f["name"]: f for f in data["features"]}
+    assert set(features) == set(rows[0])
+    for name, feature in features.items():
+        total = sum(feature["splits"][s]["count"] for s in data["splits"] if s in feature["splits"])
+        assert total == sum(1 for r in rows if r[name] != ""), name
+    fare = features["fare"]["splits"]
+    mean = sum(fare[s]["mean"] * fare[s]["count"] for s in fare) / sum(fare[s]["count"] for s in fare)
+    assert mean == pytest.approx(sum(float(r["fare"]) for r in rows) / len(rows), rel=1e-6)
+    assert max(fare[s]["max"] for s in fare) == pytest.approx(max(float(r["fare"]) for r in rows), rel=1e-6)
+    for split in data["splits"]:
+        company = features["company"]["splits"][split]
+        examples = data["examples"][split]
+        assert company["missing_pct"] == pytest.approx(100 * (examples - company["count"]) / examples, abs=0.01)
+    assert sum(1 for r in rows if r["company"] == "") > 0  # so the missing % is not trivially 0
+    assert features["company"]["splits"]["train"]["top_values"] and features["fare"]["splits"]["eval"]["histogram"]
+    assert data["anomalies"] == [] and not any(f["anomalous"] for f in data["features"])
+    assert "payment_type" in data["schema_text"] and os.path.isfile(data["schema_path"])
+
+
+def test_training_section_equals_the_keras_history(pipeline_run, report):
+    cfg, summary, _ = pipeline_run
+    model_run = summary.component("Trainer").outputs["model_run"][0]
+    with open(os.path.join(model_run, "training_run.json")) as f:
+        info = json.load(f)
+    curves = report["training"]["curves"]
+    for metric, key in (("loss", "loss"), ("auc", "auc")):
+        assert [v for _, v in curves[metric]["train"]] == pytest.approx(info["history"][key], rel=1e-6)
+        assert [v for _, v in curves[metric]["validation"]] == pytest.approx(info["history"][f"val_{key}"], rel=1e-6)
+        assert [e for e, _ in curves[metric]["train"]] == list(range(info["epochs"]))
+    settings = report["training"]["settings"]
+    for key in ("strategy", "replicas", "precision", "examples_per_second", "epochs", "steps"):
+        assert settings[key] == info[key]
+    assert report["training"]["logdir"] == model_run
+
+
+def test_evaluation_section_equals_tfma(pipeline_run, report):
+    cfg, summary, _ = pipeline_run
+    ev = report["evaluation"]
+    assert ev["overall"]["auc"] == pytest.approx(summary.metrics["auc"], abs=1e-12)
+    assert ev["overall"]["example_count"] == summary.metrics["example_count"]
+    assert ev["blessed"] is True and ev["failed_thresholds"] == []
+    assert ev["baseline_uri"] == "" and ev["baseline_diff"] == {}  # first run: no baseline
+    values = [s["metrics"]["auc"] for s in ev["slices"]]
+    assert values == sorted(values) and len(values) > 10  # worst first
+    # Every payment_type slice is in the report (charted, or named as one-class), and
+    # their example counts add up to the overall count.
+    payment = [s for s in ev["slices"] if s["slice"].startswith("payment_type=")]
+    undefined = [s for s in ev["slices_undefined"] if s["slice"].startswith("payment_type=")]
+    assert sum(s["metrics"]["example_count"] for s in payment + undefined) == ev["overall"]["example_count"]
+    rules = {t["metric"]: t for t in ev["thresholds"]}
+    assert rules["AUC"]["rule"] == f">= {cfg.evaluation.min_auc:g}"
+    assert rules["AUC"]["change"] == f"{-cfg.evaluation.max_auc_drop:+g} vs baseline"
+
+
+def test_serving_section_request_runs_on_the_pushed_model(pipeline_run, report):
+    cfg, summary, _ = pipeline_run
+    sv = report["serving"]
+    assert sv["pushed"] is True and sv["destination"] == summary.pushed_to
+    assert sv["inputs"] == {"examples": {"dtype": "string", "shape": [-1]}}
+    assert sv["outputs"] == {"probabilities": {"dtype": "float32", "shape": [-1]}}
+    request = json.loads(sv["request"])
+    assert request["signature_name"] == "serving_default"
+    example = base64.b64decode(request["instances"][0]["examples"]["b64"])
+    features = set(tf.train.Example.FromString(example).features.feature)
+    assert features <= set(cfg.features.serving_columns) and "tips" not in features
+    serve = tf.saved_model.load(sv["destination"]).signatures["serving_default"]
+    probability = float(serve(examples=tf.constant([example]))["probabilities"].numpy()[0])
+    assert 0.0 <= probability <= 1.0
+    assert f"/v1/models/{cfg.serving.model_name or cfg.name}:predict" in sv["curl"]
+
+
+def test_lineage_follows_mlmd_events(pipeline_run, report):
+    cfg, summary, _ = pipeline_run
+    chain = {row["label"]: row for row in report["lineage"]}
+    assert all(row["uri"] and os.path.exists(row["uri"]) for row in report["lineage"])
+    assert chain["Model"]["uri"] == summary.model_uri
+    store = open_store(cfg.metadata_path)
+    trainer_inputs = execution_artifacts(store, summary.component("Trainer").execution_id, INPUT_EVENTS)
+    assert trainer_inputs["transform_graph"][0].id == chain["Transform graph"]["id"]
+    pusher_inputs = execution_artifacts(store, summary.component("Pusher").execution_id, INPUT_EVENTS)
+    assert pusher_inputs["model"][0].id == chain["Model"]["id"]
+    assert chain["Pushed model"]["destination"] == summary.pushed_to
+
+
+def test_page_is_self_contained_and_shows_the_numbers(pipeline_run, report):
+    cfg, summary, _ = pipeline_run
+    with open(summary.report_path, encoding="utf-8") as f:
+        html = f.read()
+    for section in SECTIONS:
+        assert f'<section id="{section}">' in html
+    # Nothing to fetch: every src/href is an in-page anchor; no script, stylesheet or font files.
+    assert all(v.startswith("#") for v in re.findall(r'(?:src|href)="([^"]*)"', html))
+    assert "<script" not in html and "<link" not in html and "@import" not in html
+    assert not re.search(r"url\((?!#)", html)  # only in-page references (the SVG arrow marker)
+    assert render._number(report["evaluation"]["overall"]["auc"]) in html
+    assert summary.pushed_to in html and "blessed" in html
+
+
+def test_failed_run_report_shows_the_anomalies_and_not_pushed(anomalies_run):
+    out_dir, code, stdout, _ = anomalies_run
+    assert code == cli.EXIT_FAILED
+    paths = [l.split("report: ", 1)[1] for l in stdout.splitlines() if l.startswith("report: ")]
+    assert len(paths) == 1 and os.path.isfile(paths[0])
+    data = collect.collect(os.path.dirname(paths[0]))
+    assert "violates the schema" in data["run"]["error"]
+    states = {n["id"]: n["state"] for n in data["pipeline"]["nodes"]}
+    assert states["AnomaliesGate"] == "failed" and states["ExampleValidator"] == "complete"
+    assert states["Trainer"] == "not run" and states["Pusher"] == "not run"
+    flagged = [a for a in data["data"]["anomalies"] if a["feature"] == "payment_type"]
+    assert flagged and "Bitcoin" in flagged[0]["description"]
+    assert next(f for f in data["data"]["features"] if f["name"] == "payment_type")["anomalous"]
+    assert data["serving"]["pushed"] is False
+    assert data["serving"]["reason"] == "the run failed at AnomaliesGate, before the Pusher"
+    assert not data["training"]["available"] and not data["evaluation"]["available"]
+    html = open(paths[0], encoding="utf-8").read()
+    assert "not pushed" in html and "Bitcoin" in html and 'id="error"' in html
