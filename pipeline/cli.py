@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from typing import List, Optional, Sequence, TextIO
+from typing import Optional, Sequence, TextIO
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -167,7 +167,7 @@ def cmd_report(args, stream: TextIO) -> int:
 
 
 def _latest_run_dir(output_root: str) -> str:
-    from pipeline.report.collect import RUN_INFO_FILE
+    from pipeline.report.artifacts import RUN_INFO_FILE
 
     runs_root = os.path.join(output_root, "runs")
     runs = [os.path.join(runs_root, d) for d in (os.listdir(runs_root) if os.path.isdir(runs_root) else [])

@@ -6,8 +6,7 @@ the metadata connection.
 """
 from __future__ import annotations
 
-import os
-from typing import Optional, Sequence
+from typing import Sequence
 
 from tfx import v1 as tfx
 from tfx.proto import example_gen_pb2

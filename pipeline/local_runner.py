@@ -142,7 +142,8 @@ def record_run(cfg: PipelineConfig, pipeline, started_at: str, seconds: float, e
     """Write run.json, summary.json and report.html for the newest run in the MLMD store.
     Returns the summary (None when no component was even registered). A report that
     cannot be written is logged, never raised over the run's own outcome."""
-    from pipeline.report import collect, render
+    from pipeline.report import render
+    from pipeline.report.artifacts import RUN_INFO_FILE
 
     try:
         result = summary_lib.collect_run(cfg.metadata_path, cfg.name)
@@ -158,7 +159,7 @@ def record_run(cfg: PipelineConfig, pipeline, started_at: str, seconds: float, e
         "serving_columns": list(cfg.features.serving_columns),
         "graph": [{"id": c.id, "upstream": sorted(u.id for u in c.upstream_nodes)} for c in pipeline.components],
     }
-    files.write_json_atomic(os.path.join(run_dir, collect.RUN_INFO_FILE), info)
+    files.write_json_atomic(os.path.join(run_dir, RUN_INFO_FILE), info)
     try:
         result.report_path = render.write_report(run_dir)
     except Exception:  # the run's outcome stands; the report's failure goes to the log

@@ -1,5 +1,4 @@
 """Atomic, versioned pushes: atomicity under a failing copy, retention, no overwrite."""
-import json
 import os
 import shutil
 

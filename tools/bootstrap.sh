@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create a venv with one of the two supported TFX stacks and install this project in it
 # (editable). Usage: tools/bootstrap.sh [VENV_DIR]   (default .venv)
+#                    tools/bootstrap.sh --print-stack   (only say which stack, and why)
 #
 # The stack: TFXLINE_STACK=1.21 | 1.16 | auto (default). auto picks the newest stack the
 # machine can install:
@@ -12,6 +13,8 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+PRINT_ONLY=0
+if [[ "${1:-}" == "--print-stack" ]]; then PRINT_ONLY=1; shift; fi
 VENV="$(realpath -m "${1:-$ROOT/.venv}")"
 STAMP="$VENV/.tfxline-installed"
 STACK="${TFXLINE_STACK:-auto}"
@@ -85,6 +88,7 @@ case "$STACK" in
 esac
 LOCK="$(lock_of "$STACK")"
 echo "stack: TFX $STACK ($LOCK) - $WHY" >&2
+if [[ "$PRINT_ONLY" == 1 ]]; then exit 0; fi
 
 want="$(cat "$LOCK" setup.py | sha256sum | cut -d' ' -f1)"
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$want" && -x "$VENV/bin/tfxline" ]]; then

@@ -82,7 +82,7 @@ if [[ $# -eq 0 ]]; then set -- bash; fi
 # A clean environment: only what the commands need, nothing from the host's Python setup.
 chroot "$DIR" /usr/bin/env -i \
   PATH=/usr/local/bin:/usr/bin:/bin HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" \
-  CI="${CI:-}" TFXLINE_STACK=1.21 TFXLINE_VENV=/opt/tfxline-venv \
+  CI="${CI:-}" TFXLINE_VENV=/opt/tfxline-venv \
   PIP_CERT=/etc/ssl/certs/host-ca-certificates.crt PIP_DEFAULT_TIMEOUT=180 \
   PYTEST_ARGS="${PYTEST_ARGS:-}" \
   /bin/bash -c 'cd /src && exec "$@"' bash "$@"

@@ -32,7 +32,7 @@ Label transforms (decide the task, and with it the model head):
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 NUMERIC_TRANSFORMS = ("zscore",)
 CATEGORICAL_TRANSFORMS = ("vocabulary", "identity", "bucketize")

@@ -1,0 +1,54 @@
+"""A recorded run (``<output>/runs/<run id>/run.json``) and its artifacts, through MLMD."""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict
+
+from pipeline import summary as summary_lib
+
+RUN_INFO_FILE = "run.json"
+
+
+def load_run_info(run_dir: str) -> Dict[str, Any]:
+    path = os.path.join(run_dir, RUN_INFO_FILE)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{run_dir} is not a run directory (no {RUN_INFO_FILE}); "
+                                "pass <output>/runs/<run id>, or omit it for the latest run")
+    with open(path) as f:
+        return json.load(f)
+
+
+class RunArtifacts:
+    """The run's executions and their output artifacts (as TFX Artifacts), by node id."""
+
+    def __init__(self, info: Dict[str, Any]):
+        self.info = info
+        self.store = summary_lib.open_store(info["metadata_path"])
+        self.summary = summary_lib.collect_run(info["metadata_path"], info["pipeline_name"],
+                                               info["run_id"])
+        self._cache: Dict[tuple, Dict[str, list]] = {}
+
+    def _artifacts(self, node_id: str, events) -> Dict[str, list]:
+        if (node_id, events) not in self._cache:
+            component = self.summary.component(node_id)
+            self._cache[(node_id, events)] = (
+                summary_lib.tfx_artifacts(self.store, component.execution_id, events) if component else {})
+        return self._cache[(node_id, events)]
+
+    def artifact(self, node_id: str, key: str):
+        """The node's output artifact under ``key`` in this run (None if not produced)."""
+        found = self._artifacts(node_id, summary_lib.OUTPUT_EVENTS).get(key) or []
+        return found[0] if found else None
+
+    def input_artifact(self, node_id: str, key: str):
+        """The artifact the node consumed under ``key`` in this run."""
+        found = self._artifacts(node_id, summary_lib.INPUT_EVENTS).get(key) or []
+        return found[0] if found else None
+
+    def example_gen_id(self) -> str:
+        return next((n["id"] for n in self.info["graph"] if n["id"].endswith("ExampleGen")), "")
+
+    def execution(self, node_id: str):
+        component = self.summary.component(node_id)
+        return self.store.get_executions_by_id([component.execution_id])[0] if component else None

@@ -1,0 +1,140 @@
+"""The Training section (TensorBoard event files, training_run.json) and the Evaluation
+section (TFMA metrics per slice, validation, and the thresholds the Evaluator ran with)."""
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any, Dict, List
+
+from pipeline import summary as summary_lib
+from pipeline.report.artifacts import RunArtifacts
+
+
+def training_section(run: RunArtifacts) -> Dict[str, Any]:
+    model_run = run.artifact("Trainer", "model_run")
+    section: Dict[str, Any] = {"available": model_run is not None, "curves": {}, "settings": {},
+                               "logdir": model_run.uri if model_run else ""}
+    if model_run is None:
+        return section
+    section["curves"] = tensorboard_scalars(model_run.uri)
+    info_path = os.path.join(model_run.uri, "training_run.json")
+    if os.path.isfile(info_path):
+        with open(info_path) as f:
+            info = json.load(f)
+        section["settings"] = {k: info.get(k) for k in (
+            "strategy", "replicas", "precision", "examples_per_second", "mode", "epochs", "steps",
+            "global_batch", "gradient_accumulation_steps", "jit_compile", "train_seconds")}
+    return section
+
+
+def tensorboard_scalars(logdir: str) -> Dict[str, Dict[str, List[List[float]]]]:
+    """{tag without 'epoch_': {'train' | 'validation': [[epoch, value], ...]}} from the
+    TensorBoard event files the Trainer's Keras callback wrote."""
+    from tensorboard.backend.event_processing import event_accumulator
+    import tensorflow as tf
+
+    curves: Dict[str, Dict[str, List[List[float]]]] = {}
+    for split in ("train", "validation"):
+        path = os.path.join(logdir, split)
+        if not os.path.isdir(path):
+            continue
+        acc = event_accumulator.EventAccumulator(path, size_guidance={event_accumulator.TENSORS: 0,
+                                                                      event_accumulator.SCALARS: 0})
+        acc.Reload()
+        tags = acc.Tags()
+        for tag in tags.get("tensors", []):
+            if not tag.startswith("epoch_"):
+                continue
+            points = [[e.step, float(tf.make_ndarray(e.tensor_proto))] for e in acc.Tensors(tag)]
+            curves.setdefault(tag[len("epoch_"):], {})[split] = sorted(points)
+        for tag in tags.get("scalars", []):
+            if tag.startswith("epoch_"):
+                points = [[e.step, float(e.value)] for e in acc.Scalars(tag)]
+                curves.setdefault(tag[len("epoch_"):], {})[split] = sorted(points)
+    return curves
+
+
+def evaluation_section(run: RunArtifacts) -> Dict[str, Any]:
+    evaluation = run.artifact("Evaluator", "evaluation")
+    s = run.summary
+    section: Dict[str, Any] = {"available": evaluation is not None, "overall": {}, "baseline_diff": {},
+                               "slices": [], "thresholds": [], "blessed": s.blessed,
+                               "failed_thresholds": list(s.failed_thresholds), "slice_metric": "",
+                               "slices_undefined": [], "baseline_uri": ""}
+    if evaluation is None:
+        return section
+    metrics = load_metrics(evaluation.uri)
+    section["overall"] = metrics.get("overall", {}).get("value", {})
+    section["baseline_diff"] = metrics.get("overall", {}).get("diff", {})
+    baseline = run.input_artifact("Evaluator", "baseline_model")
+    section["baseline_uri"] = baseline.uri if baseline is not None else ""
+    metric, higher_is_better = _slice_metric(section["overall"])
+    section["slice_metric"] = metric
+    slices, undefined = [], []
+    for name, m in metrics.items():
+        if name == "overall" or metric not in m["value"]:
+            continue
+        # AUC is undefined on a slice whose labels are all one class (TFMA reports 0 there).
+        one_class = metric == "auc" and not 0.0 < (m["value"].get("mean_label") or 0.0) < 1.0
+        (undefined if one_class or m["value"][metric] is None else slices).append(
+            {"slice": name, "metrics": m["value"]})
+    slices.sort(key=lambda x: x["metrics"][metric] * (1 if higher_is_better else -1))  # worst first
+    section["slices"], section["slices_undefined"] = slices, undefined
+    section["thresholds"] = configured_thresholds(run.execution("Evaluator"))
+    return section
+
+
+def load_metrics(evaluation_uri: str) -> Dict[str, Dict[str, Dict[str, float]]]:
+    """{slice: {'value': {metric: v}, 'diff': {metric: candidate - baseline}}} for the
+    candidate model, from TFMA's metrics output."""
+    import tensorflow_model_analysis as tfma
+
+    out: Dict[str, Dict[str, Dict[str, float]]] = {}
+    for per_slice in tfma.load_metrics(evaluation_uri):
+        name = summary_lib.slice_name(per_slice.slice_key)
+        entry = out.setdefault(name, {"value": {}, "diff": {}})
+        for kv in per_slice.metric_keys_and_values:
+            key = kv.key
+            if key.model_name and key.model_name != "candidate":
+                continue
+            if kv.value.WhichOneof("type") != "double_value":
+                continue
+            value = kv.value.double_value.value
+            entry["diff" if key.is_diff else "value"][key.name] = None if math.isnan(value) else value
+    return out
+
+
+def _slice_metric(overall: Dict[str, float]):
+    for name, higher in (("auc", True), ("accuracy", True), ("loss", False)):
+        if name in overall:
+            return name, higher
+    return "example_count", True
+
+
+def configured_thresholds(execution) -> List[Dict[str, Any]]:
+    """The EvalConfig's thresholds, as the Evaluator ran with them (its MLMD exec property)."""
+    if execution is None or "eval_config" not in execution.custom_properties:
+        return []
+    from google.protobuf import json_format
+    from tensorflow_model_analysis.proto import config_pb2
+
+    config = json_format.Parse(execution.custom_properties["eval_config"].string_value,
+                               config_pb2.EvalConfig(), ignore_unknown_fields=True)
+    out = []
+    for spec in config.metrics_specs:
+        for metric in spec.metrics:
+            thresholds = [t.threshold for t in metric.per_slice_thresholds]
+            if metric.HasField("threshold"):
+                thresholds.append(metric.threshold)
+            name = json.loads(metric.config).get("name", "") if metric.config else ""
+            for t in thresholds:
+                row = {"metric": name or metric.class_name}
+                if t.value_threshold.HasField("lower_bound"):
+                    row["rule"] = f">= {t.value_threshold.lower_bound.value:g}"
+                elif t.value_threshold.HasField("upper_bound"):
+                    row["rule"] = f"<= {t.value_threshold.upper_bound.value:g}"
+                if t.HasField("change_threshold"):
+                    row["change"] = f"{t.change_threshold.absolute.value:+g} vs baseline"
+                out.append(row)
+    return out
