@@ -119,7 +119,8 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
     skip_autograph_for_tf_keras()
     os.makedirs(cfg.output_root, exist_ok=True)
     pipeline = build_pipeline(cfg, paths, enable_cache)
-    started, started_at = time.monotonic(), time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    started, started_ms = time.monotonic(), time.time() * 1000
+    started_at = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     log_path = os.path.join(cfg.output_root, "logs", time.strftime("%Y%m%d-%H%M%S") + ".log")
     error = None
     with _logging_to(log_path, stream):
@@ -132,22 +133,32 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
             logging.getLogger(__name__).exception("pipeline %s failed", cfg.name)
             error = e
         message = root_cause_message(error) if error else ""
-        result = record_run(cfg, pipeline, started_at, time.monotonic() - started, message)
+        try:
+            result = record_run(cfg, pipeline, started_at, started_ms, time.monotonic() - started, message)
+        except Exception:  # recording must not hide how the run itself ended
+            if error is None:
+                raise
+            logging.getLogger(__name__).exception("could not record the failed run")
+            result = None
     if error is not None:
         raise RunFailed(result, message) from error
     return result
 
 
-def record_run(cfg: PipelineConfig, pipeline, started_at: str, seconds: float, error: str):
-    """Write run.json, summary.json and report.html for the newest run in the MLMD store.
-    Returns the summary (None when no component was even registered). A report that
-    cannot be written is logged, never raised over the run's own outcome."""
+def record_run(cfg: PipelineConfig, pipeline, started_at: str, started_ms: float, seconds: float,
+               error: str):
+    """Write run.json, summary.json and report.html for this run (the newest in the MLMD
+    store). Returns the summary; None when the run failed before MLMD registered it (the
+    newest run is then an earlier one). A report that cannot be written is logged, never
+    raised over the run's own outcome."""
     from pipeline.report import render
     from pipeline.report.artifacts import RUN_INFO_FILE
 
     try:
         result = summary_lib.collect_run(cfg.metadata_path, cfg.name)
     except LookupError:
+        return None
+    if result.created_ms < started_ms - 1000:
         return None
     result.wall_seconds = round(seconds, 1)
     result.error = error

@@ -34,6 +34,7 @@ class RunSummary:
     components: List[ComponentRun]
     error: str = ""
     report_path: str = ""
+    created_ms: int = 0          # when MLMD registered the run
     blessed: Optional[bool] = None
     metrics: Dict[str, float] = dataclasses.field(default_factory=dict)
     slice_metrics: Dict[str, Dict[str, float]] = dataclasses.field(default_factory=dict)
@@ -75,7 +76,7 @@ def collect_run(metadata_path: str, pipeline_name: str, run_id: Optional[str] = 
     run_ctx = store.get_context_by_type_and_name("pipeline_run", run_id)
     executions = sorted(store.get_executions_by_context(run_ctx.id),
                         key=lambda e: (e.create_time_since_epoch, e.id))
-    summary = RunSummary(run_id=run_id, components=[])
+    summary = RunSummary(run_id=run_id, components=[], created_ms=run_ctx.create_time_since_epoch)
     for execution in executions:
         node_id = node_id_of(store, execution)
         outputs = execution_artifacts(store, execution.id)
