@@ -160,7 +160,7 @@ def cmd_report(args, stream: TextIO) -> int:
     run_dir = args.run_dir or _latest_run_dir(_load(args).output_root)
     try:
         path = render.write_report(run_dir)
-    except FileNotFoundError as e:
+    except (FileNotFoundError, LookupError) as e:  # not a run dir / its MLMD store lost the run
         raise BadInput(str(e)) from None
     print(f"report: {path}", file=stream, flush=True)
     return EXIT_OK

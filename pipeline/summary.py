@@ -74,6 +74,8 @@ def collect_run(metadata_path: str, pipeline_name: str, run_id: Optional[str] = 
     if run_id is None:
         raise LookupError(f"no run of pipeline {pipeline_name!r} in {metadata_path}")
     run_ctx = store.get_context_by_type_and_name("pipeline_run", run_id)
+    if run_ctx is None:
+        raise LookupError(f"run {run_id!r} is not in the MLMD store {metadata_path}")
     executions = sorted(store.get_executions_by_context(run_ctx.id),
                         key=lambda e: (e.create_time_since_epoch, e.id))
     summary = RunSummary(run_id=run_id, components=[], created_ms=run_ctx.create_time_since_epoch)

@@ -49,3 +49,23 @@ def test_charts_are_well_formed_on_edge_cases():
     assert len([e for e in bars.iter() if e.tag.endswith("rect")]) == 2
     dag = parse(svg.dag(failed_early_run()["pipeline"]["nodes"]))
     assert len([e for e in dag.iter() if e.tag.endswith("line")]) == 1
+
+
+def test_report_command_on_what_is_not_a_recorded_run(tmp_path, capsys):
+    import json
+
+    from pipeline import cli
+
+    def one_error_line(argv):
+        assert cli.main(argv) == cli.EXIT_BAD_INPUT
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("error: ")
+        return err
+
+    assert "no run.json" in one_error_line(["report", str(tmp_path)])
+    run_dir = tmp_path / "runs" / "r1"
+    run_dir.mkdir(parents=True)
+    (run_dir / "run.json").write_text(json.dumps({"metadata_path": str(tmp_path / "gone.sqlite")}))
+    assert "is gone" in one_error_line(["report", str(run_dir)])
+    assert "no recorded run" in one_error_line(["report", "--output", str(tmp_path / "empty")])
+    assert not (run_dir / "report.html").exists()

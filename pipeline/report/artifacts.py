@@ -24,6 +24,9 @@ class RunArtifacts:
 
     def __init__(self, info: Dict[str, Any]):
         self.info = info
+        if not os.path.isfile(info["metadata_path"]):
+            raise FileNotFoundError(f"the run's MLMD store {info['metadata_path']} is gone; "
+                                    "a report needs the output directory the run wrote")
         self.store = summary_lib.open_store(info["metadata_path"])
         self.summary = summary_lib.collect_run(info["metadata_path"], info["pipeline_name"],
                                                info["run_id"])
