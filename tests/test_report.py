@@ -176,8 +176,16 @@ def test_page_is_self_contained_and_shows_the_numbers(pipeline_run, report):
     assert all(v.startswith("#") for v in re.findall(r'(?:src|href)="([^"]*)"', html))
     assert "<script" not in html and "<link" not in html and "@import" not in html
     assert not re.search(r"url\((?!#)", html)  # only in-page references (the SVG arrow marker)
-    assert render._number(report["evaluation"]["overall"]["auc"]) in html
     assert summary.pushed_to in html and "blessed" in html
+    # The numbers on the page are the collected ones: every overall metric in its row, every
+    # feature's per-split count and missing % in its row.
+    for name, value in report["evaluation"]["overall"].items():
+        row = re.search(rf'<tr data-metric="{name}">(.*?)</tr>', html, flags=re.S).group(1)
+        assert f">{render._number(value)}<" in row, name
+    for feature in report["data"]["features"]:
+        row = re.search(rf'data-feature="{feature["name"]}">(.*?)</tr>', html, flags=re.S).group(1)
+        for stats in feature["splits"].values():
+            assert f">{render._number(stats['count'])}<" in row and f">{render._number(stats['missing_pct'], 3)}<" in row
 
 
 def test_failed_run_report_shows_the_anomalies_and_not_pushed(anomalies_run):
