@@ -27,6 +27,19 @@ if [[ "$(id -u)" != 0 ]]; then
   exit 1
 fi
 
+# Unmount whatever is mounted below a directory (deepest first) before it is deleted: a
+# left-over bind mount of the source tree must never be removed with the root.
+unmount_below() {
+  local m
+  for m in $(awk -v d="$1/" 'index($2, d) == 1 {print $2}' /proc/mounts | sort -r); do
+    umount "$m" 2>/dev/null || umount -l "$m"
+  done
+  if awk -v d="$1/" 'index($2, d) == 1 {found=1} END {exit !found}' /proc/mounts; then
+    echo "error: something is still mounted below $1; unmount it, then run again" >&2
+    exit 1
+  fi
+}
+
 build_root() {
   if ! command -v debootstrap >/dev/null 2>&1; then
     echo "installing debootstrap (apt)" >&2
@@ -34,7 +47,7 @@ build_root() {
   fi
   local partial="$DIR.partial" log
   log="$(dirname "$DIR")/debootstrap.log"
-  if mountpoint -q "$partial/proc"; then umount "$partial/proc"; fi
+  unmount_below "$partial"
   rm -rf "$partial"
   mkdir -p "$(dirname "$DIR")"
   echo "building the Debian 13 root in $DIR (debootstrap $SUITE and apt, about 2-3 min)" >&2
@@ -47,6 +60,7 @@ build_root() {
       umount "$partial/proc"; echo "error: apt-get install $APT_PACKAGES in the root failed; see $log" >&2; exit 1; }
   umount "$partial/proc"
   echo "$RECIPE" > "$partial/.tfxline-root"
+  unmount_below "$DIR"
   rm -rf "$DIR"
   mv "$partial" "$DIR"   # nothing half-built is ever taken for a root
 }
