@@ -65,6 +65,15 @@ build_root() {
   mv "$partial" "$DIR"   # nothing half-built is ever taken for a root
 }
 
+# One call at a time per root: a second waits here (they would share, and the first to
+# finish would unmount, the mounts below).
+mkdir -p "$(dirname "$DIR")"
+exec 9>"$DIR.lock"
+if ! flock -n 9; then
+  echo "waiting for another tools/debian13_root.sh using $DIR" >&2
+  flock 9
+fi
+
 if [[ ! -f "$READY" || "$(cat "$READY")" != "$RECIPE" ]]; then
   build_root
 fi
