@@ -29,19 +29,25 @@ class DataAnomaliesError(RuntimeError):
     """The data violates the schema."""
 
 
-def read_anomalies(artifact: types.Artifact) -> List[str]:
-    """'split: feature: description' for each anomaly in an ExampleAnomalies artifact."""
+def anomaly_records(artifact: types.Artifact) -> List[Dict[str, str]]:
+    """One {split, feature, short, description} per anomaly in an ExampleAnomalies artifact
+    (feature "(dataset)" for a dataset-level one)."""
     found = []
     for split in artifact_utils.decode_split_names(artifact.split_names):
         path = os.path.join(artifact_utils.get_split_uri([artifact], split), ANOMALIES_FILE)
         with tf.io.gfile.GFile(path, "rb") as f:
             anomalies = anomalies_pb2.Anomalies.FromString(f.read())
-        for feature, info in sorted(anomalies.anomaly_info.items()):
-            found.append(f"{split}: {feature}: {info.short_description or info.description}")
+        infos = sorted(anomalies.anomaly_info.items())
         if anomalies.HasField("dataset_anomaly_info"):
-            info = anomalies.dataset_anomaly_info
-            found.append(f"{split}: (dataset): {info.short_description or info.description}")
+            infos.append(("(dataset)", anomalies.dataset_anomaly_info))
+        found += [{"split": split, "feature": feature, "short": info.short_description,
+                   "description": info.description} for feature, info in infos]
     return found
+
+
+def read_anomalies(artifact: types.Artifact) -> List[str]:
+    """'split: feature: description' for each anomaly in an ExampleAnomalies artifact."""
+    return [f"{a['split']}: {a['feature']}: {a['short'] or a['description']}" for a in anomaly_records(artifact)]
 
 
 class Executor(base_executor.BaseExecutor):

@@ -17,13 +17,14 @@ from components.serving_push import latest_version_dir
 from pipeline import data_source
 from pipeline.config import PipelineConfig
 from pipeline.examples import read_csv_rows, serialize_rows
+from trainer.export import SERVING_SIGNATURE
 from transforms import features as F
 
 
 def load_serving_fn(model_dir: str):
     import tensorflow as tf
 
-    return tf.saved_model.load(model_dir).signatures["serving_default"]
+    return tf.saved_model.load(model_dir).signatures[SERVING_SIGNATURE]
 
 
 def predict_rows(serve, rows: List[Dict[str, str]], cfg: PipelineConfig, schema, batch_size: int = 1024):

@@ -3,8 +3,10 @@ and the schema in use, read through TFX's artifact utilities and TFDV."""
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List
+from typing import Any, Dict
 
+from components.anomalies_gate import anomaly_records
+from pipeline import data_source
 from pipeline.report.artifacts import RunArtifacts
 
 SCHEMA_FILE = "schema.pbtxt"
@@ -17,14 +19,13 @@ def data_section(run: RunArtifacts) -> Dict[str, Any]:
                                "schema_text": "", "available": stats is not None}
     schema = run.artifact("ImportSchemaGen", "schema") or run.artifact("SchemaGen", "schema")
     if schema is not None:
-        import tensorflow_data_validation as tfdv
         from google.protobuf import text_format
 
         section["schema_path"] = os.path.join(schema.uri, SCHEMA_FILE)
-        section["schema_text"] = text_format.MessageToString(tfdv.load_schema_text(section["schema_path"]))
+        section["schema_text"] = text_format.MessageToString(data_source.load_schema(section["schema_path"]))
     anomalies = run.artifact("ExampleValidator", "anomalies")
     if anomalies is not None:
-        section["anomalies"] = read_anomalies(anomalies)
+        section["anomalies"] = anomaly_records(anomalies)
     if stats is None:
         return section
     from tfx.components.statistics_gen import stats_artifact_utils
@@ -88,21 +89,3 @@ def examples_with_a_value(common) -> int:
     if common.max_num_values <= 1:
         return int(common.tot_num_values)
     return int(common.num_non_missing)
-
-
-def read_anomalies(artifact) -> List[Dict[str, str]]:
-    from tensorflow_data_validation.utils import anomalies_util
-    from tfx.types import artifact_utils
-
-    found = []
-    for split in artifact_utils.decode_split_names(artifact.split_names):
-        path = os.path.join(artifact_utils.get_split_uri([artifact], split), "SchemaDiff.pb")
-        anomalies = anomalies_util.load_anomalies_binary(path)
-        for feature, info in sorted(anomalies.anomaly_info.items()):
-            found.append({"split": split, "feature": feature, "short": info.short_description,
-                          "description": info.description})
-        if anomalies.HasField("dataset_anomaly_info"):
-            info = anomalies.dataset_anomaly_info
-            found.append({"split": split, "feature": "(dataset)", "short": info.short_description,
-                          "description": info.description})
-    return found

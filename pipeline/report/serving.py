@@ -8,8 +8,7 @@ import os
 from typing import Any, Dict, List, Optional
 
 from pipeline.report.artifacts import RunArtifacts
-
-SIGNATURE = "serving_default"
+from trainer.export import SERVING_SIGNATURE
 
 
 def serving_section(run: RunArtifacts) -> Dict[str, Any]:
@@ -48,9 +47,9 @@ def _not_pushed_reason(run: RunArtifacts, pushed) -> str:
 
 
 def signature_io(model_dir: str):
-    import tensorflow as tf
+    from pipeline.predict import load_serving_fn
 
-    signature = tf.saved_model.load(model_dir).signatures[SIGNATURE]
+    signature = load_serving_fn(model_dir)
     spec = lambda t: {"dtype": t.dtype.name, "shape": [d if d is not None else -1 for d in t.shape.as_list()]}
     inputs = {name: spec(t) for name, t in signature.structured_input_signature[1].items()}
     outputs = {name: spec(t) for name, t in signature.structured_outputs.items()}
@@ -80,7 +79,7 @@ def example_request(run: RunArtifacts, input_names: List[str]) -> Optional[Dict[
         if name not in serving:
             del example.features.feature[name]
     encoded = base64.b64encode(example.SerializeToString()).decode()
-    return {"signature_name": SIGNATURE, "instances": [{input_names[0]: {"b64": encoded}}]}
+    return {"signature_name": SERVING_SIGNATURE, "instances": [{input_names[0]: {"b64": encoded}}]}
 
 
 def lineage_section(run: RunArtifacts) -> List[Dict[str, Any]]:
