@@ -39,7 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="write the HTML report of a recorded run")
     add_config_args(rep)
     rep.add_argument("run_dir", nargs="?", metavar="RUN_DIR",
-                     help="<output>/runs/<run id> (default: the latest run under --output)")
+                     help="<output>/runs/<run id> (default: the latest run of the pipeline under --output)")
 
     pr = sub.add_parser("predict", help="predict a CSV of raw rows with the newest pushed model")
     add_config_args(pr)
@@ -157,7 +157,7 @@ def cmd_run(args, stream: TextIO) -> int:
 def cmd_report(args, stream: TextIO) -> int:
     from pipeline.report import render
 
-    run_dir = args.run_dir or _latest_run_dir(_load(args).output_root)
+    run_dir = args.run_dir or _latest_run_dir(_load(args))
     try:
         path = render.write_report(run_dir)
     except (FileNotFoundError, LookupError) as e:  # not a run dir / its MLMD store lost the run
@@ -166,16 +166,15 @@ def cmd_report(args, stream: TextIO) -> int:
     return EXIT_OK
 
 
-def _latest_run_dir(output_root: str) -> str:
-    from pipeline.report.artifacts import RUN_INFO_FILE
+def _latest_run_dir(cfg) -> str:
+    """The newest run of the configured pipeline in its MLMD store, as a run directory."""
+    from pipeline.summary import latest_run_id, open_store
 
-    runs_root = os.path.join(output_root, "runs")
-    runs = [os.path.join(runs_root, d) for d in (os.listdir(runs_root) if os.path.isdir(runs_root) else [])
-            if os.path.isfile(os.path.join(runs_root, d, RUN_INFO_FILE))]
-    if not runs:
-        raise BadInput(f"no recorded run under {runs_root}; run the pipeline first (tfxline run), "
-                       "or pass a run directory")
-    return max(runs, key=lambda d: os.path.getmtime(os.path.join(d, RUN_INFO_FILE)))
+    run_id = latest_run_id(open_store(cfg.metadata_path), cfg.name) if os.path.isfile(cfg.metadata_path) else None
+    if run_id is None:
+        raise BadInput(f"no recorded run of pipeline {cfg.name} in {cfg.metadata_path}; run the pipeline "
+                       "first (tfxline run), or pass a run directory")
+    return os.path.join(cfg.output_root, "runs", run_id)
 
 
 def print_summary(result, stream: TextIO) -> None:
