@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import List
 
-from pipeline.summary import RunSummary
+from pipeline.summary import RunSummary, both_classes
 
 HEADLINE_METRICS = ("auc", "accuracy", "binary_accuracy", "pr_auc", "precision", "recall",
                     "loss", "example_count", "mean_absolute_error")
@@ -16,7 +16,7 @@ def worst_slices(summary: RunSummary, metric: str = "auc", n: int = WORST_SLICES
     (AUC is undefined on a slice whose labels are all 0 or all 1)."""
     rows = [(name, m[metric], m.get("example_count", 0.0)) for name, m in summary.slice_metrics.items()
             if metric in m and m.get("example_count", 0.0) >= MIN_SLICE_EXAMPLES
-            and 0.0 < m.get("mean_label", 0.5) < 1.0]
+            and both_classes(m)]
     return sorted(rows, key=lambda r: r[1])[:n]
 
 

@@ -180,6 +180,13 @@ def describe_failure(failure, where: str) -> str:
     return f"{shown} failed on {where}: {failure.message}"
 
 
+def both_classes(metrics: Dict[str, Any]) -> bool:
+    """Whether a slice's labels have both classes (AUC is undefined otherwise; TFMA reports
+    0 there). Needs the MeanLabel metric, which the binary EvalConfig always computes."""
+    mean_label = metrics.get("mean_label", 0.5)
+    return mean_label is not None and 0.0 < mean_label < 1.0
+
+
 def slice_name(slice_key) -> str:
     parts = [f"{c.column}={_single_value(c)}" for c in slice_key.single_slice_keys]
     return ", ".join(parts) or "overall"

@@ -76,7 +76,7 @@ def evaluation_section(run: RunArtifacts) -> Dict[str, Any]:
         if name == "overall" or metric not in m["value"]:
             continue
         # AUC is undefined on a slice whose labels are all one class (TFMA reports 0 there).
-        one_class = metric == "auc" and not 0.0 < (m["value"].get("mean_label") or 0.0) < 1.0
+        one_class = metric == "auc" and not summary_lib.both_classes(m["value"])
         (undefined if one_class or m["value"][metric] is None else slices).append(
             {"slice": name, "metrics": m["value"]})
     slices.sort(key=lambda x: x["metrics"][metric] * (1 if higher_is_better else -1))  # worst first
