@@ -16,6 +16,7 @@ import json
 import os
 from typing import Any, Dict, Optional, Tuple
 
+from kubeflow.spec import TRAIN_ARGS_PARAM
 from pipeline.config import PipelineConfig
 from pipeline.data_source import DEFAULT_PATTERNS, PACKAGE_PREFIX
 
@@ -27,7 +28,6 @@ CONTAINER_SITE_PACKAGES = f"{CONTAINER_PROJECT_DIR}/site-packages"
 CONTAINER_TAXI_DATA = f"{CONTAINER_SITE_PACKAGES}/tfx/examples/chicago_taxi_pipeline/data/simple"
 
 DATA_ROOT_PARAM = "data_root"
-TRAIN_ARGS_PARAM = "train_args"
 
 
 def container_schema_path(cfg: PipelineConfig) -> str:

@@ -1,17 +1,17 @@
 """Submit a compiled PipelineJob JSON to Vertex AI Pipelines or a KFP 2.x endpoint.
 
 Submission is separate from compilation: ``build_request`` only reads the JSON and checks
-the parameter overrides against the runtime parameters the spec declares; ``submit``
+the parameter overrides against the runtime parameters the spec declares, and for
+``--target kfp`` that open-source Kubeflow Pipelines can run every executor; ``submit``
 makes the one network call (mocked in tests). ``--dry-run`` prints the request instead.
 """
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from typing import Any, Dict, Mapping, Optional
 
-from kubeflow.compile import TRAIN_ARGS_PARAM
+from kubeflow import spec
 
 TARGETS = ("vertex", "kfp")
 
@@ -37,35 +37,18 @@ class SubmitRequest:
         return dataclasses.asdict(self)
 
 
-def declared_parameters(job: Mapping[str, Any]) -> Dict[str, Any]:
-    """Runtime parameter names -> default values, from a compiled PipelineJob dict."""
-    spec = job.get("pipelineSpec", {})
-    names = spec.get("root", {}).get("inputDefinitions", {}).get("parameters", {})
-    runtime = job.get("runtimeConfig", {})
-    defaults = dict(runtime.get("parameterValues", {}))  # schema 2.1
-    for name, value in runtime.get("parameters", {}).items():  # schema 2.0: {"stringValue": ...}
-        defaults.setdefault(name, next(iter(value.values()), None) if isinstance(value, dict) else value)
-    return {name: defaults.get(name) for name in names}
-
-
 def build_request(pipeline_json: str, *, target: str, parameters: Optional[Mapping[str, Any]] = None,
                   train_steps: Optional[int] = None, pipeline_root: str = "", project: str = "",
                   region: str = "", service_account: str = "", host: str = "") -> SubmitRequest:
     if target not in TARGETS:
         raise SubmitError(f"unknown target {target!r}; use one of {', '.join(TARGETS)}")
-    if not os.path.isfile(pipeline_json):
-        raise SubmitError(f"compiled pipeline {pipeline_json} does not exist; run 'tfxline compile' first")
-    with open(pipeline_json) as f:
-        job = json.load(f)
-    declared = declared_parameters(job)
-    values = dict(parameters or {})
-    if train_steps is not None:
-        values[TRAIN_ARGS_PARAM] = json.dumps({"num_steps": int(train_steps)})
-    unknown = sorted(set(values) - set(declared))
-    if unknown:
-        raise SubmitError(
-            f"parameter(s) {', '.join(unknown)} are not runtime parameters of {pipeline_json}; "
-            f"declared: {', '.join(sorted(declared))}")
+    try:
+        job = spec.load_job(pipeline_json)
+        values = spec.parameter_overrides(job, parameters, train_steps, source=pipeline_json)
+        if target == "kfp":
+            spec.check_open_source_kfp(job, source=pipeline_json)
+    except spec.SpecError as e:
+        raise SubmitError(str(e)) from None
     if target == "vertex":
         missing = [n for n, v in (("--project", project), ("--region", region)) if not v]
         if missing:

@@ -5,6 +5,7 @@
     tfxline predict --input rows.csv --predictions out.csv
     tfxline compile --image IMAGE --pipeline-root gs://... [--output pipeline.json]
     tfxline submit pipeline.json --target vertex|kfp [--param k=v] [--train-steps N] [--dry-run]
+    tfxline run-compiled pipeline.json [--param k=v] [--train-steps N] [--image IMAGE]
 
 Errors in input or config print one ``error:`` line naming the problem and the fix and
 exit 2; a failed pipeline component exits 1. Nothing is pushed unless the whole run,
@@ -58,17 +59,28 @@ def build_parser() -> argparse.ArgumentParser:
 
     sm = sub.add_parser("submit", help="submit a compiled pipeline to Vertex AI or KFP")
     sm.add_argument("pipeline_json", metavar="PIPELINE_JSON")
-    sm.add_argument("--target", choices=("vertex", "kfp"), default="vertex")
-    sm.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                    help="runtime parameter value (repeatable), e.g. data_root=gs://b/data")
-    sm.add_argument("--train-steps", type=int, help="sets the train_args runtime parameter")
+    sm.add_argument("--target", choices=("vertex", "kfp"), default="vertex",
+                    help="kfp: open-source Kubeflow Pipelines (refuses executors it cannot run)")
+    add_param_args(sm)
     sm.add_argument("--project")
     sm.add_argument("--region")
     sm.add_argument("--service-account", default="")
     sm.add_argument("--pipeline-root", default="", help="overrides the compiled pipeline root")
     sm.add_argument("--host", default="", help="KFP API endpoint (target kfp)")
     sm.add_argument("--dry-run", action="store_true", help="print the request; no network")
+
+    rc = sub.add_parser("run-compiled", help="run a compiled pipeline locally, each task in a container of its image")
+    rc.add_argument("pipeline_json", metavar="PIPELINE_JSON",
+                    help="compiled with a local --pipeline-root (mounted into the containers)")
+    add_param_args(rc)
+    rc.add_argument("--image", default="", help="run every task in this image instead of the compiled one")
     return parser
+
+
+def add_param_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="runtime parameter value (repeatable), e.g. data_root=gs://b/data")
+    p.add_argument("--train-steps", type=int, help="sets the train_args runtime parameter")
 
 
 def add_config_args(p: argparse.ArgumentParser) -> None:
@@ -114,6 +126,8 @@ def main(argv: Optional[Sequence[str]] = None, stream: Optional[TextIO] = None) 
             return cmd_compile(args, stream)
         if args.command == "submit":
             return cmd_submit(args, stream)
+        if args.command == "run-compiled":
+            return cmd_run_compiled(args, stream)
     except BadInput as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -220,17 +234,22 @@ def cmd_compile(args, stream: TextIO) -> int:
     return EXIT_OK
 
 
-def cmd_submit(args, stream: TextIO) -> int:
-    import json
-
-    from kubeflow import submit as submit_lib
-
+def _params(args) -> dict:
     params = {}
     for item in args.param:
         name, sep, value = item.partition("=")
         if not sep:
             raise BadInput(f"--param {item!r} must look like NAME=VALUE")
         params[name] = value
+    return params
+
+
+def cmd_submit(args, stream: TextIO) -> int:
+    import json
+
+    from kubeflow import submit as submit_lib
+
+    params = _params(args)
     try:
         request = submit_lib.build_request(
             args.pipeline_json, target=args.target, parameters=params, train_steps=args.train_steps,
@@ -242,6 +261,21 @@ def cmd_submit(args, stream: TextIO) -> int:
         print(json.dumps(request.to_dict(), indent=2, sort_keys=True), file=stream)
         return EXIT_OK
     print(f"submitted: {submit_lib.submit(request)}", file=stream)
+    return EXIT_OK
+
+
+def cmd_run_compiled(args, stream: TextIO) -> int:
+    from kubeflow import run_compiled as rc, spec
+
+    try:
+        result = rc.run_compiled(args.pipeline_json, parameters=_params(args), train_steps=args.train_steps,
+                                 image=args.image, stream=stream)
+    except (spec.SpecError, rc.RunCompiledError) as e:
+        raise BadInput(str(e)) from None
+    except rc.TaskFailed as e:
+        print(f"error: pipeline failed: {e}", file=sys.stderr)
+        return EXIT_FAILED
+    print("\n".join(result.summary_lines()), file=stream, flush=True)
     return EXIT_OK
 
 

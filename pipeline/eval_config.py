@@ -29,7 +29,7 @@ def _lower_bound(value: float) -> tfma_pb2.MetricThreshold:
 
 def binary_metrics(ev: EvaluationConfig) -> List[tfma_pb2.MetricConfig]:
     auc_threshold = _lower_bound(ev.min_auc)
-    # Change threshold against the baseline (the last blessed model, from the Resolver).
+    # Change threshold against the baseline (the model serving now, components/serving_baseline.py).
     # TFMA skips it when there is no baseline, so the first run is judged on values alone.
     auc_threshold.change_threshold.CopyFrom(tfma_pb2.GenericChangeThreshold(
         direction=tfma_pb2.MetricDirection.HIGHER_IS_BETTER, absolute={"value": -ev.max_auc_drop}))

@@ -13,12 +13,13 @@ from tfx.proto import example_gen_pb2
 
 from components.anomalies_gate import AnomaliesGate
 from components.safe_pusher import SafePusher
+from components.serving_baseline import GatedEvaluator, ServingBaseline
 from pipeline.config import PipelineConfig
 from pipeline.eval_config import build_eval_config
 
 PREPROCESSING_FN = "transforms.preprocessing.preprocessing_fn"
 RUN_FN = "trainer.run.run_fn"
-RESOLVER_ID = "latest_blessed_model_resolver"
+BASELINE_ID = "ServingBaseline"
 
 
 def example_gen_configs(cfg: PipelineConfig, data_pattern: str):
@@ -90,17 +91,15 @@ def create_pipeline(
     )
     trainer = (trainer_factory or tfx.components.Trainer)(**trainer_kwargs)
 
-    model_resolver = tfx.dsl.Resolver(
-        strategy_class=tfx.dsl.experimental.LatestBlessedModelStrategy,
-        model=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
-        model_blessing=tfx.dsl.Channel(type=tfx.types.standard_artifacts.ModelBlessing),
-    ).with_id(RESOLVER_ID)
-    evaluator = tfx.components.Evaluator(
+    # The baseline is the model serving now, resolved in a container component (not TFX's
+    # Resolver, which compiles to executors open-source KFP cannot run): components/serving_baseline.py
+    baseline = ServingBaseline(candidate_model=trainer.outputs["model"], serving_dir=serving_dir).with_id(BASELINE_ID)
+    evaluator = GatedEvaluator(
         examples=example_gen.outputs["examples"],
         model=trainer.outputs["model"],
-        baseline_model=model_resolver.outputs["model"],
+        baseline_model=baseline.outputs["baseline_model"],
         eval_config=build_eval_config(cfg.evaluation, cfg.features),
-    )
+    ).with_id("Evaluator")
     pusher = SafePusher(
         model=trainer.outputs["model"],
         model_blessing=evaluator.outputs["blessing"],
@@ -113,7 +112,7 @@ def create_pipeline(
         pipeline_name=cfg.name,
         pipeline_root=pipeline_root,
         components=[example_gen, statistics_gen, schema_gen, example_validator, anomalies_gate,
-                    transform, trainer, model_resolver, evaluator, pusher],
+                    transform, trainer, baseline, evaluator, pusher],
         enable_cache=enable_cache,
         metadata_connection_config=metadata_connection_config,
         beam_pipeline_args=list(beam_pipeline_args),

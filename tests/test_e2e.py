@@ -20,7 +20,7 @@ from tests.conftest import e2e_config
 pytestmark = pytest.mark.e2e
 
 NODES = {"CsvExampleGen", "StatisticsGen", "ImportSchemaGen", "ExampleValidator", "AnomaliesGate",
-         "Transform", "Trainer", "latest_blessed_model_resolver", "Evaluator", "Pusher"}
+         "Transform", "Trainer", "ServingBaseline", "Evaluator", "Pusher"}
 
 
 def test_every_component_completed_in_mlmd(pipeline_run):
@@ -28,7 +28,7 @@ def test_every_component_completed_in_mlmd(pipeline_run):
     store = open_store(cfg.metadata_path)
     assert store.get_executions()  # the real SQLite MLMD store under the output root
     states = {c.node_id: c.state for c in summary.components}
-    assert NODES - {"latest_blessed_model_resolver"} <= set(states)
+    assert NODES <= set(states)
     assert all(states[n] == "complete" for n in NODES if n in states), states
 
 

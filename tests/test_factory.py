@@ -3,7 +3,7 @@ import pytest
 from tfx import v1 as tfx
 
 from pipeline.config_loader import load_config
-from pipeline.factory import PREPROCESSING_FN, RESOLVER_ID, RUN_FN, create_pipeline
+from pipeline.factory import PREPROCESSING_FN, BASELINE_ID, RUN_FN, create_pipeline
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +24,7 @@ def producer(channel):
 def test_components_are_all_there(built):
     _, p, c = built
     assert set(c) == {"CsvExampleGen", "StatisticsGen", "ImportSchemaGen", "ExampleValidator",
-                      "AnomaliesGate", "Transform", "Trainer", RESOLVER_ID, "Evaluator", "Pusher"}
+                      "AnomaliesGate", "Transform", "Trainer", BASELINE_ID, "Evaluator", "Pusher"}
     assert p.enable_cache
     assert p.beam_pipeline_args == ["--direct_num_workers=1"]
 
@@ -39,7 +39,9 @@ def test_wiring(built):
     assert producer(c["Trainer"].inputs["examples"]) == "Transform"
     assert producer(c["Trainer"].inputs["transform_graph"]) == "Transform"
     assert producer(c["Evaluator"].inputs["model"]) == "Trainer"
-    assert producer(c["Evaluator"].inputs["baseline_model"]) == RESOLVER_ID
+    assert producer(c["Evaluator"].inputs["baseline_model"]) == BASELINE_ID
+    # The baseline is resolved per candidate (and re-resolved whenever a new one is trained).
+    assert producer(c[BASELINE_ID].inputs["candidate_model"]) == "Trainer"
     assert producer(c["Evaluator"].inputs["examples"]) == "CsvExampleGen"
     assert producer(c["Pusher"].inputs["model_blessing"]) == "Evaluator"
     assert producer(c["Pusher"].inputs["evaluation"]) == "Evaluator"

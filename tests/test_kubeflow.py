@@ -11,7 +11,7 @@ import pytest
 from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 
-from kubeflow import compile as kfp_compile, submit as kfp_submit
+from kubeflow import compile as kfp_compile, spec as kfp_spec, submit as kfp_submit
 from pipeline import cli
 from pipeline.config_loader import load_config
 
@@ -69,10 +69,42 @@ def test_image_code_paths_and_runtime_parameters(compiled):
     assert images == {IMAGE}
     assert "transforms.preprocessing.preprocessing_fn" in text and "trainer.run.run_fn" in text
     assert "/pipeline/schema/taxi.pbtxt" in text
-    params = kfp_submit.declared_parameters(job)
+    params = kfp_spec.declared_parameters(job)
     assert params["data_root"] == kfp_compile.CONTAINER_TAXI_DATA
     assert json.loads(params["train_args"]) == {"num_steps": cfg.training.train_steps}
     assert job["runtimeConfig"]["gcsOutputDirectory"] == PIPELINE_ROOT
+
+
+def test_compiled_spec_runs_on_open_source_kfp(compiled):
+    """Only container and importer executors: what open-source KFP's v2 backend runs (the
+    baseline is resolved in a container component, not by a TFX Resolver)."""
+    _, _, job = compiled
+    kinds = kfp_spec.executor_kinds(job)
+    assert kinds and set(kinds.values()) <= set(kfp_spec.PORTABLE_EXECUTORS), kinds
+    assert kfp_spec.non_portable_executors(job) == []
+    kfp_spec.check_open_source_kfp(job)
+
+
+RESOLVER_LABEL = "latest_blessed_model_resolver-model-resolver_executor"
+RESOLVER_EXECUTOR = {"resolver": {"outputArtifactQueries": {"model": {
+    "filter": "schema_title=\"tfx.Model\" AND state=LIVE"}}}}  # what TFX's Resolver compiles to
+
+
+def test_kfp_submission_refuses_executors_it_cannot_run(compiled, tmp_path, capsys):
+    _, _, job = compiled
+    bad = copy.deepcopy(job)
+    bad["pipelineSpec"]["deploymentSpec"]["executors"][RESOLVER_LABEL] = RESOLVER_EXECUTOR
+    path = tmp_path / "with_resolver.json"
+    path.write_text(json.dumps(bad))
+    with pytest.raises(kfp_submit.SubmitError,
+                       match=re.escape(f"{RESOLVER_LABEL} (resolver)") + ".*only container and importer"):
+        kfp_submit.build_request(str(path), target="kfp", host="http://kfp")
+    code = cli.main(["submit", str(path), "--target", "kfp", "--host", "http://kfp", "--dry-run"])
+    assert code == cli.EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert err.count("error:") == 1 and RESOLVER_LABEL in err and "--target vertex" in err
+    # Vertex AI runs resolver executors: the same spec is accepted there.
+    assert kfp_submit.build_request(str(path), target="vertex", project="p", region="r").target == "vertex"
 
 
 def normalize(job):
@@ -197,7 +229,7 @@ def test_second_dataset_compiles_with_container_paths(tmp_path):
     cfg = load_config("penguin")
     job = kfp_compile.compile_pipeline(cfg, image=IMAGE, pipeline_root=PIPELINE_ROOT,
                                        output=str(tmp_path / "penguin.json"))
-    params = kfp_submit.declared_parameters(job)
+    params = kfp_spec.declared_parameters(job)
     assert params["data_root"] == (f"{kfp_compile.CONTAINER_SITE_PACKAGES}"
                                    "/tfx/components/testdata/penguin/data")
     assert json.loads(params["train_args"]) == {"num_steps": 0}

@@ -27,43 +27,8 @@ if [[ "$(id -u)" != 0 ]]; then
   exit 1
 fi
 
-# Unmount whatever is mounted below a directory (deepest first) before it is deleted: a
-# left-over bind mount of the source tree must never be removed with the root.
-unmount_below() {
-  local m
-  for m in $(awk -v d="$1/" 'index($2, d) == 1 {print $2}' /proc/mounts | sort -r); do
-    umount "$m" 2>/dev/null || umount -l "$m"
-  done
-  if awk -v d="$1/" 'index($2, d) == 1 {found=1} END {exit !found}' /proc/mounts; then
-    echo "error: something is still mounted below $1; unmount it, then run again" >&2
-    exit 1
-  fi
-}
-
-build_root() {
-  if ! command -v debootstrap >/dev/null 2>&1; then
-    echo "installing debootstrap (apt)" >&2
-    apt-get install -y -q debootstrap >/dev/null
-  fi
-  local partial="$DIR.partial" log
-  log="$(dirname "$DIR")/debootstrap.log"
-  unmount_below "$partial"
-  rm -rf "$partial"
-  mkdir -p "$(dirname "$DIR")"
-  echo "building the Debian 13 root in $DIR (debootstrap $SUITE and apt, about 2-3 min)" >&2
-  debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$partial" > "$log" 2>&1 || {
-    echo "error: debootstrap failed; see $log" >&2; exit 1; }
-  cp /etc/resolv.conf "$partial/etc/resolv.conf"
-  mount -t proc proc "$partial/proc"
-  chroot "$partial" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
-    apt-get install -y -q --no-install-recommends $APT_PACKAGES >> "$log" 2>&1 || {
-      umount "$partial/proc"; echo "error: apt-get install $APT_PACKAGES in the root failed; see $log" >&2; exit 1; }
-  umount "$partial/proc"
-  echo "$RECIPE" > "$partial/.tfxline-root"
-  unmount_below "$DIR"
-  rm -rf "$DIR"
-  mv "$partial" "$DIR"   # nothing half-built is ever taken for a root
-}
+# shellcheck source=tools/rootfs.sh
+source "$REPO/tools/rootfs.sh"
 
 # One call at a time per root: a second waits here (they would share, and the first to
 # finish would unmount, the mounts below).
@@ -75,7 +40,7 @@ if ! flock -n 9; then
 fi
 
 if [[ ! -f "$READY" || "$(cat "$READY")" != "$RECIPE" ]]; then
-  build_root
+  build_rootfs "$DIR" "$SUITE" "$PACKAGES" "$APT_PACKAGES" "$RECIPE"
 fi
 
 # Name resolution and the host's CA bundle (pip may reach the registry through a proxy whose

@@ -1,0 +1,117 @@
+"""The gate's baseline: the model version currently in the serving directory.
+
+One mechanism for every orchestrator. TFX's ``Resolver`` (latest blessed model in MLMD)
+compiles to *resolver* executors, which Vertex AI runs and open-source Kubeflow Pipelines
+rejects (its v2 backend runs only container and importer executors). These two
+class-based components compile to plain container executors instead:
+
+- ``ServingBaseline`` copies the newest complete version under ``serving_dir`` (the model
+  that clients are being served right now) into its ``baseline_model`` output, a real
+  Model artifact (``Format-Serving/``, as TFX's Trainer lays it out) that the Evaluator
+  loads. The copy also keeps the baseline readable if retention prunes that version
+  mid-run. Nothing serving yet: the artifact holds no model and says so in
+  ``baseline.json``.
+- ``GatedEvaluator`` is TFX's Evaluator with one change: a baseline artifact that holds no
+  model is dropped before TFMA runs, so the first model is judged on its value thresholds
+  alone (TFMA skips change thresholds without a baseline), as with the Resolver.
+
+It is arguably the right baseline, too: a candidate must not be worse than what is serving,
+whatever MLMD remembers as "last blessed" (a rollback or a pruned version changes what
+serves, not what MLMD remembers).
+
+``ServingBaseline`` takes the candidate model as an input: the baseline is resolved per
+candidate (after training, right before evaluation), and MLMD's cache re-uses a baseline
+only together with the same candidate. The serving directory must be a file system path
+(on Vertex AI, a ``/gcs/<bucket>/...`` Cloud Storage FUSE path), as for the Pusher.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List, Optional
+
+from absl import logging
+from tfx import types
+from tfx.components.evaluator import executor as evaluator_executor
+from tfx.dsl.components.base import base_component, base_executor, executor_spec
+from tfx.types import standard_artifacts, standard_component_specs
+from tfx.dsl.io import fileio
+from tfx.types.component_spec import ChannelParameter, ExecutionParameter
+from tfx.utils import io_utils, path_utils
+from tfx import v1 as tfx
+
+from components import serving_push
+
+CANDIDATE_KEY, BASELINE_KEY = "candidate_model", "baseline_model"
+BASELINE_FILE = "baseline.json"
+
+
+def describe(artifact_uri: str) -> Dict[str, Any]:
+    """What a baseline artifact holds: ``{"found": bool, "serving_version", "serving_dir",
+    "source_model_uri"}`` (the one reader of ``baseline.json``)."""
+    path = os.path.join(artifact_uri, BASELINE_FILE)
+    if not fileio.exists(path):
+        return {"found": False}
+    with fileio.open(path) as f:
+        return json.loads(f.read())
+
+
+def has_model(artifact: types.Artifact) -> bool:
+    return bool(describe(artifact.uri).get("found"))
+
+
+class Executor(base_executor.BaseExecutor):
+    def Do(self, input_dict: Dict[str, List[types.Artifact]], output_dict: Dict[str, List[types.Artifact]],
+           exec_properties: Dict[str, Any]) -> None:
+        serving_dir = exec_properties["serving_dir"]
+        out = output_dict[BASELINE_KEY][0]
+        found = serving_push.versions(serving_dir)
+        info: Dict[str, Any] = {"found": bool(found), "serving_dir": serving_dir}
+        if found:
+            version = found[-1]
+            source = os.path.join(serving_dir, str(version))
+            io_utils.copy_dir(source, path_utils.serving_model_dir(out.uri))
+            info.update(serving_version=version,
+                        source_model_uri=serving_push.read_metadata(serving_dir, version).get("model_uri", ""))
+            out.set_string_custom_property("serving_version", str(version))
+            out.set_string_custom_property("source_model_uri", info["source_model_uri"])
+            logging.info("baseline: serving version %s from %s", version, source)
+        else:
+            logging.info("baseline: nothing serving in %s; the candidate is judged on thresholds alone",
+                         serving_dir)
+        out.set_int_custom_property("baseline_found", int(bool(found)))
+        fileio.makedirs(out.uri)
+        with fileio.open(os.path.join(out.uri, BASELINE_FILE), "w") as f:
+            f.write(json.dumps(info, indent=2, sort_keys=True))
+
+
+class ServingBaselineSpec(types.ComponentSpec):
+    PARAMETERS = {"serving_dir": ExecutionParameter(type=str)}
+    INPUTS = {CANDIDATE_KEY: ChannelParameter(type=standard_artifacts.Model)}
+    OUTPUTS = {BASELINE_KEY: ChannelParameter(type=standard_artifacts.Model)}
+
+
+class ServingBaseline(base_component.BaseComponent):
+    SPEC_CLASS = ServingBaselineSpec
+    EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(Executor)
+
+    def __init__(self, candidate_model: types.BaseChannel, serving_dir: str):
+        super().__init__(spec=ServingBaselineSpec(
+            candidate_model=candidate_model, serving_dir=serving_dir,
+            baseline_model=types.Channel(type=standard_artifacts.Model)))
+
+
+class EvaluatorExecutor(evaluator_executor.Executor):
+    """TFX's Evaluator executor; a baseline artifact without a model counts as no baseline."""
+
+    def Do(self, input_dict: Dict[str, List[types.Artifact]], output_dict: Dict[str, List[types.Artifact]],
+           exec_properties: Dict[str, Any]) -> None:
+        baseline: Optional[List[types.Artifact]] = input_dict.get(standard_component_specs.BASELINE_MODEL_KEY)
+        if baseline and not has_model(baseline[0]):
+            logging.info("no model serving yet: evaluating without a baseline")
+            input_dict = {k: v for k, v in input_dict.items() if k != standard_component_specs.BASELINE_MODEL_KEY}
+        super().Do(input_dict, output_dict, exec_properties)
+
+
+class GatedEvaluator(tfx.components.Evaluator):
+    EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(EvaluatorExecutor)

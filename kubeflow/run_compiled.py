@@ -1,0 +1,297 @@
+"""``tfxline run-compiled``: run a compiled PipelineJob JSON locally, every task as a
+container of its image, the way a Kubeflow Pipelines launcher runs it. It is how to check
+an image and a spec together before spending cluster time.
+
+It reads only the compiled spec (no second description of the DAG): tasks in dependency
+order; for each, the ExecutorInput the KFP launcher would give (parameters from the task's
+constants and the runtime config with your overrides, input artifacts from the upstream
+tasks' outputs, output artifact URIs under the pipeline root, an output metadata file);
+the executor's ``command`` and ``args`` with the placeholders filled in; ``docker run``;
+then the artifacts' metadata from the executor's output file, for the tasks downstream.
+
+Why not ``kfp.local``: TFX's compiled tasks declare artifact types by ``instanceSchema``
+(``title: tfx.Examples``), while ``kfp.local`` works from KFP SDK components with
+``schemaTitle`` types; it needs the ``docker`` SDK; and it runs pipelines only from kfp 2.6
+(the TFX 1.16 stack has kfp 2.5). This launcher needs only the ``docker`` command and no
+TFX import, so it runs from either stack.
+
+What differs from a cluster (on purpose, and said in the README): no caching and no
+retries; ``lifecycle.preCacheCheck`` hooks (TFX ExampleGen's driver, which Vertex AI runs
+and open-source KFP does not) are not run; containers get no network (nothing may be
+fetched at run time); the pipeline root must be a local directory (mounted read-write at
+the same path), and runtime parameters that name an existing host directory are mounted
+read-only at the same path.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import subprocess
+import time
+from typing import Any, Dict, List, Mapping, Optional, TextIO
+
+from kubeflow import spec
+
+OUTPUT_FILE = "executor_output.json"
+
+
+class RunCompiledError(RuntimeError):
+    """The compiled pipeline cannot run locally (bad input: nothing ran)."""
+
+
+class TaskFailed(RuntimeError):
+    """A task's container failed; the run stopped there."""
+
+
+@dataclasses.dataclass
+class TaskResult:
+    name: str
+    seconds: float
+    outputs: Dict[str, Dict[str, Any]]  # output key -> runtime artifact (name, uri, metadata, type)
+    log: str
+
+
+@dataclasses.dataclass
+class RunResult:
+    run_id: str
+    run_dir: str
+    image: str
+    tasks: List[TaskResult] = dataclasses.field(default_factory=list)
+    seconds: float = 0.0
+
+    def output(self, key: str) -> Optional[Dict[str, Any]]:
+        """The first task output artifact under ``key`` (e.g. 'blessing', 'pushed_model')."""
+        return next((t.outputs[key] for t in self.tasks if key in t.outputs), None)
+
+    def summary_lines(self) -> List[str]:
+        lines = [f"run {self.run_id} ({len(self.tasks)} tasks in containers of {self.image}): "
+                 f"wall time {self.seconds:.0f}s"]
+        baseline = metadata_of(self.output("baseline_model"))
+        if "baseline_found" in baseline:
+            lines.append("  baseline: " + (f"serving version {baseline.get('serving_version')}"
+                                           if baseline["baseline_found"] else
+                                           "none (nothing serving yet): judged on the value thresholds"))
+        blessing = metadata_of(self.output("blessing"))
+        if "blessed" in blessing:
+            lines.append("  blessing: " + ("BLESSED" if blessing["blessed"] else "NOT blessed"))
+        pushed = metadata_of(self.output("pushed_model"))
+        if pushed.get("pushed"):
+            lines.append(f"  pushed to: {pushed.get('pushed_destination', '')}")
+        elif "pushed" in pushed:
+            lines.append("  pushed: nothing (model not blessed)")
+        lines.append(f"  task inputs, outputs and logs: {self.run_dir}")
+        return lines
+
+
+def metadata_of(artifact: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+    return dict((artifact or {}).get("metadata", {}))
+
+
+def run_compiled(pipeline_json: str, *, parameters: Optional[Mapping[str, Any]] = None,
+                 train_steps: Optional[int] = None, image: str = "", stream: Optional[TextIO] = None,
+                 docker: str = "docker") -> RunResult:
+    job = spec.load_job(pipeline_json)
+    spec.check_open_source_kfp(job, source=pipeline_json)
+    values = {**spec.declared_parameters(job),
+              **spec.parameter_overrides(job, parameters, train_steps, source=pipeline_json)}
+    root = job.get("runtimeConfig", {}).get("gcsOutputDirectory", "")
+    if not root.startswith("/"):
+        raise RunCompiledError(
+            f"{pipeline_json} was compiled with pipeline root {root!r}; run-compiled needs a local one: "
+            "compile again with --pipeline-root /an/absolute/dir")
+    name = pipeline_spec_name(job)
+    run_id = f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    result = RunResult(run_id=run_id, run_dir=os.path.join(root, name, run_id),
+                       image=image or images_of(job))
+    check_docker(docker, image or images_of(job))
+    mounts = [(root, "rw")] + [(v, "ro") for v in values.values()
+                               if isinstance(v, str) and v.startswith("/") and os.path.isdir(v)
+                               and not v.startswith(root.rstrip("/") + "/")]
+    os.makedirs(result.run_dir)
+    say = (lambda line: print(line, file=stream, flush=True)) if stream else (lambda line: None)
+    started = time.monotonic()
+    produced: Dict[str, Dict[str, Dict[str, Any]]] = {}
+    for task in spec.tasks_in_order(job):
+        say(f"[ start ] {task}")
+        outcome = run_task(job, task, values, produced, result, mounts, docker, image)
+        produced[task] = outcome.outputs
+        result.tasks.append(outcome)
+        say(f"[ done  ] {task} ({outcome.seconds:.1f}s)")
+    result.seconds = time.monotonic() - started
+    with open(os.path.join(result.run_dir, "run.json"), "w") as f:
+        json.dump(dataclasses.asdict(result), f, indent=2, sort_keys=True)
+    return result
+
+
+def pipeline_spec_name(job: Mapping[str, Any]) -> str:
+    return spec.pipeline_spec(job).get("pipelineInfo", {}).get("name") or "pipeline"
+
+
+def images_of(job: Mapping[str, Any]) -> str:
+    executors = spec.pipeline_spec(job).get("deploymentSpec", {}).get("executors", {})
+    found = sorted({e["container"]["image"] for e in executors.values() if "container" in e})
+    return ", ".join(found)
+
+
+def check_docker(docker: str, images: str) -> None:
+    """A Docker engine that answers and holds every image (nothing is pulled here)."""
+    try:
+        info = subprocess.run([docker, "info"], capture_output=True, text=True)
+    except FileNotFoundError:
+        raise RunCompiledError(f"no {docker!r} command; install Docker (apt-get install docker.io) and start dockerd") from None
+    if info.returncode != 0:
+        raise RunCompiledError("the Docker engine does not answer; start it (dockerd &) or check DOCKER_HOST")
+    for image in images.split(", "):
+        if subprocess.run([docker, "image", "inspect", image], capture_output=True).returncode != 0:
+            raise RunCompiledError(f"image {image} is not in the local Docker engine; build it (make image) "
+                                   "or pass --image with one that is")
+
+
+def run_task(job, task: str, values: Mapping[str, Any], produced, result: RunResult, mounts, docker: str,
+             image_override: str = "") -> TaskResult:
+    pipeline = spec.pipeline_spec(job)
+    body = pipeline["root"]["dag"]["tasks"][task]
+    for unsupported in ("triggerPolicy", "iteratorPolicy", "parameterIterator", "artifactIterator"):
+        if unsupported in body:
+            raise RunCompiledError(f"task {task} uses {unsupported}, which run-compiled does not support")
+    component = pipeline["components"][body["componentRef"]["name"]]
+    executor = pipeline["deploymentSpec"]["executors"][component["executorLabel"]]
+    task_dir = os.path.join(result.run_dir, task)
+    os.makedirs(task_dir)
+    log = os.path.join(task_dir, "log.txt")
+    started = time.monotonic()
+    if "importer" in executor:
+        outputs = import_artifact(executor["importer"], component, values, result.run_id, task)
+        return TaskResult(task, time.monotonic() - started, outputs, log)
+    executor_input = build_executor_input(body, component, values, produced, task_dir, result.run_id, task)
+    with open(os.path.join(task_dir, "executor_input.json"), "w") as f:
+        json.dump(executor_input, f, indent=2, sort_keys=True)
+    container = executor["container"]
+    argv = [fill_placeholders(a, executor_input) for a in container.get("command", []) + container.get("args", [])]
+    image = image_override or container["image"]
+    name = re.sub(r"[^a-zA-Z0-9_.-]", "-", f"{result.run_id}-{task}")
+    cmd = [docker, "run", "--rm", "--name", name, "--network", "none",
+           "--user", f"{os.getuid()}:{os.getgid()}", "-e", "HOME=/tmp"]
+    for path, mode in mounts:
+        cmd += ["-v", f"{path}:{path}:{mode}"]
+    cmd += ["--entrypoint", argv[0], image] + argv[1:]
+    with open(log, "w") as out:
+        try:
+            code = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT).returncode
+        except KeyboardInterrupt:
+            subprocess.run([docker, "rm", "-f", name], capture_output=True)
+            raise
+    seconds = time.monotonic() - started
+    if code != 0:
+        raise TaskFailed(f"task {task} failed (exit {code}): {last_error_line(log)}; log: {log}")
+    return TaskResult(task, seconds, read_outputs(executor_input), log)
+
+
+def build_executor_input(body, component, values, produced, task_dir: str, run_id: str, task: str) -> Dict[str, Any]:
+    """The ExecutorInput (pipeline_spec.proto) of one task, as JSON. Parameters go in both
+    encodings, ``parameters`` (schema 2.0, typed Values) and ``parameterValues`` (2.1, plain
+    JSON), since TFX's entrypoint reads the one matching how the spec was compiled."""
+    declared = component.get("inputDefinitions", {}).get("parameters", {})
+    typed, plain = {}, {}
+    for name, source in body.get("inputs", {}).get("parameters", {}).items():
+        value = parameter_value(source, values, produced, task, name)
+        kind = declared.get(name, {}).get("parameterType") or declared.get(name, {}).get("type", "STRING")
+        typed[name], plain[name] = typed_value(value, kind), value
+    artifacts = {}
+    input_types = component.get("inputDefinitions", {}).get("artifacts", {})
+    for name, source in body.get("inputs", {}).get("artifacts", {}).items():
+        if "taskOutputArtifact" not in source:
+            raise RunCompiledError(f"task {task} input {name}: only upstream task outputs are supported")
+        ref = source["taskOutputArtifact"]
+        upstream = dict(produced[ref["producerTask"]][ref["outputArtifactKey"]])
+        upstream["type"] = input_types.get(name, {}).get("artifactType", upstream.get("type", {}))
+        artifacts[name] = {"artifacts": [upstream]}
+    outputs = {}
+    for name, definition in component.get("outputDefinitions", {}).get("artifacts", {}).items():
+        outputs[name] = {"artifacts": [{
+            "name": f"{run_id}/{task}/{name}", "type": definition["artifactType"],
+            "uri": os.path.join(task_dir, name), "metadata": {}}]}
+    return {"inputs": {"parameters": typed, "parameterValues": plain, "artifacts": artifacts},
+            "outputs": {"artifacts": outputs, "outputFile": os.path.join(task_dir, OUTPUT_FILE)}}
+
+
+def parameter_value(source: Mapping[str, Any], values, produced, task: str, name: str) -> Any:
+    if "componentInputParameter" in source:
+        return values[source["componentInputParameter"]]
+    if "runtimeValue" in source:
+        runtime = source["runtimeValue"]
+        if "constant" in runtime:  # schema 2.1
+            return runtime["constant"]
+        constant = runtime.get("constantValue", {})  # schema 2.0: {"stringValue": ...}
+        return next(iter(constant.values()), None)
+    raise RunCompiledError(f"task {task} parameter {name}: unsupported source {sorted(source)}")
+
+
+def typed_value(value: Any, kind: str) -> Dict[str, Any]:
+    if kind in ("INT", "NUMBER_INTEGER"):
+        return {"intValue": str(int(value))}
+    if kind in ("DOUBLE", "NUMBER_DOUBLE"):
+        return {"doubleValue": float(value)}
+    return {"stringValue": value if isinstance(value, str) else json.dumps(value)}
+
+
+_PLACEHOLDER = re.compile(r"\{\{\$(.*?)\}\}")
+_ARTIFACT_URI = re.compile(r"^\.(inputs|outputs)\.artifacts\['([^']+)'\]\.uri$")
+_PARAMETER = re.compile(r"^\.inputs\.parameters\['([^']+)'\]$")
+
+
+def fill_placeholders(arg: str, executor_input: Mapping[str, Any]) -> str:
+    """KFP's command-line placeholders: ``{{$}}`` (the whole ExecutorInput as JSON), input
+    parameters, artifact URIs and the output metadata file."""
+
+    def one(match: re.Match) -> str:
+        path = match.group(1)
+        if path == "":
+            return json.dumps(executor_input, sort_keys=True)
+        if path == ".outputs.output_file":
+            return executor_input["outputs"]["outputFile"]
+        if m := _ARTIFACT_URI.match(path):
+            return executor_input[m.group(1)]["artifacts"][m.group(2)]["artifacts"][0]["uri"]
+        if m := _PARAMETER.match(path):
+            value = executor_input["inputs"]["parameterValues"][m.group(1)]
+            return value if isinstance(value, str) else json.dumps(value)
+        raise RunCompiledError(f"unsupported placeholder {match.group(0)} in an executor's arguments")
+
+    return _PLACEHOLDER.sub(one, arg)
+
+
+def read_outputs(executor_input: Mapping[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """The task's output artifacts: what it was given, updated with what its executor wrote
+    to the output metadata file (TFX puts the artifacts' properties there)."""
+    outputs = {k: dict(v["artifacts"][0]) for k, v in executor_input["outputs"]["artifacts"].items()}
+    path = executor_input["outputs"]["outputFile"]
+    if os.path.isfile(path):
+        with open(path) as f:
+            written = json.load(f).get("artifacts", {})
+        for key, listed in written.items():
+            if key in outputs and listed.get("artifacts"):
+                got = listed["artifacts"][0]
+                outputs[key]["metadata"] = got.get("metadata", {})
+                outputs[key]["uri"] = got.get("uri") or outputs[key]["uri"]
+    return outputs
+
+
+def import_artifact(importer, component, values, run_id: str, task: str) -> Dict[str, Dict[str, Any]]:
+    uri_source = importer.get("artifactUri", {})
+    if "runtimeParameter" in uri_source:
+        uri = values[uri_source["runtimeParameter"]]
+    else:
+        uri = parameter_value({"runtimeValue": uri_source}, values, {}, task, "artifactUri")
+    return {name: {"name": f"{run_id}/{task}/{name}", "type": definition["artifactType"], "uri": uri,
+                   "metadata": dict(importer.get("metadata", {}))}
+            for name, definition in component.get("outputDefinitions", {}).get("artifacts", {}).items()}
+
+
+def last_error_line(log_path: str) -> str:
+    """The most telling line of a failed container's log: the last Python exception line."""
+    with open(log_path, errors="replace") as f:
+        lines = [line.strip() for line in f if line.strip()]
+    errors = [line for line in lines if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit)\b.*:", line)]
+    return (errors or lines or ["no output"])[-1][:500]

@@ -1,0 +1,116 @@
+"""Reading a compiled PipelineJob JSON (``tfxline compile``'s output): its runtime
+parameters, executors and task order. Shared by ``submit`` and ``run-compiled``; no TFX
+import, so both work from either stack.
+
+The portability rule lives here: open-source Kubeflow Pipelines' v2 backend runs only
+*container* and *importer* executors (kubeflow/pipelines ``backend/src/v2/compiler/visitor.go``
+fails any other with "non-container and non-importer executor not implemented"); Vertex AI
+also runs *resolver* executors (TFX's ``Resolver`` node compiles to those).
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+TRAIN_ARGS_PARAM = "train_args"
+PORTABLE_EXECUTORS = ("container", "importer")
+
+
+class SpecError(ValueError):
+    """The compiled pipeline is missing, unreadable, or cannot run where it is sent."""
+
+
+def load_job(path: str) -> Dict[str, Any]:
+    if not os.path.isfile(path):
+        raise SpecError(f"compiled pipeline {path} does not exist; run 'tfxline compile' first")
+    try:
+        with open(path) as f:
+            job = json.load(f)
+    except ValueError as e:
+        raise SpecError(f"{path} is not JSON ({e}); pass the file 'tfxline compile' wrote") from None
+    if "pipelineSpec" not in job:
+        raise SpecError(f"{path} has no pipelineSpec; pass the PipelineJob JSON 'tfxline compile' wrote")
+    return job
+
+
+def pipeline_spec(job: Mapping[str, Any]) -> Dict[str, Any]:
+    return job["pipelineSpec"]
+
+
+def parameter_types(job: Mapping[str, Any]) -> Dict[str, str]:
+    """Runtime parameter name -> type (STRING, INT, DOUBLE; or schema 2.1's NUMBER_INTEGER...)."""
+    params = pipeline_spec(job).get("root", {}).get("inputDefinitions", {}).get("parameters", {})
+    return {name: p.get("parameterType") or p.get("type", "STRING") for name, p in params.items()}
+
+
+def declared_parameters(job: Mapping[str, Any]) -> Dict[str, Any]:
+    """Runtime parameter names -> default values, from a compiled PipelineJob dict."""
+    runtime = job.get("runtimeConfig", {})
+    defaults = dict(runtime.get("parameterValues", {}))  # schema 2.1
+    for name, value in runtime.get("parameters", {}).items():  # schema 2.0: {"stringValue": ...}
+        defaults.setdefault(name, next(iter(value.values()), None) if isinstance(value, dict) else value)
+    return {name: defaults.get(name) for name in parameter_types(job)}
+
+
+def parameter_overrides(job: Mapping[str, Any], parameters: Optional[Mapping[str, Any]] = None,
+                        train_steps: Optional[int] = None, source: str = "the compiled pipeline") -> Dict[str, Any]:
+    """The overrides of a submission or local run, checked against the declared parameters;
+    ``train_steps`` writes the ``train_args`` parameter (a JSON TrainArgs)."""
+    values = dict(parameters or {})
+    if train_steps is not None:
+        values[TRAIN_ARGS_PARAM] = json.dumps({"num_steps": int(train_steps)})
+    declared = declared_parameters(job)
+    unknown = sorted(set(values) - set(declared))
+    if unknown:
+        raise SpecError(f"parameter(s) {', '.join(unknown)} are not runtime parameters of {source}; "
+                        f"declared: {', '.join(sorted(declared))}")
+    return values
+
+
+def executor_kinds(job: Mapping[str, Any]) -> Dict[str, str]:
+    """Executor label -> kind (container, importer, resolver, ...)."""
+    executors = pipeline_spec(job).get("deploymentSpec", {}).get("executors", {})
+    return {label: next(iter(body), "?") for label, body in sorted(executors.items())}
+
+
+def non_portable_executors(job: Mapping[str, Any]) -> List[Tuple[str, str]]:
+    """(label, kind) of each executor open-source KFP cannot run."""
+    return [(label, kind) for label, kind in executor_kinds(job).items() if kind not in PORTABLE_EXECUTORS]
+
+
+def check_open_source_kfp(job: Mapping[str, Any], source: str = "the compiled pipeline") -> None:
+    bad = non_portable_executors(job)
+    if bad:
+        named = ", ".join(f"{label} ({kind})" for label, kind in bad)
+        raise SpecError(
+            f"{source} has executor(s) open-source Kubeflow Pipelines cannot run: {named}; its v2 backend "
+            "runs only container and importer executors (resolver executors are Vertex AI only). "
+            "Recompile without TFX Resolver nodes (tfxline's own pipeline has none), or submit with --target vertex")
+
+
+def tasks_in_order(job: Mapping[str, Any]) -> List[str]:
+    """The root DAG's tasks in an order that runs every producer before its consumers
+    (``dependentTasks`` and artifact/parameter producers); ties by name, so it is stable."""
+    tasks = pipeline_spec(job)["root"]["dag"]["tasks"]
+    needs = {name: set(body.get("dependentTasks", [])) | producers(body) for name, body in tasks.items()}
+    for name, deps in needs.items():
+        missing = deps - set(tasks)
+        if missing:
+            raise SpecError(f"task {name} depends on unknown task(s) {', '.join(sorted(missing))}")
+    done: List[str] = []
+    while len(done) < len(tasks):
+        ready = sorted(n for n in tasks if n not in done and needs[n] <= set(done))
+        if not ready:
+            raise SpecError(f"the task graph has a cycle among {', '.join(sorted(set(tasks) - set(done)))}")
+        done.append(ready[0])
+    return done
+
+
+def producers(task: Mapping[str, Any]) -> set:
+    inputs = task.get("inputs", {})
+    found = {a["taskOutputArtifact"]["producerTask"] for a in inputs.get("artifacts", {}).values()
+             if "taskOutputArtifact" in a}
+    found |= {p["taskOutputParameter"]["producerTask"] for p in inputs.get("parameters", {}).values()
+              if "taskOutputParameter" in p}
+    return found

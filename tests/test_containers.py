@@ -1,0 +1,163 @@
+"""The real image and the compiled pipeline executed in its containers (needs Docker).
+
+The image is built before the tests (`make image`, which .ci/run does); its tag is
+TFXLINE_IMAGE (default tfxline:local). Without a Docker engine or the image these tests
+skip, unless TFXLINE_REQUIRE_DOCKER=1 (CI sets it), where they fail.
+
+Two containerised runs, each for a reason: the first (nothing serving yet) must end like a
+local run, blessed and pushed; the second, with a one-step budget given through the
+train_args runtime parameter, must be compared with the first one's pushed model as its
+baseline, be refused, and leave serving untouched.
+"""
+import io
+import json
+import os
+import re
+import subprocess
+
+import numpy as np
+import pytest
+
+from components import serving_push
+from kubeflow import compile as kfp_compile, spec
+from pipeline import cli, data_source
+from pipeline.config_loader import load_config
+from pipeline.examples import read_csv_rows, serialize_rows
+from tests.conftest import E2E_TRAIN_STEPS, SLICE_ROWS, write_taxi_slice
+
+pytestmark = pytest.mark.e2e
+
+IMAGE = os.environ.get("TFXLINE_IMAGE", "tfxline:local")
+LOCK = "requirements/tfx-1.21-py313.lock.txt"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def docker(*args, **kwargs):
+    return subprocess.run(["docker", *args], capture_output=True, text=True, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def image():
+    why = None
+    try:
+        if docker("info").returncode != 0:
+            why = "the Docker engine does not answer"
+        elif docker("image", "inspect", IMAGE).returncode != 0:
+            why = f"image {IMAGE} is not built (make image)"
+    except FileNotFoundError:
+        why = "no docker command"
+    if why:
+        if os.environ.get("TFXLINE_REQUIRE_DOCKER") == "1":
+            pytest.fail(f"TFXLINE_REQUIRE_DOCKER=1 but {why}")
+        pytest.skip(why)
+    return IMAGE
+
+
+def compile_for_containers(root, *overrides):
+    cfg = load_config(overrides=["training.epochs=3", "training.eval_steps=10", *overrides])
+    out = str(root / "pipeline.json")
+    kfp_compile.compile_pipeline(cfg, image=IMAGE, pipeline_root=str(root / "pipeline_root"), output=out)
+    return cfg, out
+
+
+def test_image_runs_the_cli_with_the_lock_and_legacy_keras(image):
+    result = docker("run", "--rm", image, "tfxline", "--help")
+    assert result.returncode == 0, result.stderr
+    assert "run-compiled" in result.stdout
+    env = docker("image", "inspect", "-f", "{{json .Config.Env}}", image)
+    assert "TF_USE_LEGACY_KERAS=1" in json.loads(env.stdout)
+    frozen = docker("run", "--rm", image, "pip", "freeze", "--exclude-editable").stdout
+    norm = lambda name: re.sub(r"[-_.]+", "-", name).lower()  # noqa: E731
+    have = {norm(n): v for n, _, v in (line.partition("==") for line in frozen.splitlines() if "==" in line)}
+    want = {norm(n): v for n, _, v in (line.strip().partition("==") for line in open(os.path.join(ROOT, LOCK))
+                                       if "==" in line and not line.startswith("#"))}
+    assert have == want  # exactly the lock: nothing missing, nothing extra, no other version
+
+
+def test_every_image_path_in_the_compiled_spec_exists_in_the_image(image, tmp_path):
+    paths = set()
+    for name in ("taxi", "penguin"):
+        job = kfp_compile.compile_pipeline(load_config(name), image=IMAGE, pipeline_root=str(tmp_path / name),
+                                           output=str(tmp_path / f"{name}.json"))
+        paths |= set(re.findall(r"(/pipeline/[\w./-]+)", json.dumps(job)))
+    # The schema, the default data (inside the image's site-packages) and the configs.
+    assert "/pipeline/schema/taxi.pbtxt" in paths and kfp_compile.CONTAINER_TAXI_DATA in paths
+    paths |= {"/pipeline/pipeline/configs/taxi.yaml", "/pipeline/pipeline/configs/penguin.yaml",
+              f"{kfp_compile.CONTAINER_TAXI_DATA}/data.csv"}
+    check = " && ".join(f"test -e {p}" for p in sorted(paths))
+    result = docker("run", "--rm", "--entrypoint", "bash", image, "-c", f"{check} && echo ok")
+    assert result.stdout.strip() == "ok", (sorted(paths), result.stderr)
+
+
+@pytest.fixture(scope="module")
+def container_runs(image, tmp_path_factory):
+    """The compiled pipeline, run twice in containers on one pipeline root."""
+    root = tmp_path_factory.mktemp("containers")
+    data = write_taxi_slice(root / "data" / "taxi.csv")
+    cfg, out = compile_for_containers(root)
+    runs = []
+    for steps in (E2E_TRAIN_STEPS, 1):
+        stdout = io.StringIO()
+        code = cli.main(["run-compiled", out, "--param", f"data_root={os.path.dirname(data)}",
+                         "--train-steps", str(steps)], stream=stdout)
+        runs.append((code, stdout.getvalue()))
+    serving_dir = spec.pipeline_spec(spec.load_job(out))["root"]["dag"]["tasks"]["Pusher"]["inputs"][
+        "parameters"]["serving_dir"]["runtimeValue"]["constantValue"]["stringValue"]
+    return cfg, data, serving_dir, runs
+
+
+def run_record(stdout):
+    run_dir = re.search(r"task inputs, outputs and logs: (\S+)", stdout).group(1)
+    with open(os.path.join(run_dir, "run.json")) as f:
+        return json.load(f)
+
+
+def outputs_of(record, task):
+    return next(t["outputs"] for t in record["tasks"] if t["name"] == task)
+
+
+def test_first_containerised_run_is_blessed_and_pushed(container_runs):
+    import tensorflow as tf
+
+    cfg, data, serving_dir, runs = container_runs
+    code, stdout = runs[0]
+    assert code == 0, stdout
+    for task in ("CsvExampleGen", "Transform", "Trainer", "ServingBaseline", "Evaluator", "Pusher"):
+        assert f"[ done  ] {task}" in stdout
+    assert "baseline: none (nothing serving yet)" in stdout and "BLESSED" in stdout
+    record = run_record(stdout)
+    assert outputs_of(record, "CsvExampleGen")["examples"]["uri"].startswith(record["run_dir"])
+    pushed = outputs_of(record, "Pusher")["pushed_model"]["metadata"]
+    version = int(pushed["pushed_version"])
+    assert serving_push.versions(serving_dir) == [version]
+    meta = serving_push.read_metadata(serving_dir, version)
+    assert meta["model_uri"] == outputs_of(record, "Trainer")["model"]["uri"]
+    # The data_root runtime parameter reached ExampleGen: the eval split is the slice's
+    # (about a fifth of its rows), not one of the image's 15k default rows.
+    assert 0 < meta["metrics"]["example_count"] < SLICE_ROWS / 2
+    # The pushed model serves raw examples on this machine, as a client would call it.
+    serve = tf.saved_model.load(os.path.join(serving_dir, str(version))).signatures["serving_default"]
+    schema = data_source.load_schema(data_source.schema_path(cfg.data.schema))
+    rows = list(read_csv_rows(data))[:32]
+    probs = serve(examples=tf.constant(serialize_rows(rows, schema, cfg.features.serving_columns)))
+    probs = probs["probabilities"].numpy()
+    assert probs.shape == (32,) and np.all((probs >= 0) & (probs <= 1)) and probs.std() > 0.01
+
+
+def test_second_run_is_judged_against_the_first_runs_model(container_runs):
+    _, _, serving_dir, runs = container_runs
+    first, second = run_record(runs[0][1]), run_record(runs[1][1])
+    code, stdout = runs[1]
+    assert code == 0, stdout
+    version = int(outputs_of(first, "Pusher")["pushed_model"]["metadata"]["pushed_version"])
+    assert f"baseline: serving version {version}" in stdout
+    assert "NOT blessed" in stdout and "pushed: nothing" in stdout
+    baseline = outputs_of(second, "ServingBaseline")["baseline_model"]
+    with open(os.path.join(baseline["uri"], "baseline.json")) as f:
+        info = json.load(f)
+    assert info["serving_version"] == version
+    assert info["source_model_uri"] == outputs_of(first, "Trainer")["model"]["uri"]
+    # TFMA compared the two: the blessing names the baseline it was judged against.
+    blessing = outputs_of(second, "Evaluator")["blessing"]["metadata"]
+    assert blessing["blessed"] == 0 and blessing["baseline_model_uri"] == baseline["uri"]
+    assert serving_push.versions(serving_dir) == [version]  # serving untouched
