@@ -4,8 +4,9 @@ VENV := $(or $(TFXLINE_VENV),.venv)
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 RUN_ARGS ?=
+IMAGE ?= tfxline:local
 
-.PHONY: setup run test test-fast test-tfx121 shell-tfx121 lock lock-tfx121 clean
+.PHONY: setup run test test-fast test-tfx121 shell-tfx121 image lock lock-tfx121 clean
 
 setup:
 	@bash tools/bootstrap.sh $(VENV)
@@ -27,6 +28,11 @@ test-tfx121:
 
 shell-tfx121:
 	bash tools/debian13_root.sh
+
+# The pipeline image (kubeflow/Dockerfile, TFX 1.21) from a locally made base and the lock's
+# wheels (no registry needed); tests/test_containers.py runs the compiled pipeline in it.
+image:
+	bash tools/image.sh $(IMAGE)
 
 # Re-resolve the TFX 1.16 stack into the lock file (needs the package registry).
 lock:

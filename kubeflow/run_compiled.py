@@ -30,7 +30,7 @@ import os
 import re
 import subprocess
 import time
-from typing import Any, Dict, List, Mapping, Optional, TextIO
+from typing import Any, Dict, List, Mapping, Optional, Sequence, TextIO
 
 from kubeflow import spec
 
@@ -65,7 +65,9 @@ class RunResult:
         """The first task output artifact under ``key`` (e.g. 'blessing', 'pushed_model')."""
         return next((t.outputs[key] for t in self.tasks if key in t.outputs), None)
 
-    def summary_lines(self) -> List[str]:
+    def summary_lines(self, metrics: str = "", failed: Sequence[str] = ()) -> List[str]:
+        """The end-of-run summary; ``metrics`` / ``failed``: the Evaluator's overall metrics
+        (one line) and failed thresholds, when the caller can read TFMA's output (the CLI does)."""
         lines = [f"run {self.run_id} ({len(self.tasks)} tasks in containers of {self.image}): "
                  f"wall time {self.seconds:.0f}s"]
         baseline = metadata_of(self.output("baseline_model"))
@@ -73,9 +75,12 @@ class RunResult:
             lines.append("  baseline: " + (f"serving version {baseline.get('serving_version')}"
                                            if baseline["baseline_found"] else
                                            "none (nothing serving yet): judged on the value thresholds"))
+        if metrics:
+            lines.append(f"  eval (overall): {metrics}")
         blessing = metadata_of(self.output("blessing"))
         if "blessed" in blessing:
-            lines.append("  blessing: " + ("BLESSED" if blessing["blessed"] else "NOT blessed"))
+            lines.append("  blessing: " + ("BLESSED" if blessing["blessed"] else
+                                           "NOT blessed" + (f"; failed: {'; '.join(failed)}" if failed else "")))
         pushed = metadata_of(self.output("pushed_model"))
         if pushed.get("pushed"):
             lines.append(f"  pushed to: {pushed.get('pushed_destination', '')}")

@@ -275,7 +275,15 @@ def cmd_run_compiled(args, stream: TextIO) -> int:
     except rc.TaskFailed as e:
         print(f"error: pipeline failed: {e}", file=sys.stderr)
         return EXIT_FAILED
-    print("\n".join(result.summary_lines()), file=stream, flush=True)
+    metrics, failed = "", []
+    evaluation = result.output("evaluation")
+    if evaluation:  # TFMA's output, read as for a local run
+        from pipeline.report_text import format_metrics
+        from pipeline.summary import read_evaluation
+
+        overall, _, failed = read_evaluation(evaluation["uri"])
+        metrics = format_metrics(overall)
+    print("\n".join(result.summary_lines(metrics, failed)), file=stream, flush=True)
     return EXIT_OK
 
 

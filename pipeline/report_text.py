@@ -20,18 +20,24 @@ def worst_slices(summary: RunSummary, metric: str = "auc", n: int = WORST_SLICES
     return sorted(rows, key=lambda r: r[1])[:n]
 
 
+def format_metrics(metrics) -> str:
+    return ", ".join(f"{k} {metrics[k]:.4f}" for k in HEADLINE_METRICS if k in metrics)
+
+
 def format_summary(summary: RunSummary) -> str:
     lines = [f"run {summary.run_id}:"]
     cached = sum(c.state == "cached" for c in summary.components)
     lines.append(f"  components: {len(summary.components)} ran, {cached} served from cache; "
                  f"wall time {summary.wall_seconds:.0f}s")
     if summary.metrics:
-        shown = [f"{k} {summary.metrics[k]:.4f}" for k in HEADLINE_METRICS if k in summary.metrics]
-        lines.append("  eval (overall): " + ", ".join(shown))
+        lines.append("  eval (overall): " + format_metrics(summary.metrics))
     worst = worst_slices(summary)
     if worst:
         lines.append("  worst slices by AUC: " + "; ".join(
             f"{name} {value:.3f} (n={int(count)})" for name, value, count in worst))
+    if summary.blessed is not None:
+        lines.append("  baseline: " + (f"serving version {summary.baseline_version}" if summary.baseline_version
+                                       else "none (nothing serving yet): judged on the value thresholds"))
     if summary.blessed is None:
         lines.append("  blessing: the Evaluator did not run")
     elif summary.blessed:

@@ -42,6 +42,7 @@ class RunSummary:
     pushed: Optional[bool] = None
     pushed_to: str = ""
     model_uri: str = ""
+    baseline_version: Optional[int] = None  # the serving version the candidate was judged against
     wall_seconds: float = 0.0
 
     def component(self, node_id: str) -> Optional[ComponentRun]:
@@ -92,6 +93,10 @@ def collect_run(metadata_path: str, pipeline_name: str, run_id: Optional[str] = 
         ))
         if node_id == "Trainer" and outputs.get("model"):
             summary.model_uri = outputs["model"][0].uri
+        if node_id == "ServingBaseline" and outputs.get("baseline_model"):
+            from components.serving_baseline import describe
+
+            summary.baseline_version = describe(outputs["baseline_model"][0].uri).get("serving_version")
         if node_id == "Evaluator":
             _read_evaluation(summary, outputs)
         if node_id == "Pusher" and outputs.get("pushed_model"):
@@ -145,23 +150,24 @@ def _str_prop(artifact, name: str) -> str:
 
 
 def _read_evaluation(summary: RunSummary, outputs: Dict[str, list]) -> None:
-    import tensorflow_model_analysis as tfma
-
     if outputs.get("blessing"):
         summary.blessed = bool(_int_prop(outputs["blessing"][0], "blessed"))
-    if not outputs.get("evaluation"):
-        return
-    uri = outputs["evaluation"][0].uri
-    for slice_key, metrics in load_slice_metrics(uri).items():
-        if slice_key == "overall":
-            summary.metrics = metrics
-        else:
-            summary.slice_metrics[slice_key] = metrics
-    validation = tfma.load_validation_result(uri)
-    for per_slice in validation.metric_validations_per_slice:
+    if outputs.get("evaluation"):
+        summary.metrics, summary.slice_metrics, summary.failed_thresholds = read_evaluation(
+            outputs["evaluation"][0].uri)
+
+
+def read_evaluation(uri: str):
+    """(overall metrics, {slice: metrics}, failed thresholds described) of a TFMA output dir."""
+    import tensorflow_model_analysis as tfma
+
+    slices = load_slice_metrics(uri)
+    overall = slices.pop("overall", {})
+    failed = []
+    for per_slice in tfma.load_validation_result(uri).metric_validations_per_slice:
         where = slice_name(per_slice.slice_key)
-        for failure in per_slice.failures:
-            summary.failed_thresholds.append(describe_failure(failure, where))
+        failed += [describe_failure(failure, where) for failure in per_slice.failures]
+    return overall, slices, failed
 
 
 def describe_failure(failure, where: str) -> str:

@@ -152,6 +152,7 @@ def test_second_run_is_judged_against_the_first_runs_model(container_runs):
     version = int(outputs_of(first, "Pusher")["pushed_model"]["metadata"]["pushed_version"])
     assert f"baseline: serving version {version}" in stdout
     assert "NOT blessed" in stdout and "pushed: nothing" in stdout
+    assert "auc changed by" in stdout and "vs the baseline" in stdout  # the change threshold was evaluated
     baseline = outputs_of(second, "ServingBaseline")["baseline_model"]
     with open(os.path.join(baseline["uri"], "baseline.json")) as f:
         info = json.load(f)
@@ -159,5 +160,5 @@ def test_second_run_is_judged_against_the_first_runs_model(container_runs):
     assert info["source_model_uri"] == outputs_of(first, "Trainer")["model"]["uri"]
     # TFMA compared the two: the blessing names the baseline it was judged against.
     blessing = outputs_of(second, "Evaluator")["blessing"]["metadata"]
-    assert blessing["blessed"] == 0 and blessing["baseline_model_uri"] == baseline["uri"]
+    assert blessing["blessed"] == 0 and blessing["baseline_model"] == baseline["uri"]
     assert serving_push.versions(serving_dir) == [version]  # serving untouched

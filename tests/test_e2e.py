@@ -159,10 +159,11 @@ def test_worse_candidate_is_not_pushed(pipeline_run, taxi_slice):
     assert after == before
     model = tf.saved_model.load(os.path.join(cfg.serving_dir, str(max(before))))
     assert "serving_default" in model.signatures
-    # Its report compares with the baseline (the blessed first model) and names the failure.
+    # Its report compares with the baseline (the first model, the one serving) and names the failure.
     with open(os.path.join(os.path.dirname(result.report_path), "report.json")) as f:
         report = json.load(f)
-    assert report["evaluation"]["baseline_uri"] == first.model_uri
+    assert report["evaluation"]["baseline_model_uri"] == first.model_uri
+    assert report["evaluation"]["baseline_version"] == max(before)
     assert report["evaluation"]["baseline_diff"]["auc"] < 0
     assert report["serving"]["reason"].startswith("not blessed: auc")
 

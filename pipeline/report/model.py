@@ -7,6 +7,7 @@ import math
 import os
 from typing import Any, Dict, List
 
+from components import serving_baseline
 from pipeline import summary as summary_lib
 from pipeline.report.artifacts import RunArtifacts
 
@@ -61,14 +62,19 @@ def evaluation_section(run: RunArtifacts) -> Dict[str, Any]:
     section: Dict[str, Any] = {"available": evaluation is not None, "overall": {}, "baseline_diff": {},
                                "slices": [], "thresholds": [], "blessed": s.blessed,
                                "failed_thresholds": list(s.failed_thresholds), "slice_metric": "",
-                               "slices_undefined": [], "baseline_uri": ""}
+                               "slices_undefined": [], "baseline_uri": "", "baseline_version": None,
+                               "baseline_model_uri": ""}
     if evaluation is None:
         return section
     metrics = load_metrics(evaluation.uri)
     section["overall"] = metrics.get("overall", {}).get("value", {})
     section["baseline_diff"] = metrics.get("overall", {}).get("diff", {})
     baseline = run.input_artifact("Evaluator", "baseline_model")
-    section["baseline_uri"] = baseline.uri if baseline is not None else ""
+    held = serving_baseline.describe(baseline.uri) if baseline is not None else {}
+    if held.get("found"):  # the model serving when the run evaluated (a copy, and where it came from)
+        section["baseline_uri"] = baseline.uri
+        section["baseline_version"] = held.get("serving_version")
+        section["baseline_model_uri"] = held.get("source_model_uri", "")
     metric, higher_is_better = _slice_metric(section["overall"])
     section["slice_metric"] = metric
     slices, undefined = [], []
