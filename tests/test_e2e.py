@@ -33,8 +33,13 @@ def test_every_component_completed_in_mlmd(pipeline_run):
 
 
 def test_model_is_blessed_and_beats_the_majority_baseline(pipeline_run):
+    from pipeline.report_text import format_summary
+
     _, summary, out = pipeline_run
     assert summary.blessed is True, summary.failed_thresholds
+    # Nothing was serving: no baseline, so judged on the value thresholds alone.
+    assert summary.baseline_version is None
+    assert "baseline: none (nothing serving yet)" in format_summary(summary)
     assert summary.metrics["auc"] > 0.8
     assert summary.metrics["binary_accuracy"] > 0.78
     assert "BLESSED" in out or summary.blessed
@@ -166,6 +171,10 @@ def test_worse_candidate_is_not_pushed(pipeline_run, taxi_slice):
     assert report["evaluation"]["baseline_version"] == max(before)
     assert report["evaluation"]["baseline_diff"]["auc"] < 0
     assert report["serving"]["reason"].startswith("not blessed: auc")
+    from pipeline.report_text import format_summary
+
+    assert result.baseline_version == max(before)
+    assert f"baseline: serving version {max(before)}" in format_summary(result)
 
 
 def test_tensorboard_scalars_per_epoch_in_the_model_run_dir(pipeline_run):
