@@ -7,13 +7,16 @@ duration and whether MLMD's cache served it); the full log goes to
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import datetime
+import fcntl
 import logging
 import os
 import re
 import sys
 import time
-from typing import List, Optional, TextIO
+from typing import Iterator, List, Optional, TextIO
 
 from pipeline import data_source, files, stack_compat, summary as summary_lib
 from pipeline.config import PipelineConfig
@@ -119,46 +122,85 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
     skip_autograph_for_tf_keras()
     os.makedirs(cfg.output_root, exist_ok=True)
     pipeline = build_pipeline(cfg, paths, enable_cache)
-    started, started_ms = time.monotonic(), time.time() * 1000
-    started_at = time.strftime("%Y-%m-%d %H:%M:%S %Z")
-    log_path = os.path.join(cfg.output_root, "logs", time.strftime("%Y%m%d-%H%M%S") + ".log")
-    error = None
-    with _logging_to(log_path, stream):
-        print(f"pipeline {cfg.name}: {len(paths.data_files)} {cfg.data.format.upper()} file(s) "
-              f"from {paths.data_root}; "
-              f"log: {log_path}", file=stream, flush=True)
-        try:
-            tfx.orchestration.LocalDagRunner().run(pipeline)
-        except Exception as e:
-            logging.getLogger(__name__).exception("pipeline %s failed", cfg.name)
-            error = e
-        message = root_cause_message(error) if error else ""
-        try:
-            result = record_run(cfg, pipeline, started_at, started_ms, time.monotonic() - started, message)
-        except Exception:  # recording must not hide how the run itself ended
-            if error is None:
-                raise
-            logging.getLogger(__name__).exception("could not record the failed run")
-            result = None
+    with one_run_at_a_time(cfg.output_root, stream):
+        started = time.monotonic()
+        started_at = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+        ir, run_id = compile_with_run_id(pipeline)
+        log_path = os.path.join(cfg.output_root, "logs", time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}.log")
+        error = None
+        with _logging_to(log_path, stream):
+            print(f"pipeline {cfg.name}, run {run_id}: {len(paths.data_files)} {cfg.data.format.upper()} "
+                  f"file(s) from {paths.data_root}; log: {log_path}", file=stream, flush=True)
+            try:
+                tfx.orchestration.LocalDagRunner().run_with_ir(ir)
+            except Exception as e:
+                logging.getLogger(__name__).exception("pipeline %s failed", cfg.name)
+                error = e
+            message = root_cause_message(error) if error else ""
+            try:
+                result = record_run(cfg, pipeline, run_id, started_at, time.monotonic() - started, message)
+            except Exception:  # recording must not hide how the run itself ended
+                if error is None:
+                    raise
+                logging.getLogger(__name__).exception("could not record the failed run")
+                result = None
     if error is not None:
         raise RunFailed(result, message) from error
     return result
 
 
-def record_run(cfg: PipelineConfig, pipeline, started_at: str, started_ms: float, seconds: float,
-               error: str):
-    """Write run.json, summary.json and report.html for this run (the newest in the MLMD
-    store). Returns the summary; None when the run failed before MLMD registered it (the
-    newest run is then an earlier one). A report that cannot be written is logged, never
-    raised over the run's own outcome."""
+def compile_with_run_id(pipeline):
+    """The pipeline IR with its run id fixed here, so this process knows which MLMD run is its
+    own (LocalDagRunner.run would pick the id inside and never say it; summarising "the newest
+    run" instead reports someone else's run when two overlap). Same id format as TFX's."""
+    from tfx.dsl.compiler import constants
+    from tfx.orchestration.portable import runtime_parameter_utils, tfx_runner
+
+    ir = tfx_runner._make_pipeline_proto(pipeline)  # what LocalDagRunner.run does first
+    run_id = datetime.datetime.now().isoformat()
+    runtime_parameter_utils.substitute_runtime_parameter(ir, {constants.PIPELINE_RUN_ID_PARAMETER_NAME: run_id})
+    return ir, run_id
+
+
+LOCK_FILE = ".tfxline-run.lock"
+
+
+@contextlib.contextmanager
+def one_run_at_a_time(output_root: str, stream: TextIO) -> Iterator[None]:
+    """One run at a time per output root (its SQLite MLMD store takes one writer): a second
+    run waits here for the first, and says so, instead of meeting 'database is locked'."""
+    path = os.path.join(output_root, LOCK_FILE)
+    with open(path, "a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            holder = lock.read().strip() or "another run"
+            print(f"waiting: {holder} is using {output_root} (one run at a time per metadata store)",
+                  file=stream, flush=True)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        lock.seek(0)
+        lock.truncate()
+        lock.write(f"run of pid {os.getpid()} started {time.strftime('%H:%M:%S')}")
+        lock.flush()
+        try:
+            yield
+        finally:
+            lock.seek(0)
+            lock.truncate()
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def record_run(cfg: PipelineConfig, pipeline, run_id: str, started_at: str, seconds: float, error: str):
+    """Write run.json, summary.json and report.html for this run (``run_id``, this process's
+    own). Returns the summary; None when the run failed before MLMD registered it. A report
+    that cannot be written is logged, never raised over the run's own outcome."""
     from pipeline.report import render
     from pipeline.report.artifacts import RUN_INFO_FILE
 
     try:
-        result = summary_lib.collect_run(cfg.metadata_path, cfg.name)
+        result = summary_lib.collect_run(cfg.metadata_path, cfg.name, run_id)
     except LookupError:
-        return None
-    if result.created_ms < started_ms - 1000:
         return None
     result.wall_seconds = round(seconds, 1)
     result.error = error
