@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any, Dict, List, Optional
 
 import ml_metadata as mlmd
@@ -43,6 +44,7 @@ class RunSummary:
     pushed_to: str = ""
     model_uri: str = ""
     baseline_version: Optional[int] = None  # the serving version the candidate was judged against
+    undefined: Dict[str, str] = dataclasses.field(default_factory=dict)  # overall metric -> why undefined
     wall_seconds: float = 0.0
 
     def component(self, node_id: str) -> Optional[ComponentRun]:
@@ -155,6 +157,7 @@ def _read_evaluation(summary: RunSummary, outputs: Dict[str, list]) -> None:
     if outputs.get("evaluation"):
         summary.metrics, summary.slice_metrics, summary.failed_thresholds = read_evaluation(
             outputs["evaluation"][0].uri)
+        summary.undefined = undefined_metrics(summary.metrics)
 
 
 def read_evaluation(uri: str):
@@ -166,13 +169,37 @@ def read_evaluation(uri: str):
     failed = []
     for per_slice in tfma.load_validation_result(uri).metric_validations_per_slice:
         where = slice_name(per_slice.slice_key)
-        failed += [describe_failure(failure, where) for failure in per_slice.failures]
+        undefined = undefined_metrics(overall if where == "overall" else slices.get(where, {}))
+        failed += [describe_failure(failure, where, undefined) for failure in per_slice.failures]
     return overall, slices, failed
 
 
-def describe_failure(failure, where: str) -> str:
-    """e.g. 'auc 0.712 < 0.75 (value threshold) on overall'."""
+# Metrics that are a ratio over one class or over positive predictions: undefined (TFMA reports
+# 0 or NaN) when the data has no such examples.
+ONE_CLASS_METRICS = ("auc", "pr_auc")
+NAN_CAUSES = {"precision": "the model predicted no positives",
+              "recall": "the data holds no positive labels"}
+
+
+def undefined_metrics(metrics: Dict[str, Any]) -> Dict[str, str]:
+    """{metric: cause} for the metrics of one slice that are undefined on its data, e.g.
+    {'auc': 'the eval data holds only label 0'} (AUC needs both classes)."""
+    causes: Dict[str, str] = {}
+    if "mean_label" in metrics and not both_classes(metrics):
+        label = int(round(metrics["mean_label"] or 0.0))
+        causes.update({m: f"the eval data holds only label {label}" for m in ONE_CLASS_METRICS if m in metrics})
+    for name, value in metrics.items():
+        if isinstance(value, float) and math.isnan(value):
+            causes.setdefault(name, NAN_CAUSES.get(name, "not computable on this data"))
+    return causes
+
+
+def describe_failure(failure, where: str, undefined: Optional[Dict[str, str]] = None) -> str:
+    """e.g. 'auc 0.712 < 0.75 (value threshold) on overall'; a metric that is undefined on
+    the slice's data is named as such, with the cause."""
     name = failure.metric_key.name
+    if name in (undefined or {}):
+        return f"{name} is undefined on {where}: {undefined[name]}, so its threshold cannot pass"
     value = failure.metric_value.double_value.value if failure.metric_value.HasField("double_value") else None
     t = failure.metric_threshold
     shown = f"{name} {value:.4f}" if value is not None else name

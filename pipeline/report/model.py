@@ -63,11 +63,12 @@ def evaluation_section(run: RunArtifacts) -> Dict[str, Any]:
                                "slices": [], "thresholds": [], "blessed": s.blessed,
                                "failed_thresholds": list(s.failed_thresholds), "slice_metric": "",
                                "slices_undefined": [], "baseline_uri": "", "baseline_version": None,
-                               "baseline_model_uri": ""}
+                               "baseline_model_uri": "", "undefined": {}}
     if evaluation is None:
         return section
     metrics = load_metrics(evaluation.uri)
     section["overall"] = metrics.get("overall", {}).get("value", {})
+    section["undefined"] = summary_lib.undefined_metrics(section["overall"])
     section["baseline_diff"] = metrics.get("overall", {}).get("diff", {})
     baseline = run.input_artifact("Evaluator", "baseline_model")
     held = serving_baseline.describe(baseline.uri) if baseline is not None else {}
