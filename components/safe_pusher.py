@@ -20,6 +20,7 @@ from tfx.utils import path_utils
 from components import serving_push
 
 MODEL_KEY, BLESSING_KEY, EVALUATION_KEY, EXAMPLES_KEY = "model", "model_blessing", "evaluation", "examples"
+STATISTICS_KEY = "statistics"
 PUSHED_MODEL_KEY = "pushed_model"
 
 
@@ -34,6 +35,8 @@ def _metadata(input_dict: Dict[str, List[types.Artifact]], run_id: str) -> Dict[
     if input_dict.get(EXAMPLES_KEY):
         examples = input_dict[EXAMPLES_KEY][0]
         meta["data"] = {"examples_uri": examples.uri, "span": examples.span, "version": examples.version}
+    if input_dict.get(STATISTICS_KEY):  # the reference of the next runs' drift check
+        meta.setdefault("data", {})["statistics_uri"] = input_dict[STATISTICS_KEY][0].uri
     return meta
 
 
@@ -65,6 +68,7 @@ class SafePusherSpec(types.ComponentSpec):
         BLESSING_KEY: ChannelParameter(type=standard_artifacts.ModelBlessing),
         EVALUATION_KEY: ChannelParameter(type=standard_artifacts.ModelEvaluation, optional=True),
         EXAMPLES_KEY: ChannelParameter(type=standard_artifacts.Examples, optional=True),
+        STATISTICS_KEY: ChannelParameter(type=standard_artifacts.ExampleStatistics, optional=True),
     }
     OUTPUTS = {PUSHED_MODEL_KEY: ChannelParameter(type=standard_artifacts.PushedModel)}
 
@@ -74,8 +78,9 @@ class SafePusher(base_component.BaseComponent):
     EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(Executor)
 
     def __init__(self, model, model_blessing, serving_dir: str, keep_versions: int = 5,
-                 evaluation=None, examples=None):
+                 evaluation=None, examples=None, statistics=None):
         super().__init__(spec=SafePusherSpec(
             model=model, model_blessing=model_blessing, evaluation=evaluation, examples=examples,
+            statistics=statistics,
             serving_dir=serving_dir, keep_versions=keep_versions,
             pushed_model=types.Channel(type=standard_artifacts.PushedModel)))

@@ -6,6 +6,7 @@
     tfxline compile --image IMAGE --pipeline-root gs://... [--output pipeline.json]
     tfxline submit pipeline.json --target vertex|kfp [--param k=v] [--train-steps N] [--dry-run]
     tfxline run-compiled pipeline.json [--param k=v] [--train-steps N] [--image IMAGE]
+    tfxline runs [--last N]  |  tfxline runs show RUN_ID
 
 Errors in input or config print one ``error:`` line naming the problem and the fix and
 exit 2; a failed pipeline component exits 1. Nothing is pushed unless the whole run,
@@ -41,6 +42,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_config_args(rep)
     rep.add_argument("run_dir", nargs="?", metavar="RUN_DIR",
                      help="<output>/runs/<run id> (default: the latest run of the pipeline under --output)")
+
+    runs = sub.add_parser("runs", help="the pipeline's runs from its MLMD store, newest first")
+    add_config_args(runs)
+    runs.add_argument("--last", type=int, default=20, metavar="N", help="how many runs (default 20)")
+    runs_sub = runs.add_subparsers(dest="runs_command")
+    show = runs_sub.add_parser("show", help="one run's summary and report path")
+    add_config_args(show, default=argparse.SUPPRESS)  # given before or after 'show', the same
+    show.add_argument("run_id", metavar="RUN_ID")
 
     pr = sub.add_parser("predict", help="predict a CSV of raw rows with the newest pushed model")
     add_config_args(pr)
@@ -83,16 +92,19 @@ def add_param_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--train-steps", type=int, help="sets the train_args runtime parameter")
 
 
-def add_config_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", metavar="FILE", help="YAML config file, or a packaged config by name: taxi (default), penguin")
-    p.add_argument("--data", metavar="PATH", help="data file or directory, or package:PKG/PATH (data.path)")
-    p.add_argument("--output", metavar="DIR", help="output root (output_root)")
-    p.add_argument("--schema", metavar="NAME_OR_FILE", help="schema name in schema/ or a .pbtxt (data.schema)")
-    p.add_argument("--train-steps", type=int, metavar="N", help="training.train_steps")
-    p.add_argument("--strategy", help="runtime.strategy")
-    p.add_argument("--precision", help="runtime.precision")
-    p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
-                   help="override any config key (repeatable)")
+def add_config_args(p: argparse.ArgumentParser, default=None) -> None:
+    p.add_argument("--config", metavar="FILE", default=default,
+                   help="YAML config file, or a packaged config by name: taxi (default), penguin")
+    p.add_argument("--data", metavar="PATH", default=default,
+                   help="data file or directory, or package:PKG/PATH (data.path)")
+    p.add_argument("--output", metavar="DIR", default=default, help="output root (output_root)")
+    p.add_argument("--schema", metavar="NAME_OR_FILE", default=default,
+                   help="schema name in schema/ or a .pbtxt (data.schema)")
+    p.add_argument("--train-steps", type=int, metavar="N", default=default, help="training.train_steps")
+    p.add_argument("--strategy", default=default, help="runtime.strategy")
+    p.add_argument("--precision", default=default, help="runtime.precision")
+    p.add_argument("--set", action="append", default=[] if default is None else default,
+                   metavar="SECTION.KEY=VALUE", help="override any config key (repeatable)")
 
 
 def config_from_args(args: argparse.Namespace):
@@ -120,6 +132,8 @@ def main(argv: Optional[Sequence[str]] = None, stream: Optional[TextIO] = None) 
             return cmd_schema_draft(args, stream)
         if args.command == "report":
             return cmd_report(args, stream)
+        if args.command == "runs":
+            return cmd_runs(args, stream)
         if args.command == "predict":
             return cmd_predict(args, stream)
         if args.command == "compile":
@@ -189,6 +203,31 @@ def _latest_run_dir(cfg) -> str:
         raise BadInput(f"no recorded run of pipeline {cfg.name} in {cfg.metadata_path}; run the pipeline "
                        "first (tfxline run), or pass a run directory")
     return os.path.join(cfg.output_root, "runs", run_id)
+
+
+def cmd_runs(args, stream: TextIO) -> int:
+    from pipeline import history
+    from pipeline.summary import collect_run
+
+    cfg = _load(args)
+    if not os.path.isfile(cfg.metadata_path):
+        raise BadInput(f"no metadata store at {cfg.metadata_path}; run the pipeline first (tfxline run), "
+                       "or pass the --output it used")
+    if getattr(args, "runs_command", None) == "show":
+        try:
+            result = collect_run(cfg.metadata_path, cfg.name, args.run_id)
+        except LookupError as e:
+            raise BadInput(f"{e}; 'tfxline runs' lists the recorded runs") from None
+        report = os.path.join(cfg.output_root, "runs", args.run_id, "report.html")
+        result.report_path = report if os.path.isfile(report) else ""
+        print_summary(result, stream)
+        return EXIT_OK
+    rows = history.list_runs(cfg.metadata_path, cfg.name, last=args.last)
+    if not rows:
+        print(f"no runs of pipeline {cfg.name} in {cfg.metadata_path}", file=stream)
+        return EXIT_OK
+    print(history.format_table(rows), file=stream, flush=True)
+    return EXIT_OK
 
 
 def print_summary(result, stream: TextIO) -> None:

@@ -112,6 +112,10 @@ def validate(cfg: PipelineConfig) -> None:
         (0.0 <= cfg.evaluation.min_accuracy <= 1.0, "evaluation.min_accuracy",
          "must be in [0, 1]"),
         (cfg.evaluation.max_auc_drop >= 0.0, "evaluation.max_auc_drop", "must be >= 0"),
+        (cfg.drift.numeric_threshold > 0, "drift.numeric_threshold", "must be > 0 (drift.enabled=false turns the check off)"),
+        (cfg.drift.categorical_threshold > 0, "drift.categorical_threshold",
+         "must be > 0 (drift.enabled=false turns the check off)"),
+        (all(v >= 0 for v in cfg.drift.features.values()), "drift.features", "thresholds must be >= 0 (0: not checked)"),
         (cfg.serving.keep_versions >= 1, "serving.keep_versions", "must be >= 1"),
         (cfg.vertex_training.replica_count >= 1, "vertex_training.replica_count", "must be >= 1"),
         (not cfg.vertex_training.enabled or cfg.vertex_training.project, "vertex_training.project",
@@ -131,6 +135,11 @@ def validate(cfg: PipelineConfig) -> None:
         raise ConfigError(
             f"data path {cfg.data.path} does not exist; pass an existing {cfg.data.format.upper()} "
             "file or directory with --data (or data.path in the config)")
+    unknown = sorted(set(cfg.drift.features) - set(cfg.features.raw_columns))
+    if unknown:
+        raise ConfigError(
+            f"bad config value for drift.features: {', '.join(unknown)} not among the declared feature "
+            "columns; set thresholds for columns listed under features")
     unknown = [s for s in cfg.evaluation.slices if s not in cfg.features.raw_columns]
     if unknown:
         raise ConfigError(
@@ -185,6 +194,11 @@ def _coerce(tp: Any, value: Any, where: str) -> Any:
                 f"{', '.join(sorted(allowed))}")
         hints = typing.get_type_hints(tp)
         return tp(**{k: _coerce(hints[k], v, f"{where}.{k}") for k, v in value.items()})
+    if origin is dict:
+        if not isinstance(value, Mapping):
+            raise ConfigError(f"bad config value for {where}: expected a mapping, got {value!r}")
+        item = typing.get_args(tp)[1]
+        return {str(k): _coerce(item, v, f"{where}.{k}") for k, v in value.items()}
     if origin is tuple:
         if isinstance(value, str):
             value = [v for v in value.split(",") if v]

@@ -12,6 +12,7 @@ from tfx import v1 as tfx
 from tfx.proto import example_gen_pb2
 
 from components.anomalies_gate import AnomaliesGate
+from components.drift_gate import DriftGate
 from components.safe_pusher import SafePusher
 from components.serving_baseline import GatedEvaluator, ServingBaseline
 from pipeline.config import PipelineConfig
@@ -36,6 +37,11 @@ def train_steps_arg(cfg: PipelineConfig) -> int:
     """The Trainer's TrainArgs.num_steps: the step budget in steps mode; 0 (none) in
     epochs mode, where the data size and training.epochs set the length."""
     return cfg.training.train_steps if cfg.training.mode == "steps" else 0
+
+
+def drift_thresholds(cfg: PipelineConfig) -> dict:
+    """The DriftGate's settings: the config's drift section and the columns it checks."""
+    return dict(cfg.to_dict()["drift"], columns=sorted(cfg.features.raw_columns))
 
 
 def trainer_custom_config(cfg: PipelineConfig) -> dict:
@@ -73,12 +79,15 @@ def create_pipeline(
     example_validator = tfx.components.ExampleValidator(
         statistics=statistics_gen.outputs["statistics"], schema=schema_gen.outputs["schema"])
     anomalies_gate = AnomaliesGate(anomalies=example_validator.outputs["anomalies"])
+    drift_gate = DriftGate(statistics=statistics_gen.outputs["statistics"], schema=schema_gen.outputs["schema"],
+                           serving_dir=serving_dir, thresholds=drift_thresholds(cfg))
 
     transform = tfx.components.Transform(
         examples=example_gen.outputs["examples"], schema=schema_gen.outputs["schema"],
         preprocessing_fn=PREPROCESSING_FN, custom_config={"features": cfg.features.to_dict()},
         disable_statistics=not cfg.runtime.transform_statistics)
     transform.add_upstream_node(anomalies_gate)  # no training on data that fails validation
+    transform.add_upstream_node(drift_gate)      # ... or that drifted from the serving model's data
 
     trainer_kwargs = dict(
         run_fn=RUN_FN,
@@ -105,6 +114,7 @@ def create_pipeline(
         model_blessing=evaluator.outputs["blessing"],
         evaluation=evaluator.outputs["evaluation"],
         examples=example_gen.outputs["examples"],
+        statistics=statistics_gen.outputs["statistics"],  # the next runs' drift reference
         serving_dir=serving_dir,
         keep_versions=cfg.serving.keep_versions,
     ).with_id("Pusher")
@@ -112,7 +122,7 @@ def create_pipeline(
         pipeline_name=cfg.name,
         pipeline_root=pipeline_root,
         components=[example_gen, statistics_gen, schema_gen, example_validator, anomalies_gate,
-                    transform, trainer, baseline, evaluator, pusher],
+                    drift_gate, transform, trainer, baseline, evaluator, pusher],
         enable_cache=enable_cache,
         metadata_connection_config=metadata_connection_config,
         beam_pipeline_args=list(beam_pipeline_args),

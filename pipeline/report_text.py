@@ -39,6 +39,9 @@ def format_summary(summary: RunSummary) -> str:
     if worst:
         lines.append("  worst slices by AUC: " + "; ".join(
             f"{name} {value:.3f} (n={int(count)})" for name, value, count in worst))
+    if summary.drift:
+        lines.append("  drift: " + (f"none vs {summary.drift}" if summary.drift.startswith("serving version")
+                                    else summary.drift))
     if summary.blessed is not None:
         lines.append("  baseline: " + (f"serving version {summary.baseline_version}" if summary.baseline_version
                                        else "none (nothing serving yet): judged on the value thresholds"))

@@ -44,6 +44,8 @@ class RunSummary:
     pushed_to: str = ""
     model_uri: str = ""
     baseline_version: Optional[int] = None  # the serving version the candidate was judged against
+    spans: List[int] = dataclasses.field(default_factory=list)  # the data spans ExampleGen read
+    drift: str = ""               # what the DriftGate compared the data with (or why it could not)
     undefined: Dict[str, str] = dataclasses.field(default_factory=dict)  # overall metric -> why undefined
     wall_seconds: float = 0.0
 
@@ -61,18 +63,25 @@ def open_store(metadata_path: str) -> mlmd.MetadataStore:
     return mlmd.MetadataStore(config)
 
 
-def latest_run_id(store: mlmd.MetadataStore, pipeline_name: str) -> Optional[str]:
+def run_ids(store: mlmd.MetadataStore, pipeline_name: str) -> List[str]:
+    """The pipeline's runs in the MLMD store, newest first."""
     runs = store.get_contexts_by_type("pipeline_run")
     pipeline_ctx = store.get_context_by_type_and_name("pipeline", pipeline_name)
     if pipeline_ctx is None or not runs:
-        return None
+        return []
     in_pipeline = {e.id for e in store.get_executions_by_context(pipeline_ctx.id)}
     runs = [r for r in runs if in_pipeline & {e.id for e in store.get_executions_by_context(r.id)}]
-    return max(runs, key=lambda r: (r.create_time_since_epoch, r.id)).name if runs else None
+    return [r.name for r in sorted(runs, key=lambda r: (r.create_time_since_epoch, r.id), reverse=True)]
 
 
-def collect_run(metadata_path: str, pipeline_name: str, run_id: Optional[str] = None) -> RunSummary:
-    store = open_store(metadata_path)
+def latest_run_id(store: mlmd.MetadataStore, pipeline_name: str) -> Optional[str]:
+    found = run_ids(store, pipeline_name)
+    return found[0] if found else None
+
+
+def collect_run(metadata_path: str, pipeline_name: str, run_id: Optional[str] = None,
+                store: Optional[mlmd.MetadataStore] = None) -> RunSummary:
+    store = store or open_store(metadata_path)
     run_id = run_id or latest_run_id(store, pipeline_name)
     if run_id is None:
         raise LookupError(f"no run of pipeline {pipeline_name!r} in {metadata_path}")
@@ -93,6 +102,11 @@ def collect_run(metadata_path: str, pipeline_name: str, run_id: Optional[str] = 
             outputs={k: [a.uri for a in v] for k, v in outputs.items()},
             execution_id=execution.id,
         ))
+        if node_id.endswith("ExampleGen") and outputs.get("examples"):
+            summary.spans = sorted({a.properties["span"].int_value for a in outputs["examples"]
+                                    if "span" in a.properties})
+        if node_id == "DriftGate" and outputs.get("drift_anomalies"):
+            summary.drift = _str_prop(outputs["drift_anomalies"][0], "compared_with")
         if node_id == "Trainer" and outputs.get("model"):
             summary.model_uri = outputs["model"][0].uri
         if node_id == "ServingBaseline" and outputs.get("baseline_model"):

@@ -19,11 +19,12 @@ SLICE_ROWS = 3000        # every 5th row of the 15k taxi rows: small, but every 
 E2E_TRAIN_STEPS = 300    # enough to clear the default AUC/accuracy gates on the slice
 
 
-def write_taxi_slice(path, every=5, limit=SLICE_ROWS, mutate=None):
-    """Write a deterministic slice of the shipped taxi CSV; `mutate(row)` may edit rows."""
+def write_taxi_slice(path, every=5, limit=SLICE_ROWS, mutate=None, offset=0):
+    """Write a deterministic slice of the shipped taxi CSV (every `every`th row from `offset`);
+    `mutate(row)` may edit rows."""
     with open(data_source.default_data_path(), newline="") as src:
         reader = csv.DictReader(src)
-        rows = list(itertools.islice(itertools.islice(reader, 0, None, every), limit))
+        rows = list(itertools.islice(itertools.islice(reader, offset, None, every), limit))
         fields = reader.fieldnames
     if mutate:
         rows = [mutate(dict(r)) for r in rows]

@@ -51,6 +51,10 @@ def test_overrides_and_explicit_values_are_typed():
     ("training.mode=forever", "training.mode"),
     ("training.gradient_accumulation_steps=0", "training.gradient_accumulation_steps"),
     ("training.epochs=2000", "in steps mode, must be <= training.train_steps"),
+    ("drift.numeric_threshold=0", "drift.numeric_threshold"),
+    ("drift.features={no_such_column: 0.2}", "drift.features: no_such_column not among"),
+    ("drift.features={fare: high}", "drift.features.fare: expected a number"),
+    ("drift.features=[fare]", "drift.features: expected a mapping"),
     ("runtime.jit_compile=yes please", "expected true or false"),
 ])
 def test_bad_keys_and_values_name_the_problem(override, message):
@@ -90,3 +94,9 @@ def test_config_round_trips_through_dict():
 
 def test_packaged_config_is_package_data():
     assert os.path.isfile(packaged_config_path("taxi"))
+
+
+def test_per_feature_drift_thresholds():
+    cfg = load_config(overrides=["drift.features={fare: 0.3, company: 0}"])
+    assert cfg.drift.features == {"fare": 0.3, "company": 0.0}
+    assert cfg.to_dict()["drift"]["features"] == {"fare": 0.3, "company": 0.0}

@@ -7,6 +7,7 @@ the anomalies check needs data that violates the schema.
 import io
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ import tensorflow as tf
 from pipeline import cli, data_source, local_runner
 from pipeline.examples import read_csv_rows, serialize_rows
 from pipeline.summary import collect_run, open_store
-from tests.conftest import e2e_config
+from tests.conftest import e2e_config, write_taxi_slice
 
 pytestmark = pytest.mark.e2e
 
@@ -40,6 +41,7 @@ def test_model_is_blessed_and_beats_the_majority_baseline(pipeline_run):
     # Nothing was serving: no baseline, so judged on the value thresholds alone.
     assert summary.baseline_version is None
     assert "baseline: none (nothing serving yet)" in format_summary(summary)
+    assert summary.drift == "nothing to compare with: nothing serving yet"
     assert summary.metrics["auc"] > 0.8
     assert summary.metrics["binary_accuracy"] > 0.78
     assert "BLESSED" in out or summary.blessed
@@ -148,15 +150,21 @@ def test_predict_matches_the_serving_signature(pipeline_run, taxi_slice, tmp_pat
     assert len(open(jsonl).read().splitlines()) == len(rows)
 
 
-def test_worse_candidate_is_not_pushed(pipeline_run, taxi_slice):
-    """After the blessed baseline: a barely-trained model fails the gates, nothing moves."""
+def test_worse_candidate_is_not_pushed(pipeline_run, tmp_path):
+    """After the blessed baseline: a barely-trained model fails the gates, nothing moves.
+    Its data is another slice of the same taxi rows, so the drift gate compares for real
+    (with the serving model's training data) and passes."""
     from components import serving_push
+    from pipeline.report_text import format_summary
 
     cfg, first, _ = pipeline_run
     before = {v: serving_push.read_metadata(cfg.serving_dir, v) for v in serving_push.versions(cfg.serving_dir)}
-    worse = e2e_config(taxi_slice, cfg.output_root, "training.train_steps=1", "training.epochs=1",
+    other_slice = write_taxi_slice(tmp_path / "same-distribution" / "taxi.csv", offset=1)
+    worse = e2e_config(other_slice, cfg.output_root, "training.train_steps=1", "training.epochs=1",
                        "model.learning_rate=0.000001")
     result = local_runner.run(worse, stream=io.StringIO())
+    assert result.drift == f"serving version {max(before)}'s training data"
+    assert "drift: none vs serving version" in format_summary(result)
     assert result.blessed is False
     assert any(f.startswith("auc") for f in result.failed_thresholds), result.failed_thresholds
     assert result.pushed is False
@@ -171,10 +179,14 @@ def test_worse_candidate_is_not_pushed(pipeline_run, taxi_slice):
     assert report["evaluation"]["baseline_version"] == max(before)
     assert report["evaluation"]["baseline_diff"]["auc"] < 0
     assert report["serving"]["reason"].startswith("not blessed: auc")
-    from pipeline.report_text import format_summary
-
     assert result.baseline_version == max(before)
     assert f"baseline: serving version {max(before)}" in format_summary(result)
+    # The report's history: the main metric of the runs so far, oldest first, this run last.
+    history = report["evaluation"]["history"]
+    assert report["evaluation"]["history_metric"] == "auc" and len(history) >= 2
+    assert history[-1] == {"run_id": result.run_id, "value": result.metrics["auc"]}
+    assert history[0]["run_id"] == first.run_id
+    assert "auc over the last" in open(result.report_path).read()
 
 
 def test_tensorboard_scalars_per_epoch_in_the_model_run_dir(pipeline_run):
@@ -191,3 +203,53 @@ def test_tensorboard_scalars_per_epoch_in_the_model_run_dir(pipeline_run):
     for key in [("train", "epoch_loss"), ("train", "epoch_auc"), ("train", "epoch_learning_rate"),
                 ("validation", "epoch_loss"), ("validation", "epoch_auc")]:
         assert sorted(points.get(key, [])) == list(range(epochs)), key
+
+
+def test_runs_lists_the_mlmd_runs_newest_first(pipeline_run, capsys):
+    from pipeline.summary import run_ids
+
+    cfg, first, _ = pipeline_run
+    ids = run_ids(open_store(cfg.metadata_path), cfg.name)
+    assert cli.main(["runs", "--output", cfg.output_root]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:3] == ["run", "started", "spans"]
+    assert [line.split()[0] for line in lines[1:]] == ids  # every run, newest first
+    row = next(line for line in lines[1:] if line.startswith(first.run_id))
+    assert f"auc {first.metrics['auc']:.4f}" in row and " complete " in row
+    assert os.path.basename(first.pushed_to) in row and row.endswith("  yes")
+    assert cli.main(["runs", "--output", cfg.output_root, "show", first.run_id]) == 0
+    shown = capsys.readouterr().out
+    assert shown.startswith(f"run {first.run_id}:") and "BLESSED" in shown
+    assert f"report: {os.path.join(cfg.output_root, 'runs', first.run_id, 'report.html')}" in shown
+    assert cli.main(["runs", "show", "no-such-run", "--output", cfg.output_root]) == cli.EXIT_BAD_INPUT
+    assert "'tfxline runs' lists the recorded runs" in capsys.readouterr().err
+
+
+def test_drifted_data_stops_the_run_before_training(pipeline_run, tmp_path, capsys):
+    """fare x 50 passes the schema (no upper bound on fare) but not the drift gate: the run
+    stops before Transform with the feature, the distance and the threshold in one line."""
+    import contextlib
+
+    from components import serving_push
+
+    cfg, _, _ = pipeline_run
+    before = {v: serving_push.read_metadata(cfg.serving_dir, v) for v in serving_push.versions(cfg.serving_dir)}
+
+    def fifty_times_the_fare(row):
+        row["fare"] = str(float(row["fare"] or 0) * 50)
+        return row
+
+    data = write_taxi_slice(tmp_path / "drifted" / "taxi.csv", mutate=fifty_times_the_fare)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = cli.main(["run", "--data", data, "--output", cfg.output_root, "--train-steps", "10"],
+                        stream=io.StringIO())
+    assert code == cli.EXIT_FAILED
+    errors = [line for line in err.getvalue().splitlines() if line.startswith("error:")]
+    assert len(errors) == 1
+    assert re.search(r"fare: Jensen-Shannon divergence 0\.\d+ > 0\.2", errors[0]), errors[0]
+    assert f"drifted from serving version {max(before)}'s training data" in errors[0]
+    latest = collect_run(cfg.metadata_path, cfg.name)
+    assert "Transform" not in {c.node_id for c in latest.components}
+    after = {v: serving_push.read_metadata(cfg.serving_dir, v) for v in serving_push.versions(cfg.serving_dir)}
+    assert after == before

@@ -1,4 +1,6 @@
 """create_pipeline: component list and wiring, built from the config alone (no run)."""
+import json
+
 import pytest
 from tfx import v1 as tfx
 
@@ -24,7 +26,7 @@ def producer(channel):
 def test_components_are_all_there(built):
     _, p, c = built
     assert set(c) == {"CsvExampleGen", "StatisticsGen", "ImportSchemaGen", "ExampleValidator",
-                      "AnomaliesGate", "Transform", "Trainer", BASELINE_ID, "Evaluator", "Pusher"}
+                      "AnomaliesGate", "DriftGate", "Transform", "Trainer", BASELINE_ID, "Evaluator", "Pusher"}
     assert p.enable_cache
     assert p.beam_pipeline_args == ["--direct_num_workers=1"]
 
@@ -35,6 +37,9 @@ def test_wiring(built):
     assert producer(c["ExampleValidator"].inputs["schema"]) == "ImportSchemaGen"
     assert producer(c["AnomaliesGate"].inputs["anomalies"]) == "ExampleValidator"
     assert c["AnomaliesGate"] in c["Transform"].upstream_nodes
+    assert c["DriftGate"] in c["Transform"].upstream_nodes  # no training on drifted data
+    assert producer(c["DriftGate"].inputs["statistics"]) == "StatisticsGen"
+    assert producer(c["Pusher"].inputs["statistics"]) == "StatisticsGen"  # the next runs' reference
     assert producer(c["Transform"].inputs["examples"]) == "CsvExampleGen"
     assert producer(c["Trainer"].inputs["examples"]) == "Transform"
     assert producer(c["Trainer"].inputs["transform_graph"]) == "Transform"
@@ -59,6 +64,9 @@ def test_config_reaches_the_components(built):
     assert c["Pusher"].exec_properties["serving_dir"].endswith("serving")
     assert c["Pusher"].exec_properties["keep_versions"] == cfg.serving.keep_versions
     assert not c["Transform"].exec_properties.get("module_file")
+    drift = json.loads(c["DriftGate"].exec_properties["thresholds"])
+    assert drift["numeric_threshold"] == cfg.drift.numeric_threshold and "fare" in drift["columns"]
+    assert c["DriftGate"].exec_properties["serving_dir"] == c["Pusher"].exec_properties["serving_dir"]
 
 
 def test_epochs_mode_gives_the_trainer_no_step_budget():

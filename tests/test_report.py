@@ -63,7 +63,7 @@ def test_pipeline_section_is_the_mlmd_state_of_each_component(pipeline_run, repo
     store = open_store(cfg.metadata_path)
     run_ctx = store.get_context_by_type_and_name("pipeline_run", summary.run_id)
     executions = store.get_executions_by_context(run_ctx.id)
-    assert len(report["pipeline"]["nodes"]) == len(executions) == 10
+    assert len(report["pipeline"]["nodes"]) == len(executions) == 11
     seconds = {e.id: (e.last_update_time_since_epoch - e.create_time_since_epoch) / 1000 for e in executions}
     for node in report["pipeline"]["nodes"]:
         component = summary.component(node["id"])

@@ -63,7 +63,8 @@ def evaluation_section(run: RunArtifacts) -> Dict[str, Any]:
                                "slices": [], "thresholds": [], "blessed": s.blessed,
                                "failed_thresholds": list(s.failed_thresholds), "slice_metric": "",
                                "slices_undefined": [], "baseline_uri": "", "baseline_version": None,
-                               "baseline_model_uri": "", "undefined": {}}
+                               "baseline_model_uri": "", "undefined": {},
+                               "history_metric": "", "history": []}
     if evaluation is None:
         return section
     metrics = load_metrics(evaluation.uri)
@@ -89,7 +90,29 @@ def evaluation_section(run: RunArtifacts) -> Dict[str, Any]:
     slices.sort(key=lambda x: x["metrics"][metric] * (1 if higher_is_better else -1))  # worst first
     section["slices"], section["slices_undefined"] = slices, undefined
     section["thresholds"] = configured_thresholds(run.execution("Evaluator"))
+    section["history_metric"], section["history"] = metric_history(run)
     return section
+
+
+HISTORY_RUNS = 20
+
+
+def metric_history(run: RunArtifacts):
+    """(main metric, [{run_id, value}] for the last HISTORY_RUNS runs up to this one, oldest
+    first); value None where a run has no such value (failed before evaluating, undefined)."""
+    from pipeline import history
+
+    metric = history.main_metric(run.summary.metrics)
+    if metric is None:
+        return "", []
+    ids = summary_lib.run_ids(run.store, run.info["pipeline_name"])
+    mine = ids.index(run.summary.run_id) if run.summary.run_id in ids else 0
+    points = []
+    for run_id in reversed(ids[mine:mine + HISTORY_RUNS]):
+        s = summary_lib.collect_run(run.info["metadata_path"], run.info["pipeline_name"], run_id, store=run.store)
+        defined = metric in s.metrics and metric not in summary_lib.undefined_metrics(s.metrics)
+        points.append({"run_id": run_id, "value": s.metrics[metric] if defined else None})
+    return metric, points
 
 
 def load_metrics(evaluation_uri: str) -> Dict[str, Dict[str, Dict[str, float]]]:

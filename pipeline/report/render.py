@@ -56,6 +56,11 @@ def charts(data: Dict[str, Any]) -> Dict[str, Any]:
         out["slices"] = svg.bar_chart(items, title=f"{metric} per slice, worst first", hi=hi)
     else:
         out["slices"] = ""
+    history = [h for h in ev.get("history", []) if h["value"] is not None]
+    out["history"] = svg.line_chart(
+        {ev["history_metric"]: [(i + 1, h["value"]) for i, h in enumerate(history)]},
+        title=f"{ev['history_metric']} over the last {len(history)} runs (oldest first)",
+        x_label="run") if len(history) >= 2 else ""
     return out
 
 

@@ -32,8 +32,8 @@ def mini_histogram(counts: Sequence[float], width: int = 120, height: int = 28,
 
 
 def line_chart(series: Dict[str, List[Tuple[float, float]]], title: str, width: int = 420,
-               height: int = 220) -> str:
-    """One line per series (e.g. train / validation), x = epoch."""
+               height: int = 220, x_label: str = "epoch") -> str:
+    """One line per series (e.g. train / validation), x = epoch (or ``x_label``)."""
     points = [p for s in series.values() for p in s]
     if not points:
         return ""
@@ -52,13 +52,13 @@ def line_chart(series: Dict[str, List[Tuple[float, float]]], title: str, width: 
              f'<text x="{left - 4}" y="{sy(y0) + 4:.1f}" class="tick" text-anchor="end">{_fmt(y0)}</text>',
              f'<text x="{left}" y="{height - 12}" class="tick">{_fmt(x0)}</text>',
              f'<text x="{width - right}" y="{height - 12}" class="tick" text-anchor="end">{_fmt(x1)}</text>',
-             f'<text x="{(left + width) / 2:.0f}" y="{height - 2}" class="tick" text-anchor="middle">epoch</text>']
+             f'<text x="{(left + width) / 2:.0f}" y="{height - 2}" class="tick" text-anchor="middle">{escape(x_label)}</text>']
     for i, (name, pts) in enumerate(series.items()):
         color = PALETTE[i % len(PALETTE)]
         path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in pts)
         parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{path}"/>')
         parts += [f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="2.5" fill="{color}">'
-                  f'<title>{escape(name)} epoch {_fmt(x)}: {_fmt(y)}</title></circle>' for x, y in pts]
+                  f'<title>{escape(name)} {escape(x_label)} {_fmt(x)}: {_fmt(y)}</title></circle>' for x, y in pts]
         parts.append(f'<text x="{width - right - 4}" y="{top + 14 * (i + 1)}" fill="{color}" '
                      f'class="tick" text-anchor="end">{escape(name)}</text>')
     return (f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '

@@ -1,0 +1,158 @@
+"""DriftGate: stop the run before training when the new data's distribution has moved away
+from the data the serving model was trained on.
+
+TFDV's own comparators do the measuring (no hand-written distance): each checked feature
+gets a ``drift_comparator`` in a copy of the schema (Jensen-Shannon divergence for numeric
+features, L-infinity distance for categorical ones), and ``tfdv.validate_statistics``
+compares the new train split's statistics with the reference statistics, the train split
+of the data the serving model was trained on (the Pusher records their URI in the version's
+``push_metadata.json``). Each feature over its threshold is named in the one-line error, with
+the distance and the threshold, e.g. ``fare: Jensen-Shannon divergence 0.93 > 0.1``.
+
+Nothing serving yet (the first run), or reference statistics that are gone: nothing to
+compare with; the gate passes and says so in its output's ``compared_with`` property.
+Like the baseline, the reference is found in the serving directory, so the gate is a plain
+container component on every orchestrator. Transform runs after it (``add_upstream_node``).
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Dict, List, Tuple
+
+from absl import logging
+from tfx import types
+from tfx.dsl.components.base import base_component, base_executor, executor_spec
+from tfx.dsl.io import fileio
+from tfx.types import artifact_utils, standard_artifacts
+from tfx.types.component_spec import ChannelParameter, ExecutionParameter
+from tfx.utils import io_utils
+
+from components import serving_push
+from components.anomalies_gate import ANOMALIES_FILE, DataAnomaliesError
+
+STATISTICS_KEY, SCHEMA_KEY, DRIFT_KEY = "statistics", "schema", "drift_anomalies"
+SPLIT = "train"
+MEASURE_NAMES = {"JENSEN_SHANNON_DIVERGENCE": "Jensen-Shannon divergence", "L_INFTY": "L-infinity distance"}
+
+
+class DataDriftError(DataAnomaliesError):
+    """The new data drifted from the serving model's training data beyond a threshold."""
+
+
+def reference_statistics_uri(serving_dir: str) -> Tuple[str, str]:
+    """(statistics URI of the serving model's training data, 'serving version N'); empty
+    URI when nothing is serving or the version did not record its statistics."""
+    found = serving_push.versions(serving_dir)
+    if not found:
+        return "", ""
+    meta = serving_push.read_metadata(serving_dir, found[-1])
+    return meta.get("data", {}).get("statistics_uri", ""), f"serving version {found[-1]}"
+
+
+def drift_schema(schema, thresholds: Dict[str, Any]):
+    """A copy of the schema with a drift comparator on each checked feature."""
+    from tensorflow_metadata.proto.v0 import schema_pb2
+
+    out = schema_pb2.Schema()
+    out.CopyFrom(schema)
+    per_feature = thresholds.get("features", {})
+    for feature in out.feature:
+        if feature.name not in thresholds["columns"]:
+            continue
+        limit = per_feature.get(feature.name)
+        categorical = feature.type == schema_pb2.BYTES or feature.int_domain.is_categorical
+        if limit is None:
+            limit = thresholds["categorical_threshold"] if categorical else thresholds["numeric_threshold"]
+        if limit <= 0:
+            continue  # 0 turns this feature's check off
+        if categorical:
+            feature.drift_comparator.infinity_norm.threshold = limit
+        else:
+            jsd = feature.drift_comparator.jensen_shannon_divergence
+            jsd.threshold = limit
+            jsd.source.type = jsd.source.QUANTILES  # robust to outliers (equal-width bins are not)
+    return out
+
+
+def drifted_features(anomalies) -> List[str]:
+    """'feature: <measure> <value> > <threshold>' for each drift measurement over its threshold."""
+    from tensorflow_metadata.proto.v0 import anomalies_pb2
+
+    measure = anomalies_pb2.DriftSkewInfo.Measurement.Type.Name
+    found = [f"{'.'.join(info.path.step)}: {MEASURE_NAMES.get(measure(m.type), measure(m.type))} "
+             f"{m.value:.3g} > {m.threshold:g}"
+             for info in anomalies.drift_skew_info for m in info.drift_measurements if m.value > m.threshold]
+    if not found:  # a TFDV without measurements: the comparator anomalies' descriptions
+        reason = anomalies_pb2.AnomalyInfo.Type.Name
+        found = [f"{name}: {info.short_description or info.description}"
+                 for name, info in sorted(anomalies.anomaly_info.items())
+                 if any(reason(r.type).startswith("COMPARATOR_") for r in info.reason)]
+    return found
+
+
+def load_split_statistics(uri: str):
+    from tfx.components.statistics_gen import stats_artifact_utils
+
+    artifact = standard_artifacts.ExampleStatistics()
+    artifact.uri = uri
+    artifact.split_names = artifact_utils.encode_split_names([SPLIT])
+    return stats_artifact_utils.load_statistics(artifact, SPLIT).proto()
+
+
+class Executor(base_executor.BaseExecutor):
+    def Do(self, input_dict: Dict[str, List[types.Artifact]], output_dict: Dict[str, List[types.Artifact]],
+           exec_properties: Dict[str, Any]) -> None:
+        import tensorflow_data_validation as tfdv
+        from tensorflow_metadata.proto.v0 import anomalies_pb2
+
+        out = output_dict[DRIFT_KEY][0]
+        out.split_names = artifact_utils.encode_split_names([SPLIT])
+        anomalies = anomalies_pb2.Anomalies()
+        thresholds = json.loads(exec_properties["thresholds"])
+        reference_uri, reference = reference_statistics_uri(exec_properties["serving_dir"])
+        if not thresholds.get("enabled", True):
+            compared_with = "not checked: drift.enabled is false"
+        elif not reference:
+            compared_with = "nothing to compare with: nothing serving yet"
+        elif not reference_uri or not fileio.exists(reference_uri):
+            compared_with = f"nothing to compare with: the statistics of {reference}'s training data are gone"
+        else:
+            compared_with = f"{reference}'s training data"
+            schema = io_utils.SchemaReader().read(io_utils.get_only_uri_in_dir(
+                artifact_utils.get_single_uri(input_dict[SCHEMA_KEY])))
+            new = artifact_utils.get_single_instance(input_dict[STATISTICS_KEY])
+            anomalies = tfdv.validate_statistics(
+                load_split_statistics(new.uri), drift_schema(schema, thresholds),
+                previous_statistics=load_split_statistics(reference_uri))
+        logging.info("drift: compared with %s", compared_with)
+        out.set_string_custom_property("compared_with", compared_with)
+        split_dir = artifact_utils.get_split_uri([out], SPLIT)
+        fileio.makedirs(split_dir)
+        io_utils.write_bytes_file(os.path.join(split_dir, ANOMALIES_FILE), anomalies.SerializeToString())
+        drifted = drifted_features(anomalies)
+        out.set_int_custom_property("drifted", len(drifted))
+        if drifted:
+            raise DataDriftError(
+                f"the data drifted from {compared_with} ({'; '.join(drifted)}); if the change is expected, "
+                "raise the threshold (drift.features.<name>, drift.numeric_threshold, "
+                "drift.categorical_threshold) or skip the check for this run (--set drift.enabled=false)")
+
+
+class DriftGateSpec(types.ComponentSpec):
+    PARAMETERS = {"serving_dir": ExecutionParameter(type=str), "thresholds": ExecutionParameter(type=str)}
+    INPUTS = {STATISTICS_KEY: ChannelParameter(type=standard_artifacts.ExampleStatistics),
+              SCHEMA_KEY: ChannelParameter(type=standard_artifacts.Schema)}
+    OUTPUTS = {DRIFT_KEY: ChannelParameter(type=standard_artifacts.ExampleAnomalies)}
+
+
+class DriftGate(base_component.BaseComponent):
+    SPEC_CLASS = DriftGateSpec
+    EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(Executor)
+
+    def __init__(self, statistics: types.BaseChannel, schema: types.BaseChannel, serving_dir: str,
+                 thresholds: Dict[str, Any]):
+        super().__init__(spec=DriftGateSpec(
+            statistics=statistics, schema=schema, serving_dir=serving_dir,
+            thresholds=json.dumps(thresholds, sort_keys=True),
+            drift_anomalies=types.Channel(type=standard_artifacts.ExampleAnomalies)))

@@ -1,0 +1,67 @@
+"""Run history from the MLMD store: ``tfxline runs`` (one line a run, newest first) and the
+report's chart of the main metric over the last runs."""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import os
+from typing import List, Optional
+
+from pipeline import summary as summary_lib
+
+MAIN_METRICS = ("auc", "accuracy", "binary_accuracy", "loss")  # the first a run has is its main one
+
+
+@dataclasses.dataclass
+class RunRow:
+    run_id: str
+    started: str
+    spans: str
+    status: str
+    metric: str           # e.g. 'auc 0.9512', 'auc undefined'
+    metric_value: Optional[float]
+    blessed: str          # 'yes', 'no: <first failed check>', '-' (no evaluation)
+    pushed: str           # the pushed version, or '-'
+
+
+def main_metric(metrics) -> Optional[str]:
+    return next((m for m in MAIN_METRICS if m in metrics), None)
+
+
+def status_of(summary: summary_lib.RunSummary) -> str:
+    states = {c.state for c in summary.components}
+    if "failed" in states or summary.error:
+        return "failed"
+    if states & {"running", "new"}:
+        return "running"
+    return "complete"
+
+
+def row_of(summary: summary_lib.RunSummary) -> RunRow:
+    name = main_metric(summary.metrics)
+    undefined = summary_lib.undefined_metrics(summary.metrics)
+    value = summary.metrics.get(name) if name and name not in undefined else None
+    metric = "-" if name is None else (f"{name} undefined" if name in undefined else f"{name} {value:.4f}")
+    if summary.blessed is None:
+        blessed = "-"
+    else:
+        blessed = "yes" if summary.blessed else "no" + (f": {summary.failed_thresholds[0]}" if summary.failed_thresholds else "")
+    started = datetime.datetime.fromtimestamp(summary.created_ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
+    return RunRow(run_id=summary.run_id, started=started, spans=",".join(map(str, summary.spans)) or "-",
+                  status=status_of(summary), metric=metric, metric_value=value, blessed=blessed,
+                  pushed=os.path.basename(summary.pushed_to) if summary.pushed and summary.pushed_to else "-")
+
+
+def list_runs(metadata_path: str, pipeline_name: str, last: int = 20) -> List[RunRow]:
+    """The newest ``last`` runs of the pipeline, newest first."""
+    store = summary_lib.open_store(metadata_path)
+    return [row_of(summary_lib.collect_run(metadata_path, pipeline_name, run_id, store=store))
+            for run_id in summary_lib.run_ids(store, pipeline_name)[:last]]
+
+
+def format_table(rows: List[RunRow]) -> str:
+    header = ("run", "started", "spans", "status", "metric", "pushed", "blessed")
+    cells = [header] + [(r.run_id, r.started, r.spans, r.status, r.metric, r.pushed, r.blessed) for r in rows]
+    widths = [max(len(c[i]) for c in cells) for i in range(len(header) - 1)]
+    return "\n".join("  ".join(c[i].ljust(widths[i]) for i in range(len(header) - 1)) + "  " + c[-1]
+                     for c in cells)
