@@ -70,6 +70,9 @@ class RunResult:
         (one line) and failed thresholds, when the caller can read TFMA's output (the CLI does)."""
         lines = [f"run {self.run_id} ({len(self.tasks)} tasks in containers of {self.image}): "
                  f"wall time {self.seconds:.0f}s"]
+        drift = metadata_of(self.output("drift_anomalies")).get("compared_with", "")
+        if drift:
+            lines.append("  drift: " + (f"none vs {drift}" if drift.startswith("serving version") else drift))
         baseline = metadata_of(self.output("baseline_model"))
         if "baseline_found" in baseline:
             lines.append("  baseline: " + (f"serving version {baseline.get('serving_version')}"

@@ -125,6 +125,7 @@ def test_first_containerised_run_is_blessed_and_pushed(container_runs):
     for task in ("CsvExampleGen", "Transform", "Trainer", "ServingBaseline", "Evaluator", "Pusher"):
         assert f"[ done  ] {task}" in stdout
     assert "baseline: none (nothing serving yet)" in stdout and "BLESSED" in stdout
+    assert "drift: nothing to compare with: nothing serving yet" in stdout
     record = run_record(stdout)
     assert outputs_of(record, "CsvExampleGen")["examples"]["uri"].startswith(record["run_dir"])
     pushed = outputs_of(record, "Pusher")["pushed_model"]["metadata"]
@@ -151,6 +152,8 @@ def test_second_run_is_judged_against_the_first_runs_model(container_runs):
     assert code == 0, stdout
     version = int(outputs_of(first, "Pusher")["pushed_model"]["metadata"]["pushed_version"])
     assert f"baseline: serving version {version}" in stdout
+    # The drift gate compared the same data with the serving model's (the first run's) statistics.
+    assert f"drift: none vs serving version {version}'s training data" in stdout
     assert "NOT blessed" in stdout and "pushed: nothing" in stdout
     assert "auc changed by" in stdout and "vs the baseline" in stdout  # the change threshold was evaluated
     baseline = outputs_of(second, "ServingBaseline")["baseline_model"]

@@ -118,3 +118,23 @@ def test_unknown_parameters_and_missing_specs_are_named(local_job, tmp_path, cap
     assert "nope are not runtime parameters" in capsys.readouterr().err
     assert cli.main(["run-compiled", str(tmp_path / "missing.json")]) == cli.EXIT_BAD_INPUT
     assert "run 'tfxline compile' first" in capsys.readouterr().err
+
+
+def test_summary_reads_the_tasks_outputs():
+    def task(name, key, metadata):
+        return rc.TaskResult(name, 1.0, {key: {"uri": f"/r/{name}/{key}", "metadata": metadata}}, "")
+
+    result = rc.RunResult("taxi-1", "/r", "tfxline:local", tasks=[
+        task("DriftGate", "drift_anomalies", {"compared_with": "serving version 7's training data"}),
+        task("ServingBaseline", "baseline_model", {"baseline_found": 1.0, "serving_version": "7"}),
+        task("Evaluator", "blessing", {"blessed": 0.0}),
+        task("Pusher", "pushed_model", {"pushed": 0.0})], seconds=12.0)
+    lines = result.summary_lines("auc 0.5000", ["auc 0.5000 < 0.75 (value threshold) on overall"])
+    assert lines == [
+        "run taxi-1 (4 tasks in containers of tfxline:local): wall time 12s",
+        "  drift: none vs serving version 7's training data",
+        "  baseline: serving version 7",
+        "  eval (overall): auc 0.5000",
+        "  blessing: NOT blessed; failed: auc 0.5000 < 0.75 (value threshold) on overall",
+        "  pushed: nothing (model not blessed)",
+        "  task inputs, outputs and logs: /r"]
