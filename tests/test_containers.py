@@ -9,6 +9,7 @@ local run, blessed and pushed; the second, with a one-step budget given through 
 train_args runtime parameter, must be compared with the first one's pushed model as its
 baseline, be refused, and leave serving untouched.
 """
+import contextlib
 import io
 import json
 import os
@@ -165,3 +166,25 @@ def test_second_run_is_judged_against_the_first_runs_model(container_runs):
     blessing = outputs_of(second, "Evaluator")["blessing"]["metadata"]
     assert blessing["blessed"] == 0 and blessing["baseline_model"] == baseline["uri"]
     assert serving_push.versions(serving_dir) == [version]  # serving untouched
+
+
+def test_a_failing_task_stops_the_run_and_is_named(image, tmp_path):
+    """Data that violates the schema: AnomaliesGate fails in its container. Exit 1, one error
+    line naming the task, its exception and its log; nothing downstream ran."""
+    def unseen_payment(row):
+        if row["trip_start_hour"] == "3":
+            row["payment_type"] = "Bitcoin"  # not in the schema's payment_type domain
+        return row
+
+    data = write_taxi_slice(tmp_path / "bad" / "taxi.csv", limit=600, mutate=unseen_payment)
+    _, out = compile_for_containers(tmp_path)
+    stdout, stderr = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(stderr):
+        code = cli.main(["run-compiled", out, "--param", f"data_root={os.path.dirname(data)}"], stream=stdout)
+    assert code == cli.EXIT_FAILED
+    errors = [line for line in stderr.getvalue().splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, stderr.getvalue()
+    assert "task AnomaliesGate failed" in errors[0] and "DataAnomaliesError" in errors[0]
+    assert "payment_type" in errors[0]
+    assert os.path.isfile(re.search(r"; log: (\S+)$", errors[0]).group(1))
+    assert "[ start ] Transform" not in stdout.getvalue()

@@ -138,3 +138,19 @@ def test_summary_reads_the_tasks_outputs():
         "  blessing: NOT blessed; failed: auc 0.5000 < 0.75 (value threshold) on overall",
         "  pushed: nothing (model not blessed)",
         "  task inputs, outputs and logs: /r"]
+
+
+def test_the_failing_line_of_a_task_log_is_found(tmp_path):
+    log = tmp_path / "log.txt"
+    log.write_text("I0101 starting\nTraceback (most recent call last):\n  File x\n"
+                   "components.anomalies_gate.DataAnomaliesError: the data violates the schema (1 anomalies)\n"
+                   "I0101 exiting\n")
+    assert rc.last_error_line(str(log)) == (
+        "components.anomalies_gate.DataAnomaliesError: the data violates the schema (1 anomalies)")
+
+
+def test_no_docker_is_bad_input_named_before_anything_runs(local_job):
+    path, _, root = local_job
+    with pytest.raises(rc.RunCompiledError, match="no '/no/such/docker' command"):
+        rc.run_compiled(path, docker="/no/such/docker")
+    assert not os.path.exists(os.path.join(root, "taxi"))  # nothing half-written
