@@ -123,6 +123,7 @@ def main(argv: Optional[Sequence[str]] = None, stream: Optional[TextIO] = None) 
 
     select_legacy_keras()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    from pipeline.config import ConfigError
     stream = stream or sys.stdout
     args = build_parser().parse_args(argv)
     try:
@@ -143,6 +144,9 @@ def main(argv: Optional[Sequence[str]] = None, stream: Optional[TextIO] = None) 
         if args.command == "run-compiled":
             return cmd_run_compiled(args, stream)
     except BadInput as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except ConfigError as e:  # e.g. a MySQL metadata store whose password is not in the environment
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     return EXIT_FAILED  # argparse guarantees a known command
@@ -198,33 +202,35 @@ def _latest_run_dir(cfg) -> str:
     """The newest run of the configured pipeline in its MLMD store, as a run directory."""
     from pipeline.summary import latest_run_id, open_store
 
-    run_id = latest_run_id(open_store(cfg.metadata_path), cfg.name) if os.path.isfile(cfg.metadata_path) else None
+    from pipeline.summary import describe_store, store_exists
+
+    run_id = latest_run_id(open_store(cfg.metadata_store), cfg.name) if store_exists(cfg.metadata_store) else None
     if run_id is None:
-        raise BadInput(f"no recorded run of pipeline {cfg.name} in {cfg.metadata_path}; run the pipeline "
+        raise BadInput(f"no recorded run of pipeline {cfg.name} in {describe_store(cfg.metadata_store)}; run the pipeline "
                        "first (tfxline run), or pass a run directory")
     return os.path.join(cfg.output_root, "runs", run_id)
 
 
 def cmd_runs(args, stream: TextIO) -> int:
     from pipeline import history
-    from pipeline.summary import collect_run
+    from pipeline.summary import collect_run, describe_store, store_exists
 
     cfg = _load(args)
-    if not os.path.isfile(cfg.metadata_path):
+    if not store_exists(cfg.metadata_store):
         raise BadInput(f"no metadata store at {cfg.metadata_path}; run the pipeline first (tfxline run), "
                        "or pass the --output it used")
     if getattr(args, "runs_command", None) == "show":
         try:
-            result = collect_run(cfg.metadata_path, cfg.name, args.run_id)
+            result = collect_run(cfg.metadata_store, cfg.name, args.run_id)
         except LookupError as e:
             raise BadInput(f"{e}; 'tfxline runs' lists the recorded runs") from None
         report = os.path.join(cfg.output_root, "runs", args.run_id, "report.html")
         result.report_path = report if os.path.isfile(report) else ""
         print_summary(result, stream)
         return EXIT_OK
-    rows = history.list_runs(cfg.metadata_path, cfg.name, last=args.last)
+    rows = history.list_runs(cfg.metadata_store, cfg.name, last=args.last)
     if not rows:
-        print(f"no runs of pipeline {cfg.name} in {cfg.metadata_path}", file=stream)
+        print(f"no runs of pipeline {cfg.name} in {describe_store(cfg.metadata_store)}", file=stream)
         return EXIT_OK
     print(history.format_table(rows), file=stream, flush=True)
     return EXIT_OK

@@ -121,6 +121,20 @@ class DriftConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class MetadataConfig:
+    """Where ML Metadata lives (local runs; on Kubeflow the cluster's store is used).
+    sqlite (default): <output_root>/metadata.sqlite, embedded; runs on one output root take
+    turns. mysql: a MySQL / MariaDB server a team shares; runs may overlap. The password is
+    read from the environment variable named by password_env, never from the config."""
+    backend: str = "sqlite"
+    host: str = "127.0.0.1"
+    port: int = 3306
+    database: str = "tfxline"
+    user: str = "tfxline"
+    password_env: str = "TFXLINE_MLMD_PASSWORD"
+
+
+@dataclasses.dataclass(frozen=True)
 class ServingConfig:
     serving_root: str = ""         # empty means <output_root>/serving
     model_name: str = ""           # empty means the pipeline name
@@ -152,6 +166,7 @@ class PipelineConfig:
     evaluation: EvaluationConfig = EvaluationConfig()
     drift: DriftConfig = DriftConfig()
     serving: ServingConfig = ServingConfig()
+    metadata: MetadataConfig = MetadataConfig()
     vertex_training: VertexTrainingConfig = VertexTrainingConfig()
 
     # Paths derived from output_root; runners own them, create_pipeline receives them.
@@ -162,6 +177,14 @@ class PipelineConfig:
     @property
     def metadata_path(self) -> str:
         return os.path.join(self.output_root, "metadata.sqlite")
+
+    @property
+    def metadata_store(self) -> Any:
+        """The store as plain data: the SQLite file's path, or {"mysql": {host, port, database,
+        user, password_env}} (pipeline.summary.connection_config turns it into MLMD's config)."""
+        if self.metadata.backend == "sqlite":
+            return self.metadata_path
+        return {"mysql": {k: v for k, v in dataclasses.asdict(self.metadata).items() if k != "backend"}}
 
     @property
     def serving_dir(self) -> str:

@@ -52,10 +52,11 @@ def row_of(summary: summary_lib.RunSummary) -> RunRow:
                   pushed=os.path.basename(summary.pushed_to) if summary.pushed and summary.pushed_to else "-")
 
 
-def list_runs(metadata_path: str, pipeline_name: str, last: int = 20) -> List[RunRow]:
-    """The newest ``last`` runs of the pipeline, newest first."""
-    store = summary_lib.open_store(metadata_path)
-    return [row_of(summary_lib.collect_run(metadata_path, pipeline_name, run_id, store=store))
+def list_runs(metadata_store, pipeline_name: str, last: int = 20) -> List[RunRow]:
+    """The newest ``last`` runs of the pipeline, newest first (``metadata_store`` as in
+    ``PipelineConfig.metadata_store``)."""
+    store = summary_lib.open_store(metadata_store)
+    return [row_of(summary_lib.collect_run(metadata_store, pipeline_name, run_id, store=store))
             for run_id in summary_lib.run_ids(store, pipeline_name)[:last]]
 
 

@@ -89,8 +89,7 @@ def build_pipeline(cfg: PipelineConfig, paths: LocalPaths, enable_cache: bool = 
         schema_path=paths.schema_path,
         pipeline_root=cfg.pipeline_root,
         serving_dir=cfg.serving_dir,
-        metadata_connection_config=tfx.orchestration.metadata.sqlite_metadata_connection_config(
-            cfg.metadata_path),
+        metadata_connection_config=summary_lib.connection_config(cfg.metadata_store, readonly=False),
         beam_pipeline_args=stack_compat.local_beam_args(cfg.runtime.beam_args),
         enable_cache=enable_cache,
     )
@@ -122,7 +121,7 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
     skip_autograph_for_tf_keras()
     os.makedirs(cfg.output_root, exist_ok=True)
     pipeline = build_pipeline(cfg, paths, enable_cache)
-    with one_run_at_a_time(cfg.output_root, stream):
+    with one_run_at_a_time(cfg, stream):
         started = time.monotonic()
         started_at = time.strftime("%Y-%m-%d %H:%M:%S %Z")
         ir, run_id = compile_with_run_id(pipeline)
@@ -166,9 +165,14 @@ LOCK_FILE = ".tfxline-run.lock"
 
 
 @contextlib.contextmanager
-def one_run_at_a_time(output_root: str, stream: TextIO) -> Iterator[None]:
-    """One run at a time per output root (its SQLite MLMD store takes one writer): a second
-    run waits here for the first, and says so, instead of meeting 'database is locked'."""
+def one_run_at_a_time(cfg: PipelineConfig, stream: TextIO) -> Iterator[None]:
+    """One run at a time per output root with a SQLite MLMD store (one writer): a second run
+    waits here for the first, and says so, instead of meeting 'database is locked'. A MySQL /
+    MariaDB store takes concurrent runs: no waiting there."""
+    if not isinstance(cfg.metadata_store, str):
+        yield
+        return
+    output_root = cfg.output_root
     path = os.path.join(output_root, LOCK_FILE)
     with open(path, "a+") as lock:
         try:
@@ -199,7 +203,7 @@ def record_run(cfg: PipelineConfig, pipeline, run_id: str, started_at: str, seco
     from pipeline.report.artifacts import RUN_INFO_FILE
 
     try:
-        result = summary_lib.collect_run(cfg.metadata_path, cfg.name, run_id)
+        result = summary_lib.collect_run(cfg.metadata_store, cfg.name, run_id)
     except LookupError:
         return None
     result.wall_seconds = round(seconds, 1)
@@ -208,7 +212,7 @@ def record_run(cfg: PipelineConfig, pipeline, run_id: str, started_at: str, seco
     info = {
         "pipeline_name": cfg.name, "run_id": result.run_id, "started": started_at,
         "wall_seconds": result.wall_seconds, "error": error, "output_root": os.path.abspath(cfg.output_root),
-        "metadata_path": os.path.abspath(cfg.metadata_path), "model_name": cfg.serving.model_name or cfg.name,
+        "metadata_store": cfg.metadata_store, "model_name": cfg.serving.model_name or cfg.name,
         "serving_columns": list(cfg.features.serving_columns),
         "graph": [{"id": c.id, "upstream": sorted(u.id for u in c.upstream_nodes)} for c in pipeline.components],
     }

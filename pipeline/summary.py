@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from typing import Any, Dict, List, Optional
 
 import ml_metadata as mlmd
@@ -56,11 +57,41 @@ class RunSummary:
         return dataclasses.asdict(self)
 
 
-def open_store(metadata_path: str) -> mlmd.MetadataStore:
+def connection_config(store: Any, readonly: bool = True) -> metadata_store_pb2.ConnectionConfig:
+    """MLMD's connection config for ``PipelineConfig.metadata_store`` (a SQLite path, or
+    {"mysql": {...}} with the password from its environment variable)."""
+    from pipeline.config import ConfigError
+
     config = metadata_store_pb2.ConnectionConfig()
-    config.sqlite.filename_uri = metadata_path
-    config.sqlite.connection_mode = metadata_store_pb2.SqliteMetadataSourceConfig.READONLY
-    return mlmd.MetadataStore(config)
+    if isinstance(store, str):
+        config.sqlite.filename_uri = store
+        config.sqlite.connection_mode = (metadata_store_pb2.SqliteMetadataSourceConfig.READONLY if readonly else
+                                         metadata_store_pb2.SqliteMetadataSourceConfig.READWRITE_OPENCREATE)
+        return config
+    m = store["mysql"]
+    password = os.environ.get(m["password_env"])
+    if password is None:
+        raise ConfigError(f"the MySQL metadata store {describe_store(store)} needs its password in the "
+                          f"environment variable {m['password_env']}; export it (the config never holds it)")
+    config.mysql.host, config.mysql.port = m["host"], int(m["port"])
+    config.mysql.database, config.mysql.user, config.mysql.password = m["database"], m["user"], password
+    return config
+
+
+def describe_store(store: Any) -> str:
+    if isinstance(store, str):
+        return store
+    m = store["mysql"]
+    return f"mysql://{m['user']}@{m['host']}:{m['port']}/{m['database']}"
+
+
+def store_exists(store: Any) -> bool:
+    """Whether there is a store to read (a server store is assumed to exist)."""
+    return os.path.isfile(store) if isinstance(store, str) else True
+
+
+def open_store(store: Any) -> mlmd.MetadataStore:
+    return mlmd.MetadataStore(connection_config(store))
 
 
 def run_ids(store: mlmd.MetadataStore, pipeline_name: str) -> List[str]:
@@ -79,15 +110,16 @@ def latest_run_id(store: mlmd.MetadataStore, pipeline_name: str) -> Optional[str
     return found[0] if found else None
 
 
-def collect_run(metadata_path: str, pipeline_name: str, run_id: Optional[str] = None,
+def collect_run(metadata_store: Any, pipeline_name: str, run_id: Optional[str] = None,
                 store: Optional[mlmd.MetadataStore] = None) -> RunSummary:
-    store = store or open_store(metadata_path)
+    """One run's summary; ``metadata_store`` as in ``PipelineConfig.metadata_store``."""
+    store = store or open_store(metadata_store)
     run_id = run_id or latest_run_id(store, pipeline_name)
     if run_id is None:
-        raise LookupError(f"no run of pipeline {pipeline_name!r} in {metadata_path}")
+        raise LookupError(f"no run of pipeline {pipeline_name!r} in {describe_store(metadata_store)}")
     run_ctx = store.get_context_by_type_and_name("pipeline_run", run_id)
     if run_ctx is None:
-        raise LookupError(f"run {run_id!r} is not in the MLMD store {metadata_path}")
+        raise LookupError(f"run {run_id!r} is not in the MLMD store {describe_store(metadata_store)}")
     executions = sorted(store.get_executions_by_context(run_ctx.id),
                         key=lambda e: (e.create_time_since_epoch, e.id))
     summary = RunSummary(run_id=run_id, components=[], created_ms=run_ctx.create_time_since_epoch)

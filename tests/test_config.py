@@ -52,6 +52,8 @@ def test_overrides_and_explicit_values_are_typed():
     ("training.gradient_accumulation_steps=0", "training.gradient_accumulation_steps"),
     ("training.epochs=2000", "in steps mode, must be <= training.train_steps"),
     ("drift.numeric_threshold=0", "drift.numeric_threshold"),
+    ("metadata.backend=postgres", "metadata.backend"),
+    ("metadata.port=70000", "metadata.port"),
     ("drift.features={no_such_column: 0.2}", "drift.features: no_such_column not among"),
     ("drift.features={fare: high}", "drift.features.fare: expected a number"),
     ("drift.features=[fare]", "drift.features: expected a mapping"),
@@ -100,3 +102,20 @@ def test_per_feature_drift_thresholds():
     cfg = load_config(overrides=["drift.features={fare: 0.3, company: 0}"])
     assert cfg.drift.features == {"fare": 0.3, "company": 0.0}
     assert cfg.to_dict()["drift"]["features"] == {"fare": 0.3, "company": 0.0}
+
+
+def test_mysql_store_takes_its_password_from_the_environment(monkeypatch):
+    from pipeline.summary import connection_config, describe_store
+
+    cfg = load_config(overrides=["metadata.backend=mysql", "metadata.host=db", "metadata.port=3307"])
+    assert cfg.metadata_store == {"mysql": {"host": "db", "port": 3307, "database": "tfxline",
+                                            "user": "tfxline", "password_env": "TFXLINE_MLMD_PASSWORD"}}
+    monkeypatch.delenv("TFXLINE_MLMD_PASSWORD", raising=False)
+    with pytest.raises(ConfigError, match="needs its password in the environment variable TFXLINE_MLMD_PASSWORD"):
+        connection_config(cfg.metadata_store)
+    monkeypatch.setenv("TFXLINE_MLMD_PASSWORD", "s3cret")
+    config = connection_config(cfg.metadata_store)
+    assert (config.mysql.host, config.mysql.port, config.mysql.password) == ("db", 3307, "s3cret")
+    assert describe_store(cfg.metadata_store) == "mysql://tfxline@db:3307/tfxline"
+    assert "s3cret" not in str(cfg.to_dict())  # the config never holds the password
+    assert load_config().metadata_store == load_config().metadata_path  # SQLite by default

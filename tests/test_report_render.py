@@ -65,7 +65,7 @@ def test_report_command_on_what_is_not_a_recorded_run(tmp_path, capsys):
     assert "no run.json" in one_error_line(["report", str(tmp_path)])
     run_dir = tmp_path / "runs" / "r1"
     run_dir.mkdir(parents=True)
-    (run_dir / "run.json").write_text(json.dumps({"metadata_path": str(tmp_path / "gone.sqlite")}))
+    (run_dir / "run.json").write_text(json.dumps({"metadata_store": str(tmp_path / "gone.sqlite")}))
     assert "is gone" in one_error_line(["report", str(run_dir)])
     assert "no recorded run" in one_error_line(["report", "--output", str(tmp_path / "empty")])
     assert not (run_dir / "report.html").exists()

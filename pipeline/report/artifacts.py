@@ -16,7 +16,9 @@ def load_run_info(run_dir: str) -> Dict[str, Any]:
         raise FileNotFoundError(f"{run_dir} is not a run directory (no {RUN_INFO_FILE}); "
                                 "pass <output>/runs/<run id>, or omit it for the latest run")
     with open(path) as f:
-        return json.load(f)
+        info = json.load(f)
+    info.setdefault("metadata_store", info.get("metadata_path"))  # run.json of earlier versions
+    return info
 
 
 class RunArtifacts:
@@ -24,11 +26,11 @@ class RunArtifacts:
 
     def __init__(self, info: Dict[str, Any]):
         self.info = info
-        if not os.path.isfile(info["metadata_path"]):
-            raise FileNotFoundError(f"the run's MLMD store {info['metadata_path']} is gone; "
+        if not summary_lib.store_exists(info["metadata_store"]):
+            raise FileNotFoundError(f"the run's MLMD store {info['metadata_store']} is gone; "
                                     "a report needs the output directory the run wrote")
-        self.store = summary_lib.open_store(info["metadata_path"])
-        self.summary = summary_lib.collect_run(info["metadata_path"], info["pipeline_name"],
+        self.store = summary_lib.open_store(info["metadata_store"])
+        self.summary = summary_lib.collect_run(info["metadata_store"], info["pipeline_name"],
                                                info["run_id"])
         self._cache: Dict[tuple, Dict[str, list]] = {}
 

@@ -109,7 +109,7 @@ def metric_history(run: RunArtifacts):
     mine = ids.index(run.summary.run_id) if run.summary.run_id in ids else 0
     points = []
     for run_id in reversed(ids[mine:mine + HISTORY_RUNS]):
-        s = summary_lib.collect_run(run.info["metadata_path"], run.info["pipeline_name"], run_id, store=run.store)
+        s = summary_lib.collect_run(run.info["metadata_store"], run.info["pipeline_name"], run_id, store=run.store)
         defined = metric in s.metrics and metric not in summary_lib.undefined_metrics(s.metrics)
         points.append({"run_id": run_id, "value": s.metrics[metric] if defined else None})
     return metric, points
