@@ -19,7 +19,7 @@ What differs from a cluster (on purpose, and said in the README): no caching and
 retries; ``lifecycle.preCacheCheck`` hooks (TFX ExampleGen's driver, which Vertex AI runs
 and open-source KFP does not) are not run; containers get no network (nothing may be
 fetched at run time); the pipeline root must be a local directory (mounted read-write at
-the same path), and runtime parameters that name an existing host directory are mounted
+the same path, the serving directory below it), and runtime parameters that name an existing host directory are mounted
 read-only at the same path.
 """
 from __future__ import annotations
@@ -109,6 +109,11 @@ def run_compiled(pipeline_json: str, *, parameters: Optional[Mapping[str, Any]] 
         raise RunCompiledError(
             f"{pipeline_json} was compiled with pipeline root {root!r}; run-compiled needs a local one: "
             "compile again with --pipeline-root /an/absolute/dir")
+    outside = sorted({d for d in serving_dirs(job) if not d.startswith(root.rstrip("/") + "/")})
+    if outside:
+        raise RunCompiledError(
+            f"{pipeline_json} pushes to {', '.join(outside)}, outside its pipeline root {root}, which is all "
+            "run-compiled mounts read-write; compile the local check without serving.serving_root")
     name = pipeline_spec_name(job)
     run_id = f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     result = RunResult(run_id=run_id, run_dir=os.path.join(root, name, run_id),
@@ -131,6 +136,13 @@ def run_compiled(pipeline_json: str, *, parameters: Optional[Mapping[str, Any]] 
     with open(os.path.join(result.run_dir, "run.json"), "w") as f:
         json.dump(dataclasses.asdict(result), f, indent=2, sort_keys=True)
     return result
+
+
+def serving_dirs(job: Mapping[str, Any]) -> List[str]:
+    """The ``serving_dir`` constants of the spec's tasks (Pusher, ServingBaseline, DriftGate)."""
+    tasks = spec.pipeline_spec(job)["root"]["dag"]["tasks"].values()
+    sources = [t.get("inputs", {}).get("parameters", {}).get("serving_dir") for t in tasks]
+    return [str(parameter_value(s, {}, {}, "", "serving_dir")) for s in sources if s and "runtimeValue" in s]
 
 
 def pipeline_spec_name(job: Mapping[str, Any]) -> str:

@@ -154,3 +154,12 @@ def test_no_docker_is_bad_input_named_before_anything_runs(local_job):
     with pytest.raises(rc.RunCompiledError, match="no '/no/such/docker' command"):
         rc.run_compiled(path, docker="/no/such/docker")
     assert not os.path.exists(os.path.join(root, "taxi"))  # nothing half-written
+
+
+def test_a_serving_dir_outside_the_pipeline_root_is_refused(tmp_path):
+    out = str(tmp_path / "elsewhere.json")
+    cfg = load_config(overrides=[f"serving.serving_root={tmp_path / 'srv'}"])
+    kfp_compile.compile_pipeline(cfg, image=IMAGE, pipeline_root=str(tmp_path / "root"), output=out)
+    with pytest.raises(rc.RunCompiledError, match="outside its pipeline root"):
+        rc.run_compiled(out)
+    assert not os.path.exists(tmp_path / "root")
