@@ -79,5 +79,8 @@ mkdir -p .roots
 log=.roots/image-build.log
 DOCKER_BUILDKIT=0 docker build -f kubeflow/Dockerfile --build-arg BASE_IMAGE="$base" -t "$TAG" . \
   > "$log" 2>&1 || { tail -n 30 "$log" >&2; echo "error: docker build failed; the whole log is $log" >&2; exit 1; }
+# The build stage's image (the venv and the wheels, ~4 GB) is not part of the result; drop it
+# (only dangling images this Dockerfile's build stage labelled), or every build adds one.
+docker image prune -f --filter label=tfxline.stage=build >/dev/null
 size="$(docker image inspect -f '{{.Size}}' "$TAG")"
 echo "image $TAG: $((size / 1000000)) MB, built in $((SECONDS - START)) s" >&2
