@@ -1,18 +1,24 @@
 """DriftGate: stop the run before training when the new data's distribution has moved away
-from the data the serving model was trained on.
+from the previous span's data (drift) or from the data the serving model was trained on.
 
 TFDV's own comparators do the measuring (no hand-written distance): each checked feature
 gets a ``drift_comparator`` in a copy of the schema (Jensen-Shannon divergence for numeric
 features, L-infinity distance for categorical ones), and ``tfdv.validate_statistics``
-compares the new train split's statistics with the reference statistics, the train split
-of the data the serving model was trained on (the Pusher records their URI in the version's
-``push_metadata.json``). Each feature over its threshold is named in the one-line error, with
-the distance and the threshold, e.g. ``fare: Jensen-Shannon divergence 0.93 > 0.1``.
+compares the new train split's statistics with each reference's train split:
+  - the previous span: the newest span below this one in the span ledger
+    (``<pipeline root>/spans/<span>.json``, one record per span this gate has seen: span,
+    version, statistics and examples URIs);
+  - the serving model's training data: the Pusher records its statistics URI in the
+    version's ``push_metadata.json``.
+Each feature over its threshold is named in the one-line error, with the distance, the
+reference and the threshold, e.g. ``fare: Jensen-Shannon divergence 0.93 vs the previous
+span (span 2) > 0.2``.
 
-Nothing serving yet (the first run), or reference statistics that are gone: nothing to
-compare with; the gate passes and says so in its output's ``compared_with`` property.
-Like the baseline, the reference is found in the serving directory, so the gate is a plain
-container component on every orchestrator. Transform runs after it (``add_upstream_node``).
+No previous span and nothing serving (the first run), or reference statistics that are gone:
+nothing to compare with; the gate passes and says so in its output's ``compared_with``
+property. Like the baseline, the references are found in files (the ledger, the serving
+directory), so the gate is a plain container component on every orchestrator. Transform
+runs after it (``add_upstream_node``).
 """
 from __future__ import annotations
 
@@ -30,8 +36,10 @@ from tfx.utils import io_utils
 
 from components import serving_push
 from components.anomalies_gate import ANOMALIES_FILE, DataAnomaliesError
+from components.spans import span_of, version_of
 
-STATISTICS_KEY, SCHEMA_KEY, DRIFT_KEY = "statistics", "schema", "drift_anomalies"
+STATISTICS_KEY, SCHEMA_KEY, EXAMPLES_KEY, DRIFT_KEY = "statistics", "schema", "examples", "drift_anomalies"
+SPAN_LEDGER = "spans"  # below the pipeline root
 SPLIT = "train"
 MEASURE_NAMES = {"JENSEN_SHANNON_DIVERGENCE": "Jensen-Shannon divergence", "L_INFTY": "L-infinity distance"}
 
@@ -48,6 +56,28 @@ def reference_statistics_uri(serving_dir: str) -> Tuple[str, str]:
         return "", ""
     meta = serving_push.read_metadata(serving_dir, found[-1])
     return meta.get("data", {}).get("statistics_uri", ""), f"serving version {found[-1]}"
+
+
+def record_span(ledger: str, examples, statistics_uri: str, run_id: str) -> None:
+    """The span ledger's record of this span (written atomically; a new version replaces it)."""
+    fileio.makedirs(ledger)
+    span = span_of(examples)
+    record = {"span": span, "version": version_of(examples), "examples_uri": examples.uri,
+              "statistics_uri": statistics_uri, "pipeline_run_id": run_id}
+    path = f"{ledger.rstrip('/')}/{span}.json"
+    io_utils.write_string_file(path + ".partial", json.dumps(record, indent=2, sort_keys=True))
+    fileio.rename(path + ".partial", path, overwrite=True)
+
+
+def previous_span(ledger: str, span: int) -> Dict[str, Any]:
+    """The ledger's record of the newest span below ``span`` ({} when there is none)."""
+    if not fileio.isdir(ledger):
+        return {}
+    spans = sorted(int(name[:-5]) for name in fileio.listdir(ledger)
+                   if name.endswith(".json") and name[:-5].isdigit() and int(name[:-5]) < span)
+    if not spans:
+        return {}
+    return json.loads(io_utils.read_string_file(f"{ledger.rstrip('/')}/{spans[-1]}.json"))
 
 
 def drift_schema(schema, thresholds: Dict[str, Any]):
@@ -75,17 +105,19 @@ def drift_schema(schema, thresholds: Dict[str, Any]):
     return out
 
 
-def drifted_features(anomalies) -> List[str]:
-    """'feature: <measure> <value> > <threshold>' for each drift measurement over its threshold."""
+def drifted_features(anomalies, versus: str = "") -> List[str]:
+    """'feature: <measure> <value> [vs <reference>] > <threshold>' for each drift measurement
+    over its threshold."""
     from tensorflow_metadata.proto.v0 import anomalies_pb2
 
     measure = anomalies_pb2.DriftSkewInfo.Measurement.Type.Name
+    vs = f" vs {versus}" if versus else ""
     found = [f"{'.'.join(info.path.step)}: {MEASURE_NAMES.get(measure(m.type), measure(m.type))} "
-             f"{m.value:.3g} > {m.threshold:g}"
+             f"{m.value:.3g}{vs} > {m.threshold:g}"
              for info in anomalies.drift_skew_info for m in info.drift_measurements if m.value > m.threshold]
     if not found:  # a TFDV without measurements: the comparator anomalies' descriptions
         reason = anomalies_pb2.AnomalyInfo.Type.Name
-        found = [f"{name}: {info.short_description or info.description}"
+        found = [f"{name}: {info.short_description or info.description}{vs}"
                  for name, info in sorted(anomalies.anomaly_info.items())
                  if any(reason(r.type).startswith("COMPARATOR_") for r in info.reason)]
     return found
@@ -108,41 +140,55 @@ class Executor(base_executor.BaseExecutor):
 
         out = output_dict[DRIFT_KEY][0]
         out.split_names = artifact_utils.encode_split_names([SPLIT])
-        anomalies = anomalies_pb2.Anomalies()
         thresholds = json.loads(exec_properties["thresholds"])
-        reference_uri, reference = reference_statistics_uri(exec_properties["serving_dir"])
+        new = artifact_utils.get_single_instance(input_dict[STATISTICS_KEY])
+        examples = artifact_utils.get_single_instance(input_dict[EXAMPLES_KEY])
+        ledger = exec_properties["span_ledger"]
+        previous = previous_span(ledger, span_of(examples))
+        record_span(ledger, examples, new.uri, getattr(self._context, "pipeline_run_id", None) or "")
+
+        references: List[Tuple[str, str]] = []  # (what, statistics URI)
+        if previous and fileio.exists(previous.get("statistics_uri", "")):
+            references.append((f"the previous span (span {previous['span']})", previous["statistics_uri"]))
+        serving_uri, serving = reference_statistics_uri(exec_properties["serving_dir"])
+        serving_ok = bool(serving_uri) and fileio.exists(serving_uri)
+        if serving_ok and serving_uri not in {uri for _, uri in references}:
+            references.append((f"{serving}'s training data", serving_uri))
+        anomalies = anomalies_pb2.Anomalies()
+        drifted: List[str] = []
         if not thresholds.get("enabled", True):
             compared_with = "not checked: drift.enabled is false"
-        elif not reference:
-            compared_with = "nothing to compare with: nothing serving yet"
-        elif not reference_uri or not fileio.exists(reference_uri):
-            compared_with = f"nothing to compare with: the statistics of {reference}'s training data are gone"
+        elif not references:
+            compared_with = "nothing to compare with: " + (
+                "nothing serving yet" if not serving else f"the statistics of {serving}'s training data are gone")
         else:
-            compared_with = f"{reference}'s training data"
-            schema = io_utils.SchemaReader().read(io_utils.get_only_uri_in_dir(
-                artifact_utils.get_single_uri(input_dict[SCHEMA_KEY])))
-            new = artifact_utils.get_single_instance(input_dict[STATISTICS_KEY])
-            anomalies = tfdv.validate_statistics(
-                load_split_statistics(new.uri), drift_schema(schema, thresholds),
-                previous_statistics=load_split_statistics(reference_uri))
+            compared_with = " and ".join(what for what, _ in references)
+            schema = drift_schema(io_utils.SchemaReader().read(io_utils.get_only_uri_in_dir(
+                artifact_utils.get_single_uri(input_dict[SCHEMA_KEY]))), thresholds)
+            statistics = load_split_statistics(new.uri)
+            for what, uri in references:
+                found = tfdv.validate_statistics(statistics, schema, previous_statistics=load_split_statistics(uri))
+                drifted += drifted_features(found, versus=what)
+                anomalies.MergeFrom(found)
         logging.info("drift: compared with %s", compared_with)
         out.set_string_custom_property("compared_with", compared_with)
         split_dir = artifact_utils.get_split_uri([out], SPLIT)
         fileio.makedirs(split_dir)
         io_utils.write_bytes_file(os.path.join(split_dir, ANOMALIES_FILE), anomalies.SerializeToString())
-        drifted = drifted_features(anomalies)
         out.set_int_custom_property("drifted", len(drifted))
         if drifted:
             raise DataDriftError(
-                f"the data drifted from {compared_with} ({'; '.join(drifted)}); if the change is expected, "
+                f"the data of span {span_of(examples)} drifted ({'; '.join(drifted)}); if the change is expected, "
                 "raise the threshold (drift.features.<name>, drift.numeric_threshold, "
                 "drift.categorical_threshold) or skip the check for this run (--set drift.enabled=false)")
 
 
 class DriftGateSpec(types.ComponentSpec):
-    PARAMETERS = {"serving_dir": ExecutionParameter(type=str), "thresholds": ExecutionParameter(type=str)}
+    PARAMETERS = {"serving_dir": ExecutionParameter(type=str), "span_ledger": ExecutionParameter(type=str),
+                  "thresholds": ExecutionParameter(type=str)}
     INPUTS = {STATISTICS_KEY: ChannelParameter(type=standard_artifacts.ExampleStatistics),
-              SCHEMA_KEY: ChannelParameter(type=standard_artifacts.Schema)}
+              SCHEMA_KEY: ChannelParameter(type=standard_artifacts.Schema),
+              EXAMPLES_KEY: ChannelParameter(type=standard_artifacts.Examples)}
     OUTPUTS = {DRIFT_KEY: ChannelParameter(type=standard_artifacts.ExampleAnomalies)}
 
 
@@ -150,9 +196,10 @@ class DriftGate(base_component.BaseComponent):
     SPEC_CLASS = DriftGateSpec
     EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(Executor)
 
-    def __init__(self, statistics: types.BaseChannel, schema: types.BaseChannel, serving_dir: str,
-                 thresholds: Dict[str, Any]):
+    def __init__(self, statistics: types.BaseChannel, schema: types.BaseChannel, examples: types.BaseChannel,
+                 serving_dir: str, span_ledger: str, thresholds: Dict[str, Any]):
         super().__init__(spec=DriftGateSpec(
-            statistics=statistics, schema=schema, serving_dir=serving_dir,
+            statistics=statistics, schema=schema, examples=examples, serving_dir=serving_dir,
+            span_ledger=span_ledger,
             thresholds=json.dumps(thresholds, sort_keys=True),
             drift_anomalies=types.Channel(type=standard_artifacts.ExampleAnomalies)))

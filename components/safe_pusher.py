@@ -18,6 +18,7 @@ from tfx.components.util import model_utils
 from tfx.utils import path_utils
 
 from components import serving_push
+from components.spans import span_of, version_of
 
 MODEL_KEY, BLESSING_KEY, EVALUATION_KEY, EXAMPLES_KEY = "model", "model_blessing", "evaluation", "examples"
 STATISTICS_KEY = "statistics"
@@ -32,9 +33,11 @@ def _metadata(input_dict: Dict[str, List[types.Artifact]], run_id: str) -> Dict[
         from pipeline.summary import load_slice_metrics
 
         meta["metrics"] = load_slice_metrics(input_dict[EVALUATION_KEY][0].uri).get("overall", {})
-    if input_dict.get(EXAMPLES_KEY):
-        examples = input_dict[EXAMPLES_KEY][0]
-        meta["data"] = {"examples_uri": examples.uri, "span": examples.span, "version": examples.version}
+    if input_dict.get(EXAMPLES_KEY):  # the training data: today's span, or the window of spans
+        examples = sorted(input_dict[EXAMPLES_KEY], key=span_of)
+        newest = examples[-1]
+        meta["data"] = {"examples_uri": newest.uri, "span": span_of(newest), "version": version_of(newest),
+                        "spans": [span_of(e) for e in examples], "examples_uris": [e.uri for e in examples]}
     if input_dict.get(STATISTICS_KEY):  # the reference of the next runs' drift check
         meta.setdefault("data", {})["statistics_uri"] = input_dict[STATISTICS_KEY][0].uri
     return meta
@@ -67,7 +70,7 @@ class SafePusherSpec(types.ComponentSpec):
         MODEL_KEY: ChannelParameter(type=standard_artifacts.Model),
         BLESSING_KEY: ChannelParameter(type=standard_artifacts.ModelBlessing),
         EVALUATION_KEY: ChannelParameter(type=standard_artifacts.ModelEvaluation, optional=True),
-        EXAMPLES_KEY: ChannelParameter(type=standard_artifacts.Examples, optional=True),
+        EXAMPLES_KEY: ChannelParameter(type=standard_artifacts.Examples, optional=True),  # any number
         STATISTICS_KEY: ChannelParameter(type=standard_artifacts.ExampleStatistics, optional=True),
     }
     OUTPUTS = {PUSHED_MODEL_KEY: ChannelParameter(type=standard_artifacts.PushedModel)}

@@ -17,7 +17,7 @@ import os
 from typing import Any, Dict, Optional, Tuple
 
 from kubeflow.spec import TRAIN_ARGS_PARAM
-from pipeline.config import PipelineConfig
+from pipeline.config import ConfigError, PipelineConfig
 from pipeline.data_source import DEFAULT_PATTERNS, PACKAGE_PREFIX
 
 # Where the Dockerfile puts things inside the image.
@@ -91,6 +91,13 @@ def compile_pipeline(cfg: PipelineConfig, *, image: str, pipeline_root: str, out
                      data_root: Optional[str] = None) -> Dict[str, Any]:
     """Write the PipelineJob JSON to ``output`` and return it as a dict."""
     from tfx import v1 as tfx
+
+    if cfg.data.window > 1:
+        raise ConfigError(
+            f"data.spans {cfg.data.spans} runs on LocalDagRunner only: a window of spans is TFX's rolling "
+            "span-range Resolver, which TFX's Kubeflow V2 compiler does not compile (it compiles only the "
+            "latest-artifact and latest-blessed-model resolvers); compile with --set data.spans=latest "
+            "(each run ingests the newest span)")
 
     pipeline = build_pipeline(cfg, pipeline_root, image, data_root)
     # The parameters' defaults go into runtimeConfig.parameterValues, where Vertex and KFP

@@ -72,7 +72,8 @@ class RunResult:
                  f"wall time {self.seconds:.0f}s"]
         drift = metadata_of(self.output("drift_anomalies")).get("compared_with", "")
         if drift:
-            lines.append("  drift: " + (f"none vs {drift}" if drift.startswith("serving version") else drift))
+            compared = drift.startswith(("serving version", "the previous span"))
+            lines.append("  drift: " + (f"none vs {drift}" if compared else drift))
         baseline = metadata_of(self.output("baseline_model"))
         if "baseline_found" in baseline:
             lines.append("  baseline: " + (f"serving version {baseline.get('serving_version')}"

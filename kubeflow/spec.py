@@ -5,16 +5,20 @@ import, so both work from either stack.
 The portability rule lives here: open-source Kubeflow Pipelines' v2 backend runs only
 *container* and *importer* executors (kubeflow/pipelines ``backend/src/v2/compiler/visitor.go``
 fails any other with "non-container and non-importer executor not implemented"); Vertex AI
-also runs *resolver* executors (TFX's ``Resolver`` node compiles to those).
+also runs *resolver* executors (TFX's ``Resolver`` node compiles to those). Nor does it run
+an executor's ``lifecycle.preCacheCheck`` (TFX ExampleGen's driver, which Vertex AI runs), the
+step that turns a span pattern ({SPAN}, {YYYY}{MM}{DD}) into the newest span's files.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 TRAIN_ARGS_PARAM = "train_args"
 PORTABLE_EXECUTORS = ("container", "importer")
+_SPAN_SPEC = re.compile(r"{SPAN(:\d+)?}|{YYYY}|{MM}|{DD}")  # as pipeline.data_source.has_span_spec
 
 
 class SpecError(ValueError):
@@ -79,7 +83,36 @@ def non_portable_executors(job: Mapping[str, Any]) -> List[Tuple[str, str]]:
     return [(label, kind) for label, kind in executor_kinds(job).items() if kind not in PORTABLE_EXECUTORS]
 
 
+def span_patterns_needing_driver(job: Mapping[str, Any]) -> List[Tuple[str, str]]:
+    """(task, pattern) of each task whose input_config has a span pattern that only its
+    ``lifecycle.preCacheCheck`` driver resolves."""
+    pipeline = pipeline_spec(job)
+    executors = pipeline.get("deploymentSpec", {}).get("executors", {})
+    found = []
+    for task, body in sorted(pipeline.get("root", {}).get("dag", {}).get("tasks", {}).items()):
+        component = pipeline.get("components", {}).get(body.get("componentRef", {}).get("name", ""), {})
+        container = executors.get(component.get("executorLabel", ""), {}).get("container", {})
+        if "preCacheCheck" not in container.get("lifecycle", {}):
+            continue
+        source = body.get("inputs", {}).get("parameters", {}).get("input_config", {}).get("runtimeValue", {})
+        text = source.get("constant") or next(iter(source.get("constantValue", {}).values()), "")
+        try:
+            splits = json.loads(text).get("splits", []) if isinstance(text, str) else text.get("splits", [])
+        except ValueError:
+            continue
+        found += [(task, split.get("pattern", "")) for split in splits if _SPAN_SPEC.search(split.get("pattern", ""))]
+    return found
+
+
 def check_open_source_kfp(job: Mapping[str, Any], source: str = "the compiled pipeline") -> None:
+    spans = span_patterns_needing_driver(job)
+    if spans:
+        task, pattern = spans[0]
+        raise SpecError(
+            f"{source}: task {task} reads the span pattern {pattern!r}, which only ExampleGen's driver "
+            "(lifecycle.preCacheCheck) resolves; open-source Kubeflow Pipelines does not run it (Vertex AI does). "
+            "Compile with a pattern without span placeholders and pass the day's directory as the data_root "
+            "parameter (--param data_root=...), or submit with --target vertex")
     bad = non_portable_executors(job)
     if bad:
         named = ", ".join(f"{label} ({kind})" for label, kind in bad)

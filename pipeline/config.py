@@ -39,13 +39,26 @@ class DataConfig:
     # the file name ends in .gz).
     format: str = "csv"
     # For a directory: the files to read, a glob relative to it (default *.csv for csv,
-    # * for tfrecord).
+    # * for tfrecord). TFX's span placeholders make it daily data: {SPAN} (or {SPAN:4} for
+    # zero-padded, or the date specs {YYYY}{MM}{DD}) and optionally {VERSION}, e.g.
+    # "span-{SPAN}/*.csv"; each span is a partition that lands once (a new version replaces it).
     pattern: str = ""
+    # Which spans a run trains on (a pattern with {SPAN}): "latest" (the newest span), or
+    # "window:N" ({window: N} in YAML): the newest span and the N-1 before it that earlier runs
+    # ingested (TFX's rolling RangeConfig). Each run ingests the newest span once; a span
+    # already ingested comes from the cache.
+    spans: str = "latest"
     # A schema name in the schema/ package (schema/<name>.pbtxt) or a .pbtxt path.
     schema: str = "taxi"
     # CsvExampleGen hash split: train:eval buckets.
     train_buckets: int = 4
     eval_buckets: int = 1
+
+    @property
+    def window(self) -> int:
+        """How many of the newest spans a run trains on (1 for "latest")."""
+        kind, _, n = self.spans.partition(":")
+        return int(n) if kind == "window" and n.isdigit() else 1
 
 
 @dataclasses.dataclass(frozen=True)

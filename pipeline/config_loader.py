@@ -16,7 +16,7 @@ import yaml
 
 from pipeline.config import (DEFAULT_CONFIG, PRECISIONS, READERS, STRATEGIES, TRAINING_MODES,
                              ConfigError, PipelineConfig)
-from pipeline.data_source import FORMATS, PACKAGE_PREFIX, DataError, resolve_data_path
+from pipeline.data_source import FORMATS, PACKAGE_PREFIX, DataError, has_span_spec, resolve_data_path
 from transforms.features import FeatureSpec, FeatureSpecError
 
 
@@ -68,6 +68,8 @@ def config_from_dict(raw: Mapping[str, Any]) -> PipelineConfig:
         features = FeatureSpec.from_dict(raw.pop("features"))
     except FeatureSpecError as e:
         raise ConfigError(str(e)) from None
+    if isinstance(raw.get("data"), Mapping):
+        raw["data"] = _spans_to_str(dict(raw["data"]))
     values: Dict[str, Any] = {"features": features}
     hints = typing.get_type_hints(PipelineConfig)
     for key, value in raw.items():
@@ -82,11 +84,34 @@ def config_from_dict(raw: Mapping[str, Any]) -> PipelineConfig:
     return cfg
 
 
+SPANS_FIX = "use latest, or {window: N} (window:N on the command line) with N >= 1"
+
+
+def _spans_to_str(data: Dict[str, Any]) -> Dict[str, Any]:
+    """data.spans as YAML writes it ({window: N}) in the config's one string form (window:N)."""
+    spans = data.get("spans")
+    if isinstance(spans, Mapping):
+        if set(spans) != {"window"} or isinstance(spans["window"], bool) or not isinstance(spans["window"], int):
+            raise ConfigError(f"bad config value for data.spans: {dict(spans)!r}; {SPANS_FIX}")
+        data["spans"] = f"window:{spans['window']}"
+    return data
+
+
+def _spans_ok(spans: str) -> bool:
+    if spans == "latest":
+        return True
+    kind, _, n = spans.partition(":")
+    return kind == "window" and n.isdigit() and int(n) >= 1
+
+
 def validate(cfg: PipelineConfig) -> None:
     checks = [
         (cfg.name.replace("-", "").replace("_", "").isalnum(), "name",
          "use letters, digits, '-' or '_'"),
         (cfg.data.format in FORMATS, "data.format", f"use one of {', '.join(FORMATS)}"),
+        (_spans_ok(cfg.data.spans), "data.spans", SPANS_FIX),
+        (cfg.data.window == 1 or has_span_spec(cfg.data.pattern), "data.spans",
+         "a window of spans needs TFX's {SPAN} placeholder in data.pattern, e.g. span-{SPAN}/*.csv"),
         (cfg.data.train_buckets >= 1 and cfg.data.eval_buckets >= 1, "data.train_buckets",
          "train_buckets and eval_buckets must both be >= 1"),
         (cfg.training.batch_size >= 1, "training.batch_size", "must be >= 1"),

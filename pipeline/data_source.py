@@ -3,7 +3,10 @@
 Input is CSV (CsvExampleGen) or TFRecord files of tf.Example (ImportExampleGen, GZIP when
 the name ends in .gz). ``data.path`` is a file, a directory (files matching
 ``data.pattern``), or ``package:<package>/<path>`` for data shipped inside an installed
-Python package, located through the package and never downloaded.
+Python package, located through the package and never downloaded. A pattern with TFX's span
+placeholders ({SPAN}, {SPAN:N}, {YYYY}{MM}{DD}, {VERSION}) names daily partitions: TFX's own
+ExampleGen utilities find the newest span (and its newest version), and that span's files are
+what the pre-flight check reads and what ExampleGen ingests.
 
 The pre-flight check turns the common mistakes (missing path, empty file, missing column,
 text in a numeric column, a file that is not TFRecord) into one-line errors that name the
@@ -15,8 +18,9 @@ from __future__ import annotations
 import csv
 import glob
 import os
+import re
 from importlib import resources
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from tensorflow_metadata.proto.v0 import schema_pb2
 from google.protobuf import text_format
@@ -57,19 +61,60 @@ def resolve_data_path(path: str) -> str:
     return str(root / inner) if inner else str(root)
 
 
-def locate(path: str, fmt: str, pattern: str = "") -> Tuple[str, str, List[str]]:
-    """(input_base directory, file pattern, matching files) for the ExampleGen."""
+# TFX's span / date placeholders (tfx.components.example_gen.utils SPAN_FULL_REGEX, DATE_SPECS),
+# matched here without importing TFX (config validation stays fast).
+_SPAN_SPEC = re.compile(r"{SPAN(:\d+)?}|{YYYY}|{MM}|{DD}")
+
+
+def has_span_spec(pattern: str) -> bool:
+    return bool(_SPAN_SPEC.search(pattern or ""))
+
+
+class DataLocation(NamedTuple):
+    root: str             # ExampleGen's input_base
+    pattern: str          # its split pattern, placeholders kept (ExampleGen resolves them)
+    files: List[str]      # the files of the span a run reads now
+    read_pattern: str     # the glob of those files (relative to root)
+    span: Optional[int] = None      # None: the pattern has no span placeholder
+    version: Optional[int] = None
+
+
+def locate(path: str, fmt: str, pattern: str = "") -> DataLocation:
+    """Where the ExampleGen reads, and the files it will read now (the newest span's)."""
     if not os.path.exists(path):
         raise DataError(f"data path {path} does not exist; pass an existing {fmt.upper()} file or "
                         "directory with --data (or data.path in the config)")
     if not os.path.isdir(path):
-        return os.path.dirname(path), os.path.basename(path), [path]
+        if has_span_spec(pattern):
+            raise DataError(f"data.pattern {pattern!r} names spans, but the data path {path} is a file; "
+                            "point --data at the directory that holds the spans")
+        return DataLocation(os.path.dirname(path), os.path.basename(path), [path], os.path.basename(path))
     pattern = pattern or DEFAULT_PATTERNS[fmt]
-    files = sorted(f for f in glob.glob(os.path.join(path, pattern)) if os.path.isfile(f))
+    span = version = None
+    resolved = pattern
+    if has_span_spec(pattern):
+        resolved, span, version = newest_span(path, pattern)
+    files = sorted(f for f in glob.glob(os.path.join(path, resolved)) if os.path.isfile(f))
     if not files:
-        raise DataError(f"data directory {path} holds no files matching {pattern!r}; point --data at "
+        raise DataError(f"data directory {path} holds no files matching {resolved!r}; point --data at "
                         f"a {fmt.upper()} file or a directory of them, or set data.pattern")
-    return path, pattern, files
+    return DataLocation(path, pattern, files, resolved, span, version)
+
+
+def newest_span(root: str, pattern: str) -> Tuple[str, int, Optional[int]]:
+    """(pattern with the newest span and version filled in, span, version), found by TFX's
+    ExampleGen utilities, as ExampleGen's driver finds them."""
+    from tfx.components.example_gen import utils
+    from tfx.proto import example_gen_pb2
+
+    split = example_gen_pb2.Input.Split(name="single_split", pattern=pattern)
+    try:
+        _, span, version = utils.calculate_splits_fingerprint_span_and_version(root, [split])
+    except ValueError as e:
+        raise DataError(f"data directory {root} holds no span matching data.pattern {pattern!r} "
+                        f"({str(e).splitlines()[0]}); write each span's files where the pattern says "
+                        "(e.g. span-{SPAN}/data.csv) or fix data.pattern") from None
+    return split.pattern, span, version
 
 
 def csv_files(path: str) -> List[str]:

@@ -6,13 +6,14 @@ the metadata connection.
 """
 from __future__ import annotations
 
-from typing import Sequence
+import posixpath
+from typing import Optional, Sequence
 
 from tfx import v1 as tfx
-from tfx.proto import example_gen_pb2
+from tfx.proto import example_gen_pb2, range_config_pb2
 
 from components.anomalies_gate import AnomaliesGate
-from components.drift_gate import DriftGate
+from components.drift_gate import SPAN_LEDGER, DriftGate
 from components.safe_pusher import SafePusher
 from components.serving_baseline import GatedEvaluator, ServingBaseline
 from pipeline.config import PipelineConfig
@@ -21,6 +22,7 @@ from pipeline.eval_config import build_eval_config
 PREPROCESSING_FN = "transforms.preprocessing.preprocessing_fn"
 RUN_FN = "trainer.run.run_fn"
 BASELINE_ID = "ServingBaseline"
+WINDOW_ID = "SpanWindow"
 
 
 def example_gen_configs(cfg: PipelineConfig, data_pattern: str):
@@ -31,6 +33,30 @@ def example_gen_configs(cfg: PipelineConfig, data_pattern: str):
         example_gen_pb2.SplitConfig.Split(name="eval", hash_buckets=cfg.data.eval_buckets),
     ]))
     return input_config, output_config
+
+
+def span_range(span: Optional[int]) -> Optional[range_config_pb2.RangeConfig]:
+    """ExampleGen reads exactly ``span`` (the one the pre-flight check read), or the newest
+    span its driver finds when None."""
+    if span is None:
+        return None
+    return range_config_pb2.RangeConfig(static_range=range_config_pb2.StaticRange(
+        start_span_number=span, end_span_number=span))
+
+
+def span_window(example_gen, window: int):
+    """The newest ``window`` spans that ExampleGen has ingested in this and earlier runs: TFX's
+    Resolver with a rolling RangeConfig (a resolver executor, which Vertex AI and LocalDagRunner
+    run and open-source KFP does not; ``submit --target kfp`` says so)."""
+    resolver = tfx.dsl.Resolver(
+        strategy_class=tfx.dsl.experimental.SpanRangeStrategy,
+        config={"range_config": range_config_pb2.RangeConfig(
+            rolling_range=range_config_pb2.RollingRange(num_spans=window))},
+        examples=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Examples,
+                                 producer_component_id=example_gen.id),
+    ).with_id(WINDOW_ID)
+    resolver.add_upstream_node(example_gen)  # today's span first
+    return resolver
 
 
 def train_steps_arg(cfg: PipelineConfig) -> int:
@@ -55,6 +81,7 @@ def create_pipeline(
     data_root: str,
     data_pattern: str,
     schema_path: str,
+    span: Optional[int] = None,
     pipeline_root: str,
     serving_dir: str,
     metadata_connection_config=None,
@@ -66,24 +93,29 @@ def create_pipeline(
     """Build the pipeline.
 
     ``data_root`` and ``train_args`` may be RuntimeParameters (Kubeflow sets them at
-    submission); ``trainer_factory`` lets a runner supply a Trainer variant (for example
+    submission); ``span``: the span ExampleGen reads (None: the newest it finds); ``trainer_factory`` lets a runner supply a Trainer variant (for example
     Vertex AI Training) that takes the standard Trainer arguments.
     """
     input_config, output_config = example_gen_configs(cfg, data_pattern)
     example_gen_class = {"csv": tfx.components.CsvExampleGen,
                          "tfrecord": tfx.components.ImportExampleGen}[cfg.data.format]
-    example_gen = example_gen_class(
-        input_base=data_root, input_config=input_config, output_config=output_config)
+    example_gen = example_gen_class(input_base=data_root, input_config=input_config,
+                                    output_config=output_config, range_config=span_range(span))
+    # The data checks look at today's span; Transform and Trainer read the window of spans.
+    window = span_window(example_gen, cfg.data.window) if cfg.data.window > 1 else None
+    training_examples = window.outputs["examples"] if window else example_gen.outputs["examples"]
     statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs["examples"])
     schema_gen = tfx.components.ImportSchemaGen(schema_file=schema_path)
     example_validator = tfx.components.ExampleValidator(
         statistics=statistics_gen.outputs["statistics"], schema=schema_gen.outputs["schema"])
     anomalies_gate = AnomaliesGate(anomalies=example_validator.outputs["anomalies"])
     drift_gate = DriftGate(statistics=statistics_gen.outputs["statistics"], schema=schema_gen.outputs["schema"],
-                           serving_dir=serving_dir, thresholds=drift_thresholds(cfg))
+                           examples=example_gen.outputs["examples"], serving_dir=serving_dir,
+                           span_ledger=posixpath.join(str(pipeline_root), SPAN_LEDGER),
+                           thresholds=drift_thresholds(cfg))
 
     transform = tfx.components.Transform(
-        examples=example_gen.outputs["examples"], schema=schema_gen.outputs["schema"],
+        examples=training_examples, schema=schema_gen.outputs["schema"],
         preprocessing_fn=PREPROCESSING_FN, custom_config={"features": cfg.features.to_dict()},
         disable_statistics=not cfg.runtime.transform_statistics)
     transform.add_upstream_node(anomalies_gate)  # no training on data that fails validation
@@ -113,7 +145,7 @@ def create_pipeline(
         model=trainer.outputs["model"],
         model_blessing=evaluator.outputs["blessing"],
         evaluation=evaluator.outputs["evaluation"],
-        examples=example_gen.outputs["examples"],
+        examples=training_examples,  # recorded: the spans the model was trained on
         statistics=statistics_gen.outputs["statistics"],  # the next runs' drift reference
         serving_dir=serving_dir,
         keep_versions=cfg.serving.keep_versions,
@@ -121,8 +153,9 @@ def create_pipeline(
     return tfx.dsl.Pipeline(
         pipeline_name=cfg.name,
         pipeline_root=pipeline_root,
-        components=[example_gen, statistics_gen, schema_gen, example_validator, anomalies_gate,
-                    drift_gate, transform, trainer, baseline, evaluator, pusher],
+        components=[example_gen] + ([window] if window else []) + [
+            statistics_gen, schema_gen, example_validator, anomalies_gate, drift_gate, transform, trainer,
+            baseline, evaluator, pusher],
         enable_cache=enable_cache,
         metadata_connection_config=metadata_connection_config,
         beam_pipeline_args=list(beam_pipeline_args),

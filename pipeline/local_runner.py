@@ -62,19 +62,20 @@ class LocalPaths:
     data_pattern: str
     data_files: list
     schema_path: str
+    span: Optional[int] = None  # the newest span (what ExampleGen ingests), when the pattern names spans
 
 
 def resolve_inputs(cfg: PipelineConfig) -> LocalPaths:
     """Locate data and schema and pre-flight check the input files (raises DataError)."""
     data_path = data_source.resolve_data_path(cfg.data.path)
-    root, pattern, files = data_source.locate(data_path, cfg.data.format, cfg.data.pattern)
+    found = data_source.locate(data_path, cfg.data.format, cfg.data.pattern)
     schema_path = data_source.schema_path(cfg.data.schema)
     schema = data_source.load_schema(schema_path)
     schema_columns = [f.name for f in schema.feature]
     cfg.features.validate(schema_columns)
     check = data_source.check_csv if cfg.data.format == "csv" else data_source.check_tfrecords
-    check(files, schema, required=cfg.features.raw_columns)
-    return LocalPaths(root, pattern, files, schema_path)
+    check(found.files, schema, required=cfg.features.raw_columns)
+    return LocalPaths(found.root, found.pattern, found.files, schema_path, found.span)
 
 
 def build_pipeline(cfg: PipelineConfig, paths: LocalPaths, enable_cache: bool = True):
@@ -86,6 +87,7 @@ def build_pipeline(cfg: PipelineConfig, paths: LocalPaths, enable_cache: bool = 
         cfg,
         data_root=paths.data_root,
         data_pattern=paths.data_pattern,
+        span=paths.span,
         schema_path=paths.schema_path,
         pipeline_root=cfg.pipeline_root,
         serving_dir=cfg.serving_dir,
@@ -128,8 +130,10 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
         log_path = os.path.join(cfg.output_root, "logs", time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}.log")
         error = None
         with _logging_to(log_path, stream):
+            span = "" if paths.span is None else f" (span {paths.span}" + (
+                f", training on the newest {cfg.data.window} spans)" if cfg.data.window > 1 else ")")
             print(f"pipeline {cfg.name}, run {run_id}: {len(paths.data_files)} {cfg.data.format.upper()} "
-                  f"file(s) from {paths.data_root}; log: {log_path}", file=stream, flush=True)
+                  f"file(s){span} from {paths.data_root}; log: {log_path}", file=stream, flush=True)
             try:
                 tfx.orchestration.LocalDagRunner().run_with_ir(ir)
             except Exception as e:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import List
 
-from pipeline.summary import RunSummary, both_classes, undefined_metrics
+from pipeline.summary import RunSummary, both_classes, describe_spans, undefined_metrics
 
 HEADLINE_METRICS = ("auc", "accuracy", "binary_accuracy", "pr_auc", "precision", "recall",
                     "loss", "example_count", "mean_absolute_error")
@@ -33,6 +33,8 @@ def format_summary(summary: RunSummary) -> str:
     cached = sum(c.state == "cached" for c in summary.components)
     lines.append(f"  components: {len(summary.components)} ran, {cached} served from cache; "
                  f"wall time {summary.wall_seconds:.0f}s")
+    if describe_spans(summary.spans):
+        lines.append(f"  data: {describe_spans(summary.spans)}")
     if summary.metrics:
         lines.append("  eval (overall): " + format_metrics(summary.metrics))
     worst = worst_slices(summary)
@@ -40,8 +42,8 @@ def format_summary(summary: RunSummary) -> str:
         lines.append("  worst slices by AUC: " + "; ".join(
             f"{name} {value:.3f} (n={int(count)})" for name, value, count in worst))
     if summary.drift:
-        lines.append("  drift: " + (f"none vs {summary.drift}" if summary.drift.startswith("serving version")
-                                    else summary.drift))
+        compared = summary.drift.startswith(("serving version", "the previous span"))
+        lines.append("  drift: " + (f"none vs {summary.drift}" if compared else summary.drift))
     if summary.blessed is not None:
         lines.append("  baseline: " + (f"serving version {summary.baseline_version}" if summary.baseline_version
                                        else "none (nothing serving yet): judged on the value thresholds"))

@@ -23,9 +23,9 @@ def infer_schema(location: str, fmt: str = "csv"):
 
 
 def draft(cfg: PipelineConfig, out_path: Optional[str], diff: bool, stream: TextIO) -> int:
-    root, pattern, files = data_source.locate(
-        data_source.resolve_data_path(cfg.data.path), cfg.data.format, cfg.data.pattern)
-    schema = infer_schema(files[0] if len(files) == 1 else os.path.join(root, pattern), cfg.data.format)
+    found = data_source.locate(data_source.resolve_data_path(cfg.data.path), cfg.data.format, cfg.data.pattern)
+    schema = infer_schema(found.files[0] if len(found.files) == 1 else os.path.join(found.root, found.read_pattern),
+                          cfg.data.format)
     text = text_format.MessageToString(schema)
     if out_path:
         os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)

@@ -45,7 +45,7 @@ class RunSummary:
     pushed_to: str = ""
     model_uri: str = ""
     baseline_version: Optional[int] = None  # the serving version the candidate was judged against
-    spans: List[int] = dataclasses.field(default_factory=list)  # the data spans ExampleGen read
+    spans: List[int] = dataclasses.field(default_factory=list)  # the spans trained on (else ExampleGen's)
     drift: str = ""               # what the DriftGate compared the data with (or why it could not)
     undefined: Dict[str, str] = dataclasses.field(default_factory=dict)  # overall metric -> why undefined
     wall_seconds: float = 0.0
@@ -134,9 +134,11 @@ def collect_run(metadata_store: Any, pipeline_name: str, run_id: Optional[str] =
             outputs={k: [a.uri for a in v] for k, v in outputs.items()},
             execution_id=execution.id,
         ))
-        if node_id.endswith("ExampleGen") and outputs.get("examples"):
-            summary.spans = sorted({a.properties["span"].int_value for a in outputs["examples"]
-                                    if "span" in a.properties})
+        if node_id.endswith("ExampleGen") and outputs.get("examples") and not summary.spans:
+            summary.spans = spans_of(outputs["examples"])
+        if node_id == "Transform":  # what the model trains on: today's span or the window
+            read = execution_artifacts(store, execution.id, INPUT_EVENTS).get("examples")
+            summary.spans = spans_of(read) if read else summary.spans
         if node_id == "DriftGate" and outputs.get("drift_anomalies"):
             summary.drift = _str_prop(outputs["drift_anomalies"][0], "compared_with")
         if node_id == "Trainer" and outputs.get("model"):
@@ -152,6 +154,25 @@ def collect_run(metadata_store: Any, pipeline_name: str, run_id: Optional[str] =
             summary.pushed = bool(_int_prop(pushed, "pushed"))
             summary.pushed_to = _str_prop(pushed, "pushed_destination")
     return summary
+
+
+def describe_spans(spans: List[int]) -> str:
+    """'span 3', 'spans 2, 3'; '' for data without spans (everything is span 0)."""
+    if not spans or spans == [0]:
+        return ""
+    return ("span " if len(spans) == 1 else "spans ") + ", ".join(map(str, spans))
+
+
+def spans_of(examples) -> List[int]:
+    """The spans of MLMD Examples artifacts (a property in newer TFX, a custom property in 1.16)."""
+    found = set()
+    for a in examples:
+        for props in (a.properties, a.custom_properties):
+            if "span" in props:
+                value = props["span"]
+                found.add(int(value.string_value) if value.HasField("string_value") else value.int_value)
+                break
+    return sorted(found)
 
 
 def node_id_of(store, execution) -> str:

@@ -58,6 +58,11 @@ def test_overrides_and_explicit_values_are_typed():
     ("drift.features={fare: high}", "drift.features.fare: expected a number"),
     ("drift.features=[fare]", "drift.features: expected a mapping"),
     ("runtime.jit_compile=yes please", "expected true or false"),
+    ("data.spans=newest", "data.spans: 'newest'; use latest, or {window: N}"),
+    ("data.spans=window:0", "data.spans: 'window:0'"),
+    ("data.spans={window: two}", "data.spans: {'window': 'two'}"),
+    ("data.spans={days: 2}", "data.spans: {'days': 2}"),
+    ("data.spans=window:3", "a window of spans needs TFX's {SPAN} placeholder in data.pattern"),
 ])
 def test_bad_keys_and_values_name_the_problem(override, message):
     with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
@@ -96,6 +101,14 @@ def test_config_round_trips_through_dict():
 
 def test_packaged_config_is_package_data():
     assert os.path.isfile(packaged_config_path("taxi"))
+
+
+def test_spans_latest_or_a_window():
+    assert load_config().data.spans == "latest" and load_config().data.window == 1
+    window = load_config(overrides=["data.pattern=span-{SPAN}/*.csv", "data.spans={window: 3}"])
+    assert window.data.spans == "window:3" and window.data.window == 3  # YAML's form, one string
+    assert load_config(overrides=["data.pattern=day-{YYYY}{MM}{DD}/*.csv", "data.spans=window:2"]).data.window == 2
+    assert window.to_dict()["data"]["spans"] == "window:3"
 
 
 def test_per_feature_drift_thresholds():

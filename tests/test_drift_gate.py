@@ -1,5 +1,6 @@
 """DriftGate (components/drift_gate.py) on real TFDV statistics of taxi rows: the executor
-called directly, the reference found through a serving directory as the Pusher leaves it."""
+called directly, the references found as the pipeline leaves them: the serving model's through
+the serving directory (the Pusher's metadata), the previous span's through the span ledger."""
 import json
 import os
 
@@ -46,11 +47,20 @@ def taxi(tmp_path_factory):
     return frame(0), frame(2), schema
 
 
-def gate(tmp_path, new, schema, serving_dir, cfg=None):
+def examples_of_span(span):
+    examples = standard_artifacts.Examples()
+    examples.uri = f"/examples/{span}"
+    examples.set_int_custom_property("span", span)  # where ExampleGen puts it
+    return examples
+
+
+def gate(tmp_path, new, schema, serving_dir, cfg=None, span=0, ledger=None):
     out = standard_artifacts.ExampleAnomalies()
-    out.uri = str(tmp_path / "out")
-    dg.Executor().Do({"statistics": [new], "schema": [schema]}, {"drift_anomalies": [out]},
-                     {"serving_dir": serving_dir, "thresholds": json.dumps(drift_thresholds(cfg or load_config()))})
+    out.uri = str(tmp_path / f"out-{span}")
+    dg.Executor().Do({"statistics": [new], "schema": [schema], "examples": [examples_of_span(span)]},
+                     {"drift_anomalies": [out]},
+                     {"serving_dir": serving_dir, "span_ledger": str(ledger or tmp_path / "spans"),
+                      "thresholds": json.dumps(drift_thresholds(cfg or load_config()))})
     return out
 
 
@@ -61,8 +71,8 @@ def test_fare_times_fifty_is_stopped_and_named(taxi, tmp_path):
     with pytest.raises(dg.DataDriftError) as err:
         gate(tmp_path, statistics(tmp_path, "new", drifted), schema, serving)
     message = str(err.value)
-    assert "drifted from serving version 7's training data" in message
-    assert "fare: Jensen-Shannon divergence" in message and "> 0.2" in message
+    assert message.startswith("the data of span 0 drifted (fare: Jensen-Shannon divergence ")
+    assert "vs serving version 7's training data > 0.2" in message
     assert "payment_type" not in message  # only what moved is named
     assert "--set drift.enabled=false" in message
 
@@ -91,3 +101,39 @@ def test_first_run_has_nothing_to_compare_with(taxi, tmp_path):
     _, new, schema = taxi
     out = gate(tmp_path, statistics(tmp_path, "new", new), schema, str(tmp_path / "empty-serving"))
     assert out.get_string_custom_property("compared_with") == "nothing to compare with: nothing serving yet"
+
+
+def test_previous_span_from_the_ledger(taxi, tmp_path):
+    old, new, schema = taxi
+    nothing_serving = str(tmp_path / "empty-serving")
+    first = gate(tmp_path, statistics(tmp_path, "s1", old), schema, nothing_serving, span=1)
+    assert first.get_string_custom_property("compared_with") == "nothing to compare with: nothing serving yet"
+    record = json.loads((tmp_path / "spans" / "1.json").read_text())
+    assert record["span"] == 1 and record["statistics_uri"] == str(tmp_path / "s1")
+    same = gate(tmp_path, statistics(tmp_path, "s2", new), schema, nothing_serving, span=2)
+    assert same.get_string_custom_property("compared_with") == "the previous span (span 1)"
+    assert same.get_int_custom_property("drifted") == 0
+    with pytest.raises(dg.DataDriftError) as err:  # span 3 = span 2 with fare x 50: compared with span 2
+        gate(tmp_path, statistics(tmp_path, "s3", new.assign(fare=new["fare"] * 50)), schema, nothing_serving, span=3)
+    assert "fare: Jensen-Shannon divergence" in str(err.value)
+    assert "vs the previous span (span 2) > 0.2" in str(err.value)
+    # A re-run of span 2 (a new version of it) still compares with span 1, not with span 3.
+    again = gate(tmp_path / "again", statistics(tmp_path, "s2b", new), schema, nothing_serving, span=2,
+                 ledger=tmp_path / "spans")
+    assert again.get_string_custom_property("compared_with") == "the previous span (span 1)"
+    assert sorted(os.listdir(tmp_path / "spans")) == ["1.json", "2.json", "3.json"]  # no partial files left
+
+
+def test_previous_span_and_serving_model_both_compared(taxi, tmp_path):
+    old, new, schema = taxi
+    reference = statistics(tmp_path, "ref", old)
+    serving = serving_with_reference(tmp_path, reference)
+    gate(tmp_path, statistics(tmp_path, "s4", old), schema, serving, span=4)
+    out = gate(tmp_path, statistics(tmp_path, "s5", new), schema, serving, span=5)
+    assert out.get_string_custom_property("compared_with") == (
+        "the previous span (span 4) and serving version 7's training data")
+    # The serving model trained on the previous span: one comparison, not two of the same.
+    (tmp_path / "serving" / "7" / METADATA_FILE).write_text(
+        json.dumps({"data": {"statistics_uri": str(tmp_path / "s5")}}))
+    out = gate(tmp_path, statistics(tmp_path, "s6", new), schema, serving, span=6)
+    assert out.get_string_custom_property("compared_with") == "the previous span (span 5)"

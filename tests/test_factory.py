@@ -94,3 +94,31 @@ def test_eval_config_has_gates_and_slices(built):
     # model is loaded as a plain SavedModel (its signatures), not revived as Keras.
     assert ec.options.include_default_metrics.value is False
     assert ec.model_specs[0].model_type == "tf_generic"
+
+
+def test_a_span_and_a_window_of_spans(tmp_path):
+    """The pre-flight check's span is what ExampleGen reads (a static range); a window adds TFX's
+    rolling-range Resolver between ExampleGen and Transform, while the data checks and the
+    Evaluator stay on today's span."""
+    from pipeline.factory import WINDOW_ID
+
+    cfg = load_config(overrides=[f"output_root={tmp_path}", "data.pattern=span-{SPAN}/*.csv",
+                                 "data.spans=window:3"])
+    p = create_pipeline(cfg, data_root="/data", data_pattern=cfg.data.pattern, schema_path="/s/taxi.pbtxt",
+                        span=7, pipeline_root=str(tmp_path / "pr"), serving_dir=str(tmp_path / "serving"))
+    c = {x.id: x for x in p.components}
+    range_config = json.loads(c["CsvExampleGen"].exec_properties["range_config"])
+    assert range_config["static_range"] == {"start_span_number": 7, "end_span_number": 7}
+    window = c[WINDOW_ID]
+    config = next(v for v in window.exec_properties.values() if isinstance(v, dict))  # key differs by TFX version
+    assert config["range_config"].rolling_range.num_spans == 3
+    assert c["CsvExampleGen"] in window.upstream_nodes
+    assert producer(c["Transform"].inputs["examples"]) == WINDOW_ID
+    assert producer(c["Pusher"].inputs["examples"]) == WINDOW_ID  # it records the spans trained on
+    for checks_today in ("StatisticsGen", "Evaluator", "DriftGate"):
+        assert producer(c[checks_today].inputs["examples"]) == "CsvExampleGen"
+    assert c["DriftGate"].exec_properties["span_ledger"] == str(tmp_path / "pr" / "spans")
+    latest = create_pipeline(load_config(overrides=[f"output_root={tmp_path}"]), data_root="/d", data_pattern="x",
+                             schema_path="/s", pipeline_root="/pr", serving_dir="/sv")
+    assert WINDOW_ID not in {x.id for x in latest.components}
+    assert not latest.components[0].exec_properties.get("range_config")  # ExampleGen's driver picks the span

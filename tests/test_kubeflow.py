@@ -118,6 +118,31 @@ def normalize(job):
     return json.loads(text)
 
 
+def test_a_window_of_spans_is_refused_at_compile_time(tmp_path, capsys):
+    """data.spans window:N is TFX's rolling span-range Resolver, which TFX's Kubeflow V2 compiler
+    cannot compile: one line naming the setting and the fix, no file written."""
+    out = tmp_path / "window.json"
+    code = cli.main(["compile", "--set", "data.spans=window:2", "--set", "data.pattern=span-{SPAN}/*.csv",
+                     "--image", IMAGE, "--pipeline-root", PIPELINE_ROOT, "--pipeline-json", str(out)])
+    assert code == cli.EXIT_BAD_INPUT and not out.exists()
+    err = capsys.readouterr().err
+    assert err.count("error:") == 1 and "data.spans window:2 runs on LocalDagRunner only" in err
+    assert "--set data.spans=latest" in err
+
+
+def test_span_patterns_are_refused_for_open_source_kfp(tmp_path, capsys):
+    """A {SPAN} pattern is resolved by ExampleGen's driver (lifecycle.preCacheCheck), which
+    Vertex AI runs and open-source KFP does not: kfp submission refuses it by name."""
+    cfg = load_config(overrides=[f"data.path={tmp_path}", "data.pattern=span-{SPAN}/*.csv"])
+    path = str(tmp_path / "spans.json")
+    job = kfp_compile.compile_pipeline(cfg, image=IMAGE, pipeline_root=PIPELINE_ROOT, output=path)
+    assert kfp_spec.span_patterns_needing_driver(job) == [("CsvExampleGen", "span-{SPAN}/*.csv")]
+    assert cli.main(["submit", path, "--target", "kfp", "--host", "http://kfp", "--dry-run"]) == cli.EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "task CsvExampleGen reads the span pattern 'span-{SPAN}/*.csv'" in err and "data_root" in err
+    assert kfp_submit.build_request(path, target="vertex", project="p", region="r").target == "vertex"
+
+
 def test_matches_golden_file(compiled):
     """Refresh after an intended change: UPDATE_GOLDEN=1 pytest tests/test_kubeflow.py"""
     _, _, job = compiled

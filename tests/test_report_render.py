@@ -11,7 +11,8 @@ def failed_early_run():
               "seconds": None, "cached": False}]
     return {
         "run": {"pipeline_name": "taxi", "run_id": "r1", "started": "now", "wall_seconds": 1.5,
-                "error": "ValueError: bad <csv> & more", "output_root": "/o"},
+                "error": "ValueError: bad <csv> & more", "output_root": "/o", "spans": "span 3",
+                "drift": "nothing to compare with: nothing serving yet"},
         "pipeline": {"nodes": nodes, "failed": ["CsvExampleGen"], "complete": False},
         "data": {"splits": [], "examples": {}, "features": [], "anomalies": [], "schema_path": "",
                  "schema_text": "", "available": False},
@@ -34,6 +35,7 @@ def test_a_run_that_failed_before_any_data_renders_every_section():
     assert "No statistics" in html and "No training" in html and "No evaluation" in html
     assert "not pushed" in html and "the run failed at CsvExampleGen" in html
     assert 'data-state="failed"' in html and "not produced" in html
+    assert "data: span 3" in html and "drift check: nothing to compare with" in html
 
 
 def parse(svg_text):

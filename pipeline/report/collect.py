@@ -14,14 +14,16 @@ from pipeline.report.artifacts import RunArtifacts, load_run_info
 from pipeline.report.data import data_section
 from pipeline.report.model import evaluation_section, training_section
 from pipeline.report.serving import lineage_section, serving_section
+from pipeline.summary import describe_spans
 
 
 def collect(run_dir: str) -> Dict[str, Any]:
     info = load_run_info(run_dir)
     run = RunArtifacts(info)
     return {
-        "run": {k: info.get(k) for k in ("pipeline_name", "run_id", "started", "wall_seconds", "error",
-                                          "output_root")},
+        "run": dict({k: info.get(k) for k in ("pipeline_name", "run_id", "started", "wall_seconds", "error",
+                                               "output_root")},
+                    spans=describe_spans(run.summary.spans), drift=run.summary.drift),
         "pipeline": pipeline_section(run),
         "data": data_section(run),
         "training": training_section(run),

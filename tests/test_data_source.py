@@ -1,0 +1,44 @@
+"""Locating the input: span patterns resolved by TFX's ExampleGen utilities (no pipeline run)."""
+import pytest
+
+from pipeline import data_source
+from pipeline.data_source import DataError, has_span_spec, locate
+
+
+def touch(path, text="a,b\n1,2\n"):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return str(path)
+
+
+def test_span_specs_are_recognised_without_tfx():
+    assert has_span_spec("span-{SPAN}/*.csv") and has_span_spec("span-{SPAN:4}/x")
+    assert has_span_spec("{YYYY}-{MM}-{DD}/*.csv")
+    assert not has_span_spec("*.csv") and not has_span_spec("") and not has_span_spec("{VERSION}/x")
+
+
+def test_the_newest_span_and_its_newest_version(tmp_path):
+    for span in (1, 2, 10):  # numeric order, not text order: 10 is the newest
+        touch(tmp_path / f"span-{span}" / "data.csv")
+    found = locate(str(tmp_path), "csv", "span-{SPAN}/*.csv")
+    assert (found.span, found.version) == (10, None)
+    assert found.pattern == "span-{SPAN}/*.csv"  # ExampleGen gets the placeholders
+    assert found.read_pattern == "span-10/*.csv" and found.files == [str(tmp_path / "span-10" / "data.csv")]
+    touch(tmp_path / "v" / "span-3" / "ver-1" / "a.csv")
+    touch(tmp_path / "v" / "span-3" / "ver-2" / "a.csv")
+    versioned = locate(str(tmp_path / "v"), "csv", "span-{SPAN}/ver-{VERSION}/*.csv")
+    assert (versioned.span, versioned.version) == (3, 2)
+
+
+def test_no_span_and_a_span_pattern_on_a_file_are_named(tmp_path):
+    with pytest.raises(DataError, match=r"holds no span matching data.pattern 'day-\{SPAN\}/\*.csv'"):
+        locate(str(tmp_path), "csv", "day-{SPAN}/*.csv")
+    with pytest.raises(DataError, match="names spans, but the data path .* is a file"):
+        locate(touch(tmp_path / "one.csv"), "csv", "span-{SPAN}/*.csv")
+
+
+def test_without_spans_nothing_changes(tmp_path):
+    touch(tmp_path / "a.csv")
+    found = locate(str(tmp_path), "csv")
+    assert found.span is None and found.pattern == found.read_pattern == "*.csv"
+    assert data_source.csv_files(str(tmp_path)) == [str(tmp_path / "a.csv")]
