@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import warnings
 from typing import Optional, Sequence, TextIO
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -123,6 +124,10 @@ def main(argv: Optional[Sequence[str]] = None, stream: Optional[TextIO] = None) 
 
     select_legacy_keras()
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    # Google client libraries warn at import about the Python and google-cloud-storage versions
+    # the locked stack pins (a page of them before the first line of output); not the user's to act on.
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"google\.")
+    warnings.filterwarnings("ignore", category=FutureWarning, message="You are using a non-supported Python version")
     from pipeline.config import ConfigError
     stream = stream or sys.stdout
     args = build_parser().parse_args(argv)

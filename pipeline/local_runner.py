@@ -260,12 +260,13 @@ class _logging_to:
         self.file_handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         self.progress = ProgressHandler(self.stream)
         root = logging.getLogger()
-        # Libraries call logging.basicConfig() at import; keep their console handlers
-        # quiet for the run so the console shows progress and the file has the rest.
-        self.muted = [h for h in root.handlers if isinstance(h, logging.StreamHandler)
-                      and not isinstance(h, logging.FileHandler)]
-        for h in self.muted:
-            root.removeHandler(h)
+        # Libraries call logging.basicConfig() at import, and TensorFlow gives its own logger a
+        # console handler when it is imported before logging is configured ("INFO:tensorflow:...");
+        # keep those quiet for the run so the console shows progress and the file has the rest.
+        self.muted = [(logger, h) for logger in (root, logging.getLogger("tensorflow")) for h in logger.handlers
+                      if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)]
+        for logger, h in self.muted:
+            logger.removeHandler(h)
         self.previous_level = root.level
         root.setLevel(logging.INFO)
         absl_logging.set_verbosity(absl_logging.INFO)
@@ -280,6 +281,6 @@ class _logging_to:
         root = logging.getLogger()
         root.removeHandler(self.file_handler)
         root.setLevel(self.previous_level)
-        for h in self.muted:
-            root.addHandler(h)
+        for logger, h in self.muted:
+            logger.addHandler(h)
         self.file_handler.close()
