@@ -46,8 +46,8 @@ def span_range(span: Optional[int]) -> Optional[range_config_pb2.RangeConfig]:
 
 def span_window(example_gen, window: int):
     """The newest ``window`` spans that ExampleGen has ingested in this and earlier runs: TFX's
-    Resolver with a rolling RangeConfig (a resolver executor, which Vertex AI and LocalDagRunner
-    run and open-source KFP does not; ``submit --target kfp`` says so)."""
+    Resolver with a rolling RangeConfig. LocalDagRunner only: TFX's Kubeflow V2 compiler does not
+    compile this resolver strategy, and ``kubeflow.compile`` refuses a window in one line."""
     resolver = tfx.dsl.Resolver(
         strategy_class=tfx.dsl.experimental.SpanRangeStrategy,
         config={"range_config": range_config_pb2.RangeConfig(
@@ -93,7 +93,8 @@ def create_pipeline(
     """Build the pipeline.
 
     ``data_root`` and ``train_args`` may be RuntimeParameters (Kubeflow sets them at
-    submission); ``span``: the span ExampleGen reads (None: the newest it finds); ``trainer_factory`` lets a runner supply a Trainer variant (for example
+    submission); ``span``: the span ExampleGen reads (None: the newest its driver finds);
+    ``trainer_factory`` lets a runner supply a Trainer variant (for example
     Vertex AI Training) that takes the standard Trainer arguments.
     """
     input_config, output_config = example_gen_configs(cfg, data_pattern)
