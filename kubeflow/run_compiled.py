@@ -72,8 +72,9 @@ class RunResult:
                  f"wall time {self.seconds:.0f}s"]
         drift = metadata_of(self.output("drift_anomalies")).get("compared_with", "")
         if drift:
-            compared = drift.startswith(("serving version", "the previous span"))
-            lines.append("  drift: " + (f"none vs {drift}" if compared else drift))
+            from pipeline.report_text import drift_line
+
+            lines.append(drift_line(drift))
         baseline = metadata_of(self.output("baseline_model"))
         if "baseline_found" in baseline:
             lines.append("  baseline: " + (f"serving version {baseline.get('serving_version')}"

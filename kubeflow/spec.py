@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from pipeline.data_source import has_span_spec
 
 TRAIN_ARGS_PARAM = "train_args"
 PORTABLE_EXECUTORS = ("container", "importer")
-_SPAN_SPEC = re.compile(r"{SPAN(:\d+)?}|{YYYY}|{MM}|{DD}")  # as pipeline.data_source.has_span_spec
 
 
 class SpecError(ValueError):
@@ -100,7 +100,7 @@ def span_patterns_needing_driver(job: Mapping[str, Any]) -> List[Tuple[str, str]
             splits = json.loads(text).get("splits", []) if isinstance(text, str) else text.get("splits", [])
         except ValueError:
             continue
-        found += [(task, split.get("pattern", "")) for split in splits if _SPAN_SPEC.search(split.get("pattern", ""))]
+        found += [(task, split.get("pattern", "")) for split in splits if has_span_spec(split.get("pattern", ""))]
     return found
 
 

@@ -28,13 +28,21 @@ def format_metrics(metrics) -> str:
                      for k in HEADLINE_METRICS if k in metrics)
 
 
+def drift_line(compared_with: str) -> str:
+    """The summary line for the DriftGate's ``compared_with``: 'drift: none vs <references>' when
+    it compared and passed, else what it says (nothing to compare with, not checked)."""
+    compared = compared_with.startswith(("serving version", "the previous span"))
+    return "  drift: " + (f"none vs {compared_with}" if compared else compared_with)
+
+
 def format_summary(summary: RunSummary) -> str:
     lines = [f"run {summary.run_id}:"]
     cached = sum(c.state == "cached" for c in summary.components)
     lines.append(f"  components: {len(summary.components)} ran, {cached} served from cache; "
                  f"wall time {summary.wall_seconds:.0f}s")
-    if describe_spans(summary.spans):
-        lines.append(f"  data: {describe_spans(summary.spans)}")
+    spans = describe_spans(summary.spans)
+    if spans:
+        lines.append(f"  data: {spans}")
     if summary.metrics:
         lines.append("  eval (overall): " + format_metrics(summary.metrics))
     worst = worst_slices(summary)
@@ -42,8 +50,7 @@ def format_summary(summary: RunSummary) -> str:
         lines.append("  worst slices by AUC: " + "; ".join(
             f"{name} {value:.3f} (n={int(count)})" for name, value, count in worst))
     if summary.drift:
-        compared = summary.drift.startswith(("serving version", "the previous span"))
-        lines.append("  drift: " + (f"none vs {summary.drift}" if compared else summary.drift))
+        lines.append(drift_line(summary.drift))
     if summary.blessed is not None:
         lines.append("  baseline: " + (f"serving version {summary.baseline_version}" if summary.baseline_version
                                        else "none (nothing serving yet): judged on the value thresholds"))
