@@ -72,7 +72,7 @@ class RunResult:
                  f"wall time {self.seconds:.0f}s"]
         drift = metadata_of(self.output("drift_anomalies")).get("compared_with", "")
         if drift:
-            from pipeline.report_text import drift_line
+            from pipeline.console import drift_line
 
             lines.append(drift_line(drift))
         baseline = metadata_of(self.output("baseline_model"))

@@ -101,7 +101,9 @@ def add_config_args(p: argparse.ArgumentParser, default=None) -> None:
     p.add_argument("--output", metavar="DIR", default=default, help="output root (output_root)")
     p.add_argument("--schema", metavar="NAME_OR_FILE", default=default,
                    help="schema name in schema/ or a .pbtxt (data.schema)")
-    p.add_argument("--train-steps", type=int, metavar="N", default=default, help="training.train_steps")
+    p.add_argument("--train-steps", type=int, metavar="N", default=default,
+                   help="train N optimizer steps instead of passes over the data "
+                        "(training.mode=steps, training.train_steps=N)")
     p.add_argument("--strategy", default=default, help="runtime.strategy")
     p.add_argument("--precision", default=default, help="runtime.precision")
     p.add_argument("--set", action="append", default=[] if default is None else default,
@@ -114,6 +116,7 @@ def config_from_args(args: argparse.Namespace):
     return load_config(args.config, args.set, **{
         "data.path": args.data, "output_root": args.output, "data.schema": args.schema,
         "training.train_steps": args.train_steps, "runtime.strategy": args.strategy,
+        "training.mode": "steps" if args.train_steps is not None else None,
         "runtime.precision": args.precision,
     })
 
@@ -242,7 +245,7 @@ def cmd_runs(args, stream: TextIO) -> int:
 
 
 def print_summary(result, stream: TextIO) -> None:
-    from pipeline.report_text import format_summary
+    from pipeline.console import format_summary
 
     print(format_summary(result), file=stream, flush=True)
     trainer = result.component("Trainer")
@@ -328,7 +331,7 @@ def cmd_run_compiled(args, stream: TextIO) -> int:
     metrics, failed = "", []
     evaluation = result.output("evaluation")
     if evaluation:  # TFMA's output, read as for a local run
-        from pipeline.report_text import format_metrics
+        from pipeline.console import format_metrics
         from pipeline.summary import read_evaluation
 
         overall, _, failed = read_evaluation(evaluation["uri"])

@@ -16,12 +16,10 @@ import os
 from typing import Any, Dict, Tuple
 
 from transforms.features import FeatureSpec
+# The sections the Trainer reads live with the model code (trainer/ never imports pipeline/).
+from trainer.settings import (PRECISIONS, READERS, STRATEGIES, TRAINING_MODES,  # noqa: F401
+                              ModelConfig, RuntimeConfig, TrainingConfig)
 
-STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker_mirrored",
-              "parameter_server", "tpu")
-PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
-TRAINING_MODES = ("steps", "epochs")
-READERS = ("tfrecord", "tfxio")
 DEFAULT_CONFIG = "taxi"
 
 
@@ -59,55 +57,6 @@ class DataConfig:
         """How many of the newest spans a run trains on (1 for "latest")."""
         kind, _, n = self.spans.partition(":")
         return int(n) if kind == "window" and n.isdigit() else 1
-
-
-@dataclasses.dataclass(frozen=True)
-class ModelConfig:
-    hidden_units: Tuple[int, ...] = (128, 64)
-    dropout: float = 0.0
-    embedding_max_dim: int = 16
-    learning_rate: float = 0.003
-    warmup_steps: int = 0
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainingConfig:
-    # The memory-bound batch: per replica and per micro-batch. One optimizer step uses
-    # batch_size x replicas x gradient_accumulation_steps examples (the global batch).
-    batch_size: int = 256
-    # steps: train_steps optimizer steps in all (the Trainer's TrainArgs.num_steps, which a
-    #   Kubeflow run can override), split into `epochs` rounds;
-    # epochs: `epochs` full passes over the train split (train_steps is not used).
-    # Every epoch / round ends with a validation pass, a TensorBoard point, a checkpoint
-    # and (with early stopping) a chance to stop.
-    mode: str = "steps"
-    train_steps: int = 1000
-    epochs: int = 10
-    # Average the gradients of N micro-batches before each update: the update of an N x
-    # larger batch at the memory of one batch_size batch. 1 = off.
-    gradient_accumulation_steps: int = 1
-    # Stop when the eval AUC (loss for non-binary tasks) has not improved for this many
-    # epochs, and keep the best weights; 0 turns early stopping off.
-    early_stopping_patience: int = 2
-    eval_steps: int = 50
-    seed: int = 42
-    cache: bool = True             # cache the transformed data in memory when it fits
-    # tfrecord: this project's tf.data reader (cached, measured 3-4x faster here);
-    # tfxio: TFX's data accessor (TFXIO; reads any payload format the examples declare).
-    reader: str = "tfrecord"
-
-
-@dataclasses.dataclass(frozen=True)
-class RuntimeConfig:
-    strategy: str = "auto"
-    precision: str = "auto"
-    jit_compile: bool = False      # compile the training step with XLA
-    # Transform's own pre- and post-transform TFDV statistics (and their anomalies): a second
-    # full pass over the data that no gate reads (ExampleValidator uses StatisticsGen's).
-    transform_statistics: bool = False
-    # Beam args for the data components (the DirectRunner locally; Dataflow etc. on a
-    # cluster). in_memory avoids per-component worker start-up on small data.
-    beam_args: Tuple[str, ...] = ("--direct_running_mode=in_memory", "--direct_num_workers=1")
 
 
 @dataclasses.dataclass(frozen=True)

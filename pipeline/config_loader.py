@@ -129,6 +129,8 @@ def validate(cfg: PipelineConfig) -> None:
          "every layer needs >= 1 unit"),
         (0.0 <= cfg.model.dropout < 1.0, "model.dropout", "must be in [0, 1)"),
         (cfg.model.learning_rate > 0, "model.learning_rate", "must be > 0"),
+        (0.0 <= cfg.model.weight_decay < 1.0, "model.weight_decay", "must be in [0, 1) (0 turns it off)"),
+        (cfg.runtime.steps_per_execution >= 1, "runtime.steps_per_execution", "must be >= 1"),
         (cfg.runtime.strategy in STRATEGIES, "runtime.strategy",
          f"use one of {', '.join(STRATEGIES)}"),
         (cfg.runtime.precision in PRECISIONS, "runtime.precision",
@@ -203,11 +205,6 @@ def _check_keys(where: str, raw: Mapping[str, Any], allowed: set) -> None:
         raise ConfigError(
             f"unknown config key {where}.{unknown[0]}" if where != "config"
             else f"unknown config key {unknown[0]}")
-
-
-def section_from_dict(cls: Any, raw: Mapping[str, Any], where: str) -> Any:
-    """Build one typed config section (e.g. TrainingConfig) from a plain dict."""
-    return _coerce(cls, raw, where)
 
 
 def _coerce(tp: Any, value: Any, where: str) -> Any:

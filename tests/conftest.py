@@ -44,7 +44,7 @@ def taxi_slice(tmp_path_factory):
 def e2e_config(data_path, output_root, *extra):
     return load_config(overrides=[
         f"data.path={data_path}", f"output_root={output_root}",
-        f"training.train_steps={E2E_TRAIN_STEPS}", "training.epochs=3", "training.eval_steps=10",
+        "training.mode=steps", f"training.train_steps={E2E_TRAIN_STEPS}", "training.epochs=3", "training.eval_steps=10",
         *extra])
 
 

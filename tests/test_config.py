@@ -50,8 +50,9 @@ def test_overrides_and_explicit_values_are_typed():
     ("training", "section.key=value"),
     ("training.mode=forever", "training.mode"),
     ("training.gradient_accumulation_steps=0", "training.gradient_accumulation_steps"),
-    ("training.epochs=2000", "in steps mode, must be <= training.train_steps"),
     ("drift.numeric_threshold=0", "drift.numeric_threshold"),
+    ("model.weight_decay=-0.1", "model.weight_decay"),
+    ("runtime.steps_per_execution=0", "runtime.steps_per_execution"),
     ("metadata.backend=postgres", "metadata.backend"),
     ("metadata.port=70000", "metadata.port"),
     ("drift.features={no_such_column: 0.2}", "drift.features: no_such_column not among"),
@@ -67,6 +68,22 @@ def test_overrides_and_explicit_values_are_typed():
 def test_bad_keys_and_values_name_the_problem(override, message):
     with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
         load_config(overrides=[override])
+
+
+def test_steps_mode_needs_a_step_per_round():
+    with pytest.raises(ConfigError, match=r"in steps mode, must be <= training\.train_steps"):
+        load_config(overrides=["training.mode=steps", "training.epochs=2000"])
+
+
+def test_the_default_budget_is_passes_over_the_data():
+    """Passes over the train split (early stopping ends it), not a fixed step count; the
+    CLI's --train-steps asks for a step budget and switches the mode with it."""
+    from pipeline import cli
+
+    assert load_config().training.mode == "epochs"
+    args = cli.build_parser().parse_args(["run", "--train-steps", "40"])
+    cfg = cli.config_from_args(args)
+    assert (cfg.training.mode, cfg.training.train_steps) == ("steps", 40)
 
 
 def test_epochs_mode_is_not_bound_by_the_step_budget():

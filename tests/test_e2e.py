@@ -34,7 +34,7 @@ def test_every_component_completed_in_mlmd(pipeline_run):
 
 
 def test_model_is_blessed_and_beats_the_majority_baseline(pipeline_run):
-    from pipeline.report_text import format_summary
+    from pipeline.console import format_summary
 
     _, summary, out = pipeline_run
     assert summary.blessed is True, summary.failed_thresholds
@@ -155,7 +155,7 @@ def test_worse_candidate_is_not_pushed(pipeline_run, tmp_path):
     Its data is another slice of the same taxi rows, so the drift gate compares for real
     (with the serving model's training data) and passes."""
     from components import serving_push
-    from pipeline.report_text import format_summary
+    from pipeline.console import format_summary
 
     cfg, first, _ = pipeline_run
     before = {v: serving_push.read_metadata(cfg.serving_dir, v) for v in serving_push.versions(cfg.serving_dir)}

@@ -59,7 +59,7 @@ def test_config_reaches_the_components(built):
     assert '"pattern": "taxi.csv"' in gen["input_config"]
     assert c["Transform"].exec_properties["preprocessing_fn"] == PREPROCESSING_FN
     assert c["Trainer"].exec_properties["run_fn"] == RUN_FN
-    assert '"num_steps": %d' % cfg.training.train_steps in c["Trainer"].exec_properties["train_args"]
+    assert '"num_steps"' not in c["Trainer"].exec_properties["train_args"]  # epochs mode: no budget
     assert "big_tipper" in c["Trainer"].exec_properties["custom_config"]
     assert c["Pusher"].exec_properties["serving_dir"].endswith("serving")
     assert c["Pusher"].exec_properties["keep_versions"] == cfg.serving.keep_versions
@@ -72,8 +72,9 @@ def test_config_reaches_the_components(built):
 def test_epochs_mode_gives_the_trainer_no_step_budget():
     from pipeline.factory import train_steps_arg
 
-    assert train_steps_arg(load_config()) == load_config().training.train_steps
-    assert train_steps_arg(load_config(overrides=["training.mode=epochs"])) == 0
+    steps = load_config(overrides=["training.mode=steps"])
+    assert train_steps_arg(steps) == steps.training.train_steps
+    assert train_steps_arg(load_config()) == 0  # the default: passes over the data
 
 
 def test_eval_config_has_gates_and_slices(built):

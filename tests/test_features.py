@@ -21,6 +21,15 @@ def test_valid_spec_orders_model_features():
     assert FeatureSpec.from_dict(s.to_dict()) == s
 
 
+def test_a_column_can_feed_several_features():
+    s = spec([{"name": "fare", "transform": "log_zscore"},
+              {"name": "fare_bucket", "column": "fare", "transform": "bucketize", "num_buckets": 8}])
+    assert s.model_feature_names == ("fare_xf", "fare_bucket_xf")
+    assert s.serving_columns == ("fare",) and s.raw_columns == ("fare", "tips")
+    assert "column" not in s.to_dict()["inputs"][0]  # unset: the feature's own name
+    assert FeatureSpec.from_dict(s.to_dict()) == s
+
+
 @pytest.mark.parametrize("inputs, crosses, label, message", [
     ([{"name": "a", "transform": "sqrt"}], [], LABEL, "unknown transform 'sqrt'"),
     ([{"name": "a", "transform": "zscore"}, {"name": "a", "transform": "zscore"}], [], LABEL,
@@ -34,6 +43,8 @@ def test_valid_spec_orders_model_features():
     ([{"name": "a", "transform": "zscore"}], [], {"name": "y", "transform": "binary", "column": "a"},
      "label leak"),
     ([], [], LABEL, "at least one input"),
+    ([{"name": "a", "transform": "zscore"}, {"name": "a_log", "column": "y_src", "transform": "log_zscore"}], [],
+     {"name": "y", "transform": "binary", "column": "y_src"}, "label leak"),
 ])
 def test_invalid_specs_are_rejected(inputs, crosses, label, message):
     with pytest.raises(FeatureSpecError, match=message):

@@ -72,7 +72,8 @@ def test_image_code_paths_and_runtime_parameters(compiled):
     assert "/pipeline/schema/taxi.pbtxt" in text
     params = kfp_spec.declared_parameters(job)
     assert params["data_root"] == kfp_compile.CONTAINER_TAXI_DATA
-    assert json.loads(params["train_args"]) == {"num_steps": cfg.training.train_steps}
+    # Epochs mode: no step budget unless a run sets one (submit --train-steps).
+    assert json.loads(params["train_args"]) == {"num_steps": 0}
     assert job["runtimeConfig"]["gcsOutputDirectory"] == PIPELINE_ROOT
 
 

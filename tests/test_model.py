@@ -28,12 +28,32 @@ def test_heads_produce_the_right_shape(head, shape):
         np.testing.assert_allclose(out.numpy().sum(axis=1), 1.0, rtol=1e-5)
 
 
-def test_wide_and_deep_layers_exist_per_categorical():
+def test_categoricals_share_one_table_per_part_with_per_feature_offsets():
+    """One gather for the deep part and one for the wide part, whatever the feature count:
+    feature i's index j is row offsets[i] + j of one table."""
     model = build_model(INPUTS, Head("binary"), hidden_units=(8, 4))
     names = {layer.name for layer in model.layers}
-    assert {"payment_type_wide", "payment_type_embedding", "hour_wide", "deep_0", "deep_1",
-            "prediction"} <= names
-    assert model.get_layer("hour_embedding").output_dim == embedding_dim(24, 16)
+    assert {"categorical_indices", "embeddings", "wide", "numerics", "deep_0", "deep_1", "prediction"} <= names
+    embeddings = model.get_layer("embeddings")
+    assert embeddings.table.shape == (5 + 24, embedding_dim(24, 16))
+    assert model.get_layer("wide").table.shape == (5 + 24, 1)
+    rows = embeddings(tf.constant([[1, 2], [4, 23]], tf.int64)).numpy()
+    table = embeddings.table.numpy()
+    np.testing.assert_array_equal(rows[0], table[[1, 5 + 2]])
+    np.testing.assert_array_equal(rows[1], table[[4, 5 + 23]])
+    # An out-of-range index stays inside its own feature's rows.
+    np.testing.assert_array_equal(embeddings(tf.constant([[9, -3]], tf.int64)).numpy()[0], table[[4, 5]])
+    gathers = [op for op in tf.function(model).get_concrete_function(
+        {k: tf.TensorSpec(v.shape, v.dtype) for k, v in batch().items()}).graph.get_operations()
+        if op.type in ("GatherV2", "ResourceGather")]
+    assert len(gathers) == 2
+
+
+def test_batch_norm_and_dropout_layers_when_asked():
+    model = build_model(INPUTS, Head("binary"), hidden_units=(8,), dropout=0.2, batch_norm=True)
+    names = {layer.name for layer in model.layers}
+    assert {"deep_0_bn", "deep_0_dropout"} <= names
+    assert model(batch(), training=True).shape == (6, 1)
 
 
 @pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])

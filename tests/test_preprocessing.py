@@ -13,6 +13,8 @@ SPEC = FeatureSpec.from_dict({
               "denominator": "fare", "threshold": 0.2},
     "inputs": [
         {"name": "fare", "transform": "zscore"},
+        {"name": "fare_log", "column": "fare", "transform": "log_zscore"},
+        {"name": "fare_bucket", "column": "fare", "transform": "bucketize", "num_buckets": 3},
         {"name": "payment_type", "transform": "vocabulary", "top_k": 2, "oov_buckets": 1},
         {"name": "hour", "transform": "identity", "num_buckets": 24},
         {"name": "lat", "transform": "bucketize", "num_buckets": 4},
@@ -60,6 +62,17 @@ def test_zscore_matches_numpy_and_missing_becomes_zero(transformed):
     present = np.array([f for f in FARES if f is not None], dtype=np.float32)
     expected = [(f - present.mean()) / present.std() if f is not None else 0.0 for f in FARES]
     np.testing.assert_allclose(column(out, "fare_xf"), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_one_column_feeds_several_features_log_zscore_and_buckets(transformed):
+    """fare as a number, as log1p then z-score, and as quantile buckets; serving needs fare once."""
+    out = transformed
+    logs = np.log1p(np.array([f for f in FARES if f is not None], dtype=np.float32))
+    expected = [(np.log1p(f) - logs.mean()) / logs.std() if f is not None else 0.0 for f in FARES]
+    np.testing.assert_allclose(column(out, "fare_log_xf"), expected, rtol=1e-4, atol=1e-5)
+    buckets = column(out, "fare_bucket_xf")
+    assert set(buckets) <= {0, 1, 2} and buckets[0] < buckets[-1]  # 10 below 50
+    assert SPEC.serving_columns.count("fare") == 1
 
 
 def test_vocabulary_top_k_and_oov(transformed):

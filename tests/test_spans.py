@@ -13,7 +13,7 @@ from components import serving_push
 from pipeline import cli, local_runner
 from pipeline.data_source import DataError
 from pipeline.history import list_runs
-from pipeline.report_text import format_summary
+from pipeline.console import format_summary
 from pipeline.summary import collect_run
 from tests.conftest import e2e_config, write_taxi_slice
 

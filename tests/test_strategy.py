@@ -33,3 +33,18 @@ def test_chief_detection():
     assert not s.is_chief(with_chief)
     assert s.is_chief({"cluster": with_chief["cluster"], "task": {"type": "chief", "index": 0}})
     assert s.cluster_size(json.loads(json.dumps(with_chief))) == 3
+
+
+@pytest.mark.parametrize("capability, policy", [
+    ((9, 0), "float32"), ((8, 0), "float32"), ((7, 5), "mixed_float16"), ((7, 0), "mixed_float16"),
+    ((6, 1), "float32"), (None, "float32")])
+def test_auto_precision_per_gpu_class(capability, policy):
+    """TF32 from Ampere on (float32 measured fastest on an H100); float16 where there is none."""
+    from trainer.precision import policy_for_gpu
+
+    assert policy_for_gpu(capability) == policy
+
+
+def test_memory_growth_is_harmless_without_gpus():
+    s.enable_memory_growth()
+    assert s.create_strategy("auto", env={}) is not None

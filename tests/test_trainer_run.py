@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from pipeline.factory import trainer_custom_config
@@ -114,26 +115,42 @@ def test_precision_policies_export_float32(transform_output, tmp_path, policy):
     assert outputs["probabilities"][0] == "float32"
 
 
-def test_killed_trainer_resumes_from_its_last_epoch(transform_output, tmp_path):
-    from trainer.run import backup_dir
+def test_killed_trainer_resumes_the_same_training(transform_output, tmp_path):
+    """SIGKILL after an epoch, start again (OneDeviceStrategy, what `auto` picks on one GPU): the
+    resumed Trainer continues the same training
+    (optimizer, dropout masks, input position, early stopping's counters and best weights),
+    so it ends at the epoch, with the history and the model, the uninterrupted run gives."""
     from tfx.components.trainer.fn_args_utils import FnArgs
 
-    args = fn_args(transform_output, str(tmp_path), ["training.epochs=6", "training.early_stopping_patience=0"],
-                   steps=1200)
+    from trainer.resume import read_state
+    from trainer.run import backup_dir
+
+    overrides = ["runtime.strategy=one_device", "training.epochs=8", "training.early_stopping_patience=2",
+                 "model.dropout=0.2",
+                 "model.learning_rate=0.01"]
+    whole = fn_args(transform_output, str(tmp_path / "whole"), overrides, steps=1600)
+    args = fn_args(transform_output, str(tmp_path / "killed"), overrides, steps=1600)
+    uninterrupted = start(whole, tmp_path, "whole")
     backup = backup_dir(FnArgs(**{k: v for k, v in args.items() if k != "examples_uri"}))
     proc = start(args, tmp_path, "killed")
     deadline = time.time() + 240
-    while time.time() < deadline and not glob.glob(os.path.join(backup, "chief", "ckpt-2*")) \
-            and not glob.glob(os.path.join(backup, "ckpt-2*")):
+    while time.time() < deadline and read_state(backup).get("epoch", 0) < 2:
         assert proc.poll() is None, (tmp_path / "killed.log").read_text()[-3000:]
-        time.sleep(0.5)
+        time.sleep(0.2)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    assert os.path.isdir(backup), "no checkpoint was written before the kill"
+    killed_at = read_state(backup)["epoch"]
+    assert 2 <= killed_at < 8, "the kill came after the training had finished"
     finish(start(args, tmp_path, "resumed"), tmp_path, "resumed")
-    info = run_info(args)
-    assert info["first_epoch"] >= 2  # epochs already done were not repeated
-    assert info["epochs"] == 6 - info["first_epoch"]
+    finish(uninterrupted, tmp_path, "whole")
+    resumed, expected = run_info(args), run_info(whole)
+    assert resumed["resumed_at_epoch"] >= killed_at  # epochs already done were not repeated
+    assert (resumed["epochs"], resumed["best_epoch"]) == (expected["epochs"], expected["best_epoch"])
+    for key, values in expected["history"].items():
+        np.testing.assert_allclose(resumed["history"][key], values, rtol=1e-4, err_msg=key)
+    cfg = transform_output["cfg"]
+    np.testing.assert_allclose(predictions(args["serving_model_dir"], cfg),
+                               predictions(whole["serving_model_dir"], cfg), rtol=1e-4, atol=1e-6)
     assert not os.path.exists(backup)  # removed after the finished fit
 
 

@@ -42,12 +42,12 @@ def distribution_options() -> tf.data.Options:
 
 
 def make_tfxio_dataset(data_accessor, file_patterns: Sequence[str], schema, label_key: str,
-                       batch_size: int, *, shuffle: bool, seed: int) -> tf.data.Dataset:
+                       batch_size: int, *, shuffle: bool, seed: int, repeat: bool = True) -> tf.data.Dataset:
     from tfx_bsl.public import tfxio
 
     options = tfxio.TensorFlowDatasetOptions(
         batch_size=batch_size, shuffle=shuffle, shuffle_seed=seed, label_key=label_key,
-        num_epochs=None, drop_final_batch=True)
+        num_epochs=None if repeat else 1, drop_final_batch=repeat)
     ds = data_accessor.tf_dataset_factory(list(file_patterns), options, schema)
     return ds.with_options(distribution_options())
 

@@ -6,8 +6,12 @@ cardinality), so a unit test can build and call it on literal tensors.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
-from typing import Dict, Optional, Sequence
+from typing import Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
 
 from trainer.keras_compat import keras
 from transforms import features as F
@@ -43,45 +47,106 @@ def embedding_dim(cardinality: int, max_dim: int) -> int:
 
 
 def build_model(model_inputs: Sequence[ModelInput], head: Head, hidden_units: Sequence[int],
-                dropout: float = 0.0, embedding_max_dim: int = 16):
-    """Wide (linear over one-hot categories) + deep (embeddings and numerics into an MLP).
+                dropout: float = 0.0, embedding_max_dim: int = 16, batch_norm: bool = False):
+    """Wide (a linear weight per category) + deep (embeddings and numerics into an MLP).
 
-    Inputs are rank-1 tensors keyed by feature name; the output is computed in float32
-    whatever the mixed-precision policy.
+    Shaped for few, large kernels (a GPU runs one per op): the categorical indices go in as
+    one [batch, features] block through one table for all features (per-feature row offsets:
+    one gather for the deep part, one for the wide part); the numerics are one dense
+    [batch, numerics] block. Every feature's embedding has the width the largest
+    cardinality's rule-of-thumb gives (capped at ``embedding_max_dim``). Inputs are rank-1
+    tensors keyed by feature name; the output is float32 whatever the precision policy.
     """
     k = keras()
-    inputs: Dict[str, object] = {}
-    wide_parts, deep_parts = [], []
-    for mi in model_inputs:
-        if mi.is_categorical:
-            inp = k.Input(shape=(), name=mi.name, dtype="int64")
-            idx = k.layers.Reshape((1,), name=f"{mi.name}_idx")(inp)
-            wide = k.layers.Embedding(mi.cardinality, head.units, name=f"{mi.name}_wide")(idx)
-            wide_parts.append(k.layers.Flatten()(wide))
-            emb = k.layers.Embedding(
-                mi.cardinality, embedding_dim(mi.cardinality, embedding_max_dim),
-                name=f"{mi.name}_embedding")(idx)
-            deep_parts.append(k.layers.Flatten()(emb))
-        else:
-            inp = k.Input(shape=(), name=mi.name, dtype="float32")
-            deep_parts.append(k.layers.Reshape((1,), name=f"{mi.name}_col")(inp))
-        inputs[mi.name] = inp
-    if not inputs:
+    layers = _layers()
+    categorical = [mi for mi in model_inputs if mi.is_categorical]
+    numeric = [mi for mi in model_inputs if not mi.is_categorical]
+    if not model_inputs:
         raise ValueError("the model needs at least one input")
-
-    deep = deep_parts[0] if len(deep_parts) == 1 else k.layers.Concatenate()(deep_parts)
+    inputs = {mi.name: k.Input(shape=(), name=mi.name, dtype="int64" if mi.is_categorical else "float32")
+              for mi in model_inputs}
+    deep_parts, logits = [], []
+    if categorical:
+        cards = [mi.cardinality for mi in categorical]
+        indices = layers["Stack"](dtype_name="int64", name="categorical_indices")(
+            [inputs[mi.name] for mi in categorical])
+        dim = embedding_dim(max(cards), embedding_max_dim)
+        emb = layers["FusedEmbedding"](cards, dim, name="embeddings")(indices)
+        deep_parts.append(k.layers.Reshape((len(cards) * dim,), name="embeddings_flat")(emb))
+        wide = layers["FusedEmbedding"](cards, head.units, initializer="zeros", name="wide")(indices)
+        logits.append(layers["SumFeatures"](name="wide_logits")(wide))
+    if numeric:
+        deep_parts.append(layers["Stack"](name="numerics")([inputs[mi.name] for mi in numeric]))
+    deep = deep_parts[0] if len(deep_parts) == 1 else k.layers.Concatenate(name="deep_input")(deep_parts)
     for i, units in enumerate(hidden_units):
-        deep = k.layers.Dense(units, activation="relu", name=f"deep_{i}")(deep)
+        deep = k.layers.Dense(units, use_bias=not batch_norm, name=f"deep_{i}")(deep)
+        if batch_norm:
+            deep = k.layers.BatchNormalization(name=f"deep_{i}_bn")(deep)
+        deep = k.layers.Activation("relu", name=f"deep_{i}_relu")(deep)
         if dropout:
-            deep = k.layers.Dropout(dropout)(deep)
-    logits = [k.layers.Dense(head.units, name="deep_logits")(deep)]
-    if wide_parts:
-        logits += wide_parts
+            # A tf.random.Generator (stateful) so a resumed training continues its masks.
+            deep = k.layers.Dropout(dropout, rng_type="stateful", name=f"deep_{i}_dropout")(deep)
+    logits.insert(0, k.layers.Dense(head.units, name="deep_logits")(deep))
     logit = logits[0] if len(logits) == 1 else k.layers.Add(name="wide_and_deep")(logits)
     activation = {F.TASK_BINARY: "sigmoid", F.TASK_MULTICLASS: "softmax"}.get(head.task, "linear")
     # The output layer computes in float32 (mixed precision keeps the rest in 16 bit).
     output = k.layers.Activation(activation, dtype="float32", name="prediction")(logit)
     return k.Model(inputs=inputs, outputs=output, name="wide_and_deep")
+
+
+@functools.lru_cache(maxsize=None)
+def _layers():
+    """The model's own layers (defined on first use: Keras is chosen at the entry point)."""
+    k = keras()
+
+    class Stack(k.layers.Layer):
+        """Rank-1 columns -> one [batch, columns] block (one op instead of a reshape each)."""
+
+        def __init__(self, dtype_name: str = "", **kwargs):
+            super().__init__(**kwargs)
+            self.dtype_name = dtype_name
+
+        def call(self, columns):
+            dtype = self.dtype_name or self.compute_dtype
+            return tf.stack([tf.cast(c, dtype) for c in columns], axis=1)
+
+        def get_config(self):
+            return dict(super().get_config(), dtype_name=self.dtype_name)
+
+    class FusedEmbedding(k.layers.Layer):
+        """Every categorical feature's embedding in one table: feature i's index j is row
+        offsets[i] + j. [batch, features] int64 -> [batch, features, output_dim]."""
+
+        def __init__(self, cardinalities, output_dim: int, initializer="uniform", **kwargs):
+            super().__init__(**kwargs)
+            self.cardinalities = [int(c) for c in cardinalities]
+            self.output_dim = int(output_dim)
+            self.initializer = initializer
+            self.offsets = np.cumsum([0] + self.cardinalities[:-1]).astype(np.int64)
+            self.max_index = np.asarray(self.cardinalities, np.int64) - 1
+
+        def build(self, input_shape):
+            self.table = self.add_weight(
+                name="table", shape=(sum(self.cardinalities), self.output_dim),
+                initializer=k.initializers.get(self.initializer), trainable=True)
+            super().build(input_shape)
+
+        def call(self, indices):
+            # Transform keeps indices in range; clipping keeps a bad one inside its own feature.
+            rows = tf.clip_by_value(indices, 0, self.max_index) + self.offsets
+            return tf.cast(tf.gather(self.table, rows), self.compute_dtype)
+
+        def get_config(self):
+            return dict(super().get_config(), cardinalities=self.cardinalities,
+                        output_dim=self.output_dim, initializer=self.initializer)
+
+    class SumFeatures(k.layers.Layer):
+        """[batch, features, units] -> [batch, units]: the wide part's linear logit."""
+
+        def call(self, x):
+            return tf.reduce_sum(x, axis=1)
+
+    return {"Stack": Stack, "FusedEmbedding": FusedEmbedding, "SumFeatures": SumFeatures}
 
 
 def loss_and_metrics(head: Head):
@@ -101,3 +166,13 @@ def learning_rate_schedule(learning_rate: float, decay_steps: int, warmup_steps:
     return k.optimizers.schedules.CosineDecay(
         0.0 if warmup_steps else learning_rate, decay_steps=max(1, decay_steps), alpha=0.1,
         warmup_target=learning_rate if warmup_steps else None, warmup_steps=warmup_steps)
+
+
+def optimizer(learning_rate, weight_decay: float = 0.0):
+    """Adam; AdamW (decoupled weight decay, not on biases or normalization) when asked."""
+    k = keras()
+    if not weight_decay:
+        return k.optimizers.Adam(learning_rate)
+    opt = k.optimizers.AdamW(learning_rate, weight_decay=weight_decay)
+    opt.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
+    return opt

@@ -1,8 +1,15 @@
 """Mixed-precision policy from the config's ``runtime.precision``.
 
-``auto`` picks mixed_float16 on GPUs of compute capability 7.0+, mixed_bfloat16 on TPU,
-and float32 on CPU: on this project's 2-core CPU (AVX512_BF16) bf16 measured 0.47x the
-float32 speed for a 128-wide MLP, so it is not a free win (see bench/ and DESIGN.md).
+``auto``, by measurement:
+
+* float32 on GPUs of compute capability 8.0+ (Ampere, Hopper): their float32 matmuls run on
+  Tensor Cores as TF32. Measured on an H100 (TF 2.21): the default taxi model from files
+  float32 11-14k examples/s vs mixed_float16 9-16k; a [2048]x3 MLP at batch 8192 from memory
+  float32 559k, bfloat16 506k, float16 461k (``../shared/gpu/README.md``, bench/gpu_bench.py).
+* mixed_float16 on compute capability 7.x (Volta, Turing): no TF32 there, float16 is their
+  only Tensor Core path (not measured by this project: no such GPU was available).
+* mixed_bfloat16 on TPU; float32 on CPU: on this project's 2-core CPU (AVX512_BF16) bf16
+  measured 0.47x the float32 speed for a 128-wide MLP (see bench/ and DESIGN.md).
 The policy is global Keras state, so it is set only at the entry point (``run_fn``) with
 ``precision_policy`` and restored on exit.
 """
@@ -27,8 +34,14 @@ def resolve_policy(name: str, strategy: tf.distribute.Strategy) -> str:
         return "mixed_bfloat16"
     for gpu in tf.config.list_physical_devices("GPU"):
         capability = tf.config.experimental.get_device_details(gpu).get("compute_capability")
-        if capability and capability >= (7, 0):
-            return "mixed_float16"
+        return policy_for_gpu(capability)
+    return "float32"
+
+
+def policy_for_gpu(capability) -> str:
+    """float32 (TF32 Tensor Cores) from Ampere on; mixed_float16 on Volta/Turing."""
+    if capability and (7, 0) <= tuple(capability) < (8, 0):
+        return "mixed_float16"
     return "float32"
 
 

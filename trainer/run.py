@@ -14,36 +14,18 @@ import math
 import os
 import tempfile
 import time
-from typing import Any, Dict, List, Mapping
+from typing import Any, Dict, List
 
 import tensorflow as tf
 import tensorflow_transform as tft
 
-from pipeline.config import ModelConfig, RuntimeConfig, TrainingConfig
-from pipeline.config_loader import section_from_dict
-from trainer import data, export, model as model_lib, precision, strategy as strategy_lib
+from trainer import data, export, model as model_lib, precision, resume, strategy as strategy_lib
 from trainer.accumulation import with_gradient_accumulation
+from trainer.settings import TrainerSettings, TrainingConfig
 from trainer.keras_compat import keras, skip_autograph_for_tf_keras
 from transforms import features as F
 
 RUN_INFO_FILE = "training_run.json"
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainerSettings:
-    features: F.FeatureSpec
-    model: ModelConfig
-    training: TrainingConfig
-    runtime: RuntimeConfig
-
-    @classmethod
-    def from_custom_config(cls, custom_config: Mapping[str, Any]) -> "TrainerSettings":
-        return cls(
-            features=F.FeatureSpec.from_dict(custom_config["features"]),
-            model=section_from_dict(ModelConfig, custom_config.get("model", {}), "model"),
-            training=section_from_dict(TrainingConfig, custom_config.get("training", {}), "training"),
-            runtime=section_from_dict(RuntimeConfig, custom_config.get("runtime", {}), "runtime"),
-        )
 
 
 def model_inputs(spec: F.FeatureSpec, tf_transform_output) -> List[model_lib.ModelInput]:
@@ -80,22 +62,24 @@ def backup_dir(fn_args) -> str:
 
 
 def training_length(training: TrainingConfig, fn_args, global_batch: int):
-    """(epochs, steps per epoch, train examples or None) for the configured mode.
+    """(mode, epochs, steps per epoch, train examples or None).
 
-    steps: the Trainer's num_steps (or training.train_steps) optimizer steps in all, split
-    into ``epochs`` rounds. epochs: ``epochs`` full passes over the train split, so the
-    training length follows the data size and the epochs asked for, never a fixed cap.
+    epochs: ``epochs`` full passes over the train split, so the training length follows the
+    data size, never a fixed step count. steps: ``training.train_steps`` optimizer steps in
+    all, split into ``epochs`` rounds. The Trainer's num_steps (TrainArgs; 0 means unset),
+    when set, is a step budget that overrides either mode.
     """
-    if training.mode == "epochs":
+    budget = int(fn_args.train_steps or 0)
+    if training.mode == "epochs" and not budget:
         examples = data.count_records(fn_args.train_files)
-        return training.epochs, max(1, math.ceil(examples / global_batch)), examples
-    total_steps = int(fn_args.train_steps or training.train_steps)
+        return "epochs", training.epochs, max(1, math.ceil(examples / global_batch)), examples
+    total_steps = budget or training.train_steps
     epochs = max(1, min(training.epochs, total_steps))
-    return epochs, math.ceil(total_steps / epochs), None
+    return "steps", epochs, math.ceil(total_steps / epochs), None
 
 
 def input_dataset(fn_args, settings: TrainerSettings, files, tf_transform_output, batch_size: int,
-                  *, shuffle: bool):
+                  *, shuffle: bool, repeat: bool = True):
     training, label = settings.training, settings.features.label.name
     if training.reader == "tfxio":
         if getattr(fn_args, "data_accessor", None) is None:
@@ -103,9 +87,9 @@ def input_dataset(fn_args, settings: TrainerSettings, files, tf_transform_output
                              "use training.reader=tfrecord")
         return data.make_tfxio_dataset(
             fn_args.data_accessor, files, tf_transform_output.transformed_metadata.schema, label,
-            batch_size, shuffle=shuffle, seed=training.seed)
+            batch_size, shuffle=shuffle, seed=training.seed, repeat=repeat)
     return data.make_dataset(files, tf_transform_output.transformed_feature_spec(), label, batch_size,
-                             shuffle=shuffle, seed=training.seed, cache=training.cache)
+                             shuffle=shuffle, seed=training.seed, cache=training.cache, repeat=repeat)
 
 
 def run_fn(fn_args) -> None:
@@ -126,75 +110,100 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
     accumulation = training.gradient_accumulation_steps
     global_batch = training.batch_size * replicas * accumulation
 
+    mode, epochs, steps_per_epoch, train_examples = training_length(training, fn_args, global_batch)
+    # A killed Trainer, started again on the same inputs, continues the same training.
+    resumable = not isinstance(strategy, tf.distribute.experimental.ParameterServerStrategy)
+    backup = backup_dir(fn_args)
+    state = resume.read_state(backup) if resumable else {}
     train_ds = input_dataset(fn_args, settings, fn_args.train_files, tf_transform_output,
-                             global_batch, shuffle=True)
-    # Validation only runs forward passes: micro-batches, not the accumulated batch.
+                             global_batch, shuffle=True).skip(resume.skip_batches(state, steps_per_epoch))
+    # Validation only runs forward passes: micro-batches, not the accumulated batch. Every
+    # epoch validates on the same rows (the first eval_steps batches of the eval split, each
+    # row once), so early stopping compares like with like, also across a restart.
     eval_ds = input_dataset(fn_args, settings, fn_args.eval_files, tf_transform_output,
-                            training.batch_size * replicas, shuffle=False)
+                            training.batch_size * replicas, shuffle=False, repeat=False
+                            ).take(int(fn_args.eval_steps or training.eval_steps))
 
-    epochs, steps_per_epoch, train_examples = training_length(training, fn_args, global_batch)
     head = make_head(spec, tf_transform_output)
+    inputs = model_inputs(spec, tf_transform_output)
     with strategy.scope():
         model = model_lib.build_model(
-            model_inputs(spec, tf_transform_output), head, settings.model.hidden_units,
-            settings.model.dropout, settings.model.embedding_max_dim)
+            inputs, head, settings.model.hidden_units,
+            settings.model.dropout, settings.model.embedding_max_dim, settings.model.batch_norm)
         schedule = model_lib.learning_rate_schedule(
             settings.model.learning_rate, steps_per_epoch * epochs, settings.model.warmup_steps)
-        optimizer = precision.wrap_optimizer(keras().optimizers.Adam(schedule), policy)
+        optimizer = precision.wrap_optimizer(
+            model_lib.optimizer(schedule, settings.model.weight_decay), policy)
         loss, metrics = model_lib.loss_and_metrics(head)
         trainable = with_gradient_accumulation(model, accumulation)
         trainable.compile(optimizer=optimizer, loss=loss, metrics=metrics,
-                          jit_compile=settings.runtime.jit_compile)
+                          jit_compile=settings.runtime.jit_compile,
+                          steps_per_execution=settings.runtime.steps_per_execution)
 
     # Only the chief writes TensorBoard logs where users look; other workers write to a
     # temporary directory (every worker must run the callback in multi-worker training).
     log_dir = (fn_args.model_run_dir if strategy_lib.is_chief()
                else tempfile.mkdtemp(prefix="tfxline-worker-logs-"))
     callbacks = [keras().callbacks.TensorBoard(log_dir=log_dir, update_freq="epoch")]
-    # A killed Trainer, started again on the same inputs, resumes from its last epoch.
-    # Keras supports this for the default, mirrored, multi-worker and TPU strategies only.
-    resumable = not isinstance(strategy, (tf.distribute.OneDeviceStrategy,
-                                          tf.distribute.experimental.ParameterServerStrategy))
-    backup = backup_dir(fn_args)
-    if resumable:
-        callbacks.append(keras().callbacks.BackupAndRestore(backup_dir=backup))
-    else:
-        logging.warning("%s cannot resume a killed training (Keras BackupAndRestore does not "
-                        "support it); a restarted Trainer starts over", type(strategy).__name__)
+    early_stopping = None
     if training.early_stopping_patience and epochs > 1:
         monitor = "val_auc" if spec.task == F.TASK_BINARY else "val_loss"
-        callbacks.append(keras().callbacks.EarlyStopping(
+        early_stopping = resume.resumable_early_stopping_class()(
             monitor=monitor, mode="max" if monitor == "val_auc" else "min",
-            patience=training.early_stopping_patience, restore_best_weights=True))
+            patience=training.early_stopping_patience, restore_best_weights=True)
+        callbacks.append(early_stopping)
+    checkpoint, first_epoch = None, 0
+    if resumable:
+        checkpoint = resume.TrainingCheckpoint(backup, model, optimizer, early_stopping)
+        first_epoch = checkpoint.restore(state)
+        callbacks.append(checkpoint.callback())  # after early stopping: saves its state too
+    else:
+        logging.warning("%s cannot resume a killed training; a restarted Trainer starts over",
+                        type(strategy).__name__)
     started = time.monotonic()
-    history = trainable.fit(
-        train_ds, epochs=epochs, steps_per_epoch=steps_per_epoch, validation_data=eval_ds,
-        validation_steps=int(fn_args.eval_steps or training.eval_steps), callbacks=callbacks, verbose=2)
+    if state.get("stopped"):  # killed after early stopping ended the fit: nothing left to train
+        best = early_stopping.restored.get("best_weights") if early_stopping else None
+        if best is not None:
+            model.set_weights(best)
+    else:
+        trainable.fit(
+            train_ds, initial_epoch=first_epoch, epochs=epochs, steps_per_epoch=steps_per_epoch,
+            validation_data=eval_ds, callbacks=callbacks, verbose=2)
     seconds = time.monotonic() - started
+    history = checkpoint.history if checkpoint else trainable.history.history
+    epochs_run = len(next(iter(history.values()), []))
     export.export(model, tf_transform_output, spec, fn_args.serving_model_dir)
     if not strategy_lib.is_chief():
         tf.io.gfile.rmtree(log_dir)
-    elif resumable and tf.io.gfile.exists(backup):
+    elif checkpoint and tf.io.gfile.exists(backup):
         tf.io.gfile.rmtree(backup)  # finished: nothing left to resume
     info = {
         "strategy": strategy_lib.strategy_kind(strategy),
         "replicas": replicas,
         "precision": policy,
         "jit_compile": settings.runtime.jit_compile,
-        "mode": training.mode,
+        "mode": mode,
         "reader": training.reader,
         "batch_size": training.batch_size,
         "gradient_accumulation_steps": accumulation,
         "global_batch": global_batch,
         "train_examples": train_examples,
         "steps_per_epoch": steps_per_epoch,
-        "first_epoch": history.epoch[0] if history.epoch else None,
+        "resumed_at_epoch": first_epoch,
         "resumable": resumable,
-        "steps": steps_per_epoch * len(history.epoch),
-        "epochs": len(history.epoch),
+        "steps": steps_per_epoch * epochs_run,
+        "epochs": epochs_run,
+        "max_epochs": epochs,
+        "best_epoch": (early_stopping.best_epoch + 1) if early_stopping else epochs_run,
         "train_seconds": round(seconds, 2),
-        "examples_per_second": round(steps_per_epoch * len(history.epoch) * global_batch / max(seconds, 1e-9), 1),
-        "history": {k: [float(x) for x in v] for k, v in history.history.items()},
+        "examples_per_second": round(steps_per_epoch * (epochs_run - first_epoch) * global_batch
+                                     / max(seconds, 1e-9), 1),
+        "history": {k: [float(x) for x in v] for k, v in history.items()},
+        # What bench/gpu_bench.py needs to rebuild this model without tft or the config.
+        "label": spec.label.name,
+        "head": dataclasses.asdict(head),
+        "model_inputs": [[mi.name, mi.cardinality] for mi in inputs],
+        "model": dataclasses.asdict(settings.model),
     }
     if strategy_lib.is_chief():
         with tf.io.gfile.GFile(os.path.join(fn_args.model_run_dir, RUN_INFO_FILE), "w") as f:

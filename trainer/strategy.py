@@ -46,7 +46,18 @@ def is_chief(cfg: Optional[dict] = None) -> bool:
     return task.get("type") == "worker" and task.get("index", 0) == 0 and not has_chief
 
 
+def enable_memory_growth() -> None:
+    """Allocate GPU memory as needed instead of taking the whole card from other processes
+    (must run before the GPUs are initialised; a no-op without GPUs)."""
+    for gpu in tf.config.list_physical_devices("GPU"):
+        try:
+            tf.config.experimental.set_memory_growth(gpu, True)
+        except RuntimeError:  # already initialised (a second Trainer in the same process)
+            pass
+
+
 def create_strategy(name: str, env: Mapping[str, str] = os.environ) -> tf.distribute.Strategy:
+    enable_memory_growth()
     cfg = tf_config(env)
     if name == "auto" and cluster_size(cfg) > 1:
         name = "multi_worker_mirrored"

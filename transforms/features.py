@@ -4,10 +4,14 @@ A dataset config lists its raw columns' roles here once; ``transforms.preprocess
 builds the tft ``preprocessing_fn`` from it and ``trainer`` builds the model inputs and
 the serving signature from it. No feature name is written anywhere else.
 
-Transforms of an input column (the output feature keeps the column's name):
+Transforms of an input column. A feature reads the column of its own name, or the one
+named by ``column`` (so one column can feed two features, e.g. ``fare`` as a log-scaled
+number and as quantile buckets):
 
 ``zscore``      numeric; missing values are filled with the column mean, so they
                 become 0 after scaling.
+``log_zscore``  numeric, for skewed non-negative columns (fares, distances, durations):
+                ``log1p(max(x, 0))``, then as ``zscore``.
 ``bucketize``   numeric; quantile buckets (``num_buckets``), missing values filled with
                 the mean first, so they land in the middle bucket.
 ``vocabulary``  string or integer category; ``top_k`` most frequent values get their own
@@ -34,7 +38,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
-NUMERIC_TRANSFORMS = ("zscore",)
+NUMERIC_TRANSFORMS = ("zscore", "log_zscore")
 CATEGORICAL_TRANSFORMS = ("vocabulary", "identity", "bucketize")
 INPUT_TRANSFORMS = NUMERIC_TRANSFORMS + CATEGORICAL_TRANSFORMS
 LABEL_TRANSFORMS = ("ratio_threshold", "binary", "class_vocabulary", "regression")
@@ -56,10 +60,15 @@ class InputFeature:
     oov_buckets: int = 1
     num_buckets: int = 10
     default: int = 0
+    column: Optional[str] = None   # the raw column read; None: the feature's own name
 
     @property
     def is_categorical(self) -> bool:
         return self.transform in CATEGORICAL_TRANSFORMS
+
+    @property
+    def source(self) -> str:
+        return self.column or self.name
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,13 +139,13 @@ class FeatureSpec:
 
     @property
     def serving_columns(self) -> Tuple[str, ...]:
-        """Raw columns a serving request carries: every model input, never the label."""
-        return self.input_names
+        """Raw columns a serving request carries: every column an input reads, never the label."""
+        return tuple(dict.fromkeys(f.source for f in self.inputs))
 
     @property
     def raw_columns(self) -> Tuple[str, ...]:
         """Every raw column the pipeline reads (inputs and label sources)."""
-        cols = list(self.input_names)
+        cols = list(self.serving_columns)
         cols += [c for c in self.label.source_columns if c not in cols]
         return tuple(cols)
 
@@ -149,7 +158,7 @@ class FeatureSpec:
     def to_dict(self) -> Dict[str, Any]:
         return {
             "label": _drop_none(dataclasses.asdict(self.label)),
-            "inputs": [dataclasses.asdict(f) for f in self.inputs],
+            "inputs": [_drop_none(dataclasses.asdict(f)) for f in self.inputs],
             "crosses": [dict(dataclasses.asdict(c), inputs=list(c.inputs)) for c in self.crosses],
         }
 
@@ -215,7 +224,7 @@ class FeatureSpec:
             raise FeatureSpecError(
                 f"features.label: label name {self.label.name!r} is also an input feature")
         for col in self.label.source_columns:
-            if col in self.input_names and self.label.transform != "ratio_threshold":
+            if col in self.serving_columns and self.label.transform != "ratio_threshold":
                 raise FeatureSpecError(
                     f"features.label: label column {col!r} is also an input (label leak)")
         if schema_columns is not None:

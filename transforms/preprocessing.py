@@ -30,7 +30,7 @@ def make_preprocessing_fn(spec: F.FeatureSpec) -> Callable[[Dict[str, Any]], Dic
     def fn(inputs: Dict[str, Any]) -> Dict[str, Any]:
         outputs: Dict[str, Any] = {}
         for feature in spec.inputs:
-            outputs[F.transformed_name(feature.name)] = transform_input(feature, inputs[feature.name])
+            outputs[F.transformed_name(feature.name)] = transform_input(feature, inputs[feature.source])
         for cross in spec.crosses:
             outputs[F.transformed_name(cross.name)] = hashed_cross(
                 [outputs[F.transformed_name(n)] for n in cross.inputs], cross.hash_buckets)
@@ -61,6 +61,8 @@ def _missing_default(x: Any) -> Any:
 def transform_input(feature: F.InputFeature, x: Any) -> tf.Tensor:
     if feature.transform == "zscore":
         return zscore_fill_mean(x)
+    if feature.transform == "log_zscore":
+        return zscore_fill_mean(log1p_non_negative(x))
     if feature.transform == "bucketize":
         # Boundaries are quantiles of the present values; a missing value is filled with
         # the mean. Both analyzers read the raw values, so this stays one analysis phase.
@@ -90,6 +92,17 @@ def zscore_fill_mean(x: Any) -> tf.Tensor:
     filled = to_dense(_as_float(x), mean)
     safe_std = tf.where(std > 0, std, tf.ones_like(std))
     return (filled - mean) / safe_std
+
+
+def log1p_non_negative(x: Any) -> Any:
+    """log(1 + max(x, 0)) of the present values, keeping the column's sparsity."""
+    x = _as_float(x)
+    fn = lambda v: tf.math.log1p(tf.maximum(v, 0.0))  # noqa: E731
+    if isinstance(x, tf.SparseTensor):
+        return tf.SparseTensor(x.indices, fn(x.values), x.dense_shape)
+    if isinstance(x, tf.RaggedTensor):
+        return tf.ragged.map_flat_values(fn, x)
+    return fn(x)
 
 
 def hashed_cross(indices, hash_buckets: int) -> tf.Tensor:

@@ -1,4 +1,5 @@
-"""The end-of-run summary printed by ``tfxline run``."""
+"""What a run prints on the console: the end-of-run summary of `tfxline run` and
+`run-compiled` (the HTML report is pipeline/report/)."""
 from __future__ import annotations
 
 from typing import List

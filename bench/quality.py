@@ -1,0 +1,250 @@
+"""Model quality: the pipeline's model next to gradient-boosted trees, on the same split.
+
+    .venv/bin/python bench/quality.py [--output DIR] [--config taxi] [--set key=value ...] [--rerun]
+
+Runs the pipeline into DIR (default output/quality) unless a finished run is there already
+(``--rerun`` forces one), then scores, on the run's own eval split (ExampleGen's hash split):
+
+* the run's trained model, through its exported ``serving_default`` signature with serialized
+  raw tf.Examples of the serving columns, as a client calls it;
+* scikit-learn's ``HistGradientBoostingClassifier`` (300 iterations, learning rate 0.05)
+  fitted on the same run's train split, on the raw columns as they are: every column the
+  model may read (string columns as categoricals), never the label's source columns.
+
+The label of both is the one Transform computes (the transform graph applied to the raw
+rows). Prints AUC, PR-AUC, accuracy and log loss overall and AUC per value of the slice
+column (default: the first configured slice), and writes bench/results/quality.json.
+Binary tasks only. scikit-learn is a TFX dependency already (in the lock), nothing extra.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import sys
+import time
+
+os.environ["TF_USE_LEGACY_KERAS"] = "1"
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import numpy as np  # noqa: E402
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "quality.json")
+TREES = {"max_iter": 300, "learning_rate": 0.05, "random_state": 0}
+
+
+def finished_run(cfg):
+    """The newest run's summary when it trained a model, else None."""
+    from pipeline import summary as summary_lib
+
+    if not summary_lib.store_exists(cfg.metadata_store):
+        return None
+    try:
+        run = summary_lib.collect_run(cfg.metadata_store, cfg.name)
+    except LookupError:
+        return None
+    return run if run.model_uri else None
+
+
+def split_records(examples_uri: str, split: str):
+    import tensorflow as tf
+
+    files = sorted(glob.glob(os.path.join(examples_uri, f"Split-{split}", "*")))
+    if not files:
+        sys.exit(f"no {split} split under {examples_uri}")
+    return [r.numpy() for r in tf.data.TFRecordDataset(files, compression_type="GZIP")]
+
+
+def columns(records, names):
+    """{column: list of python values (None when missing)} from serialized tf.Examples."""
+    import tensorflow as tf
+
+    out = {n: [] for n in names}
+    for raw in records:
+        feats = tf.train.Example.FromString(raw).features.feature
+        for n in names:
+            f = feats.get(n)
+            kind = f.WhichOneof("kind") if f is not None else None
+            values = list(getattr(f, kind).value) if kind else []
+            v = values[0] if values else None
+            out[n].append(v.decode() if isinstance(v, bytes) else v)
+    return out
+
+
+def labels(records, transform_graph: str, label: str) -> np.ndarray:
+    """The label as Transform computes it: the transform graph applied to the raw rows."""
+    import tensorflow as tf
+    import tensorflow_transform as tft
+
+    tft_output = tft.TFTransformOutput(transform_graph)
+    layer = tft_output.transform_features_layer()
+    spec = tft_output.raw_feature_spec()
+    out = []
+    for start in range(0, len(records), 2048):
+        raw = tf.io.parse_example(tf.constant(records[start:start + 2048]), spec)
+        out.append(layer(raw)[label].numpy())
+    return np.concatenate(out).astype(np.int64)
+
+
+def serving_requests(records, serving_columns):
+    """Serialized tf.Examples of the serving columns only (what a client sends)."""
+    import tensorflow as tf
+
+    keep = set(serving_columns)
+    out = []
+    for raw in records:
+        ex = tf.train.Example.FromString(raw)
+        for name in [n for n in ex.features.feature if n not in keep]:
+            del ex.features.feature[name]
+        out.append(ex.SerializeToString())
+    return out
+
+
+def model_scores(model_dir: str, requests) -> np.ndarray:
+    import tensorflow as tf
+
+    from pipeline.predict import load_serving_fn
+
+    serve = load_serving_fn(model_dir)
+    out = []
+    for start in range(0, len(requests), 2048):
+        result = serve(examples=tf.constant(requests[start:start + 2048]))
+        out.append(next(iter(result.values())).numpy().reshape(-1))
+    return np.concatenate(out)
+
+
+def tree_matrix(cols, names, categories=None):
+    """Numeric columns as float (NaN when missing); string columns as category codes."""
+    categories = categories if categories is not None else {}
+    matrix, is_cat = [], []
+    for n in names:
+        values = cols[n]
+        if any(isinstance(v, str) for v in values):
+            known = categories.setdefault(n, sorted({v for v in values if v is not None}))
+            index = {v: i for i, v in enumerate(known)}
+            matrix.append([index.get(v, np.nan) if v is not None else np.nan for v in values])
+            is_cat.append(True)
+        else:
+            matrix.append([np.nan if v is None else float(v) for v in values])
+            is_cat.append(False)
+    return np.asarray(matrix, dtype=np.float64).T, np.asarray(is_cat), categories
+
+
+def metrics(y: np.ndarray, p: np.ndarray, slice_values) -> dict:
+    from sklearn.metrics import accuracy_score, average_precision_score, log_loss, roc_auc_score
+
+    p = np.clip(p.astype(np.float64), 1e-7, 1 - 1e-7)
+    out = {"auc": roc_auc_score(y, p), "pr_auc": average_precision_score(y, p),
+           "accuracy": accuracy_score(y, p > 0.5), "log_loss": log_loss(y, p), "slices": {}}
+    for value in sorted({v for v in slice_values if v is not None}):
+        mask = np.asarray([v == value for v in slice_values])
+        ys = y[mask]
+        out["slices"][value] = {
+            "n": int(mask.sum()), "positives": int(ys.sum()),
+            "auc": roc_auc_score(ys, p[mask]) if 0 < ys.sum() < len(ys) else None}
+    return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in out.items()}
+
+
+def fmt(v) -> str:
+    return "-" if v is None else f"{v:.4f}"
+
+
+def report(results, slice_column: str) -> str:
+    model, trees = results["model"], results["trees"]
+    lines = [f"{'metric':<12}{'model':>10}{'trees':>10}"]
+    for key in ("auc", "pr_auc", "accuracy", "log_loss"):
+        lines.append(f"{key:<12}{fmt(model[key]):>10}{fmt(trees[key]):>10}")
+    lines.append(f"AUC per {slice_column} (eval rows, positives):")
+    for value, m in sorted(model["slices"].items(), key=lambda kv: -kv[1]["n"]):
+        t = trees["slices"][value]
+        lines.append(f"  {value[:24]:<24}{m['n']:>6}{m['positives']:>6}{fmt(m['auc']):>10}{fmt(t['auc']):>10}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--output", default="output/quality", help="the run's output root")
+    ap.add_argument("--config", default=None, help="a packaged config name or a YAML path")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--rerun", action="store_true", help="run the pipeline even if a run is there")
+    ap.add_argument("--slice", default=None, help="slice column (default: the first configured slice)")
+    ap.add_argument("--results", default=RESULTS)
+    args = ap.parse_args(argv)
+
+    from pipeline import local_runner
+    from pipeline.config_loader import load_config
+    from transforms import features as F
+
+    cfg = load_config(args.config, overrides=[f"output_root={args.output}", *args.set])
+    if cfg.features.task != F.TASK_BINARY:
+        sys.exit(f"bench/quality.py compares binary classifiers; {cfg.name!r} is a {cfg.features.task} task")
+    run = None if args.rerun else finished_run(cfg)
+    if run is None:
+        run = local_runner.run(cfg, stream=sys.stdout)
+    example_gen = next(c for c in run.components if c.node_id.endswith("ExampleGen"))
+    examples = example_gen.outputs["examples"][0]
+    graph = run.component("Transform").outputs["transform_graph"][0]
+    model_dir = os.path.join(run.model_uri, "Format-Serving")
+    slice_column = args.slice or (cfg.evaluation.slices[0] if cfg.evaluation.slices else None)
+
+    train, evals = split_records(examples, "train"), split_records(examples, "eval")
+    label = cfg.features.label.name
+    y_train, y_eval = labels(train, graph, label), labels(evals, graph, label)
+    # Every raw column the trees may use: the data's columns minus the label's sources.
+    all_columns = sorted({n for raw in train[:1] for n in _feature_names(raw)})
+    tree_columns = [c for c in all_columns if c not in cfg.features.label.source_columns
+                    or c in cfg.features.input_names]
+    started = time.monotonic()
+    p_model = model_scores(model_dir, serving_requests(evals, cfg.features.serving_columns))
+    model_seconds = time.monotonic() - started
+
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    x_train, is_cat, cats = tree_matrix(columns(train, tree_columns), tree_columns)
+    x_eval, _, _ = tree_matrix(columns(evals, tree_columns), tree_columns, cats)
+    started = time.monotonic()
+    trees = HistGradientBoostingClassifier(categorical_features=is_cat, **TREES).fit(x_train, y_train)
+    tree_seconds = time.monotonic() - started
+    p_trees = trees.predict_proba(x_eval)[:, 1]
+
+    slice_values = columns(evals, [slice_column])[slice_column] if slice_column else [None] * len(evals)
+    results = {
+        "config": args.config or "taxi", "overrides": args.set, "run_id": run.run_id,
+        "train_rows": len(train), "eval_rows": len(evals), "eval_positive_rate": round(float(y_eval.mean()), 4),
+        "model": metrics(y_eval, p_model, slice_values),
+        "trees": metrics(y_eval, p_trees, slice_values),
+        "trees_settings": dict(TREES, columns=tree_columns), "trees_fit_seconds": round(tree_seconds, 1),
+        "model_scoring_seconds": round(model_seconds, 1), "training": training_run(run),
+    }
+    print(report(results, slice_column))
+    os.makedirs(os.path.dirname(args.results), exist_ok=True)
+    with open(args.results, "w") as f:
+        json.dump(results, f, indent=2)
+    print(f"results: {args.results}")
+    return 0
+
+
+def _feature_names(raw: bytes):
+    import tensorflow as tf
+
+    return list(tf.train.Example.FromString(raw).features.feature)
+
+
+def training_run(run) -> dict:
+    """The Trainer's own record of the run (epochs, steps, history), when there is one."""
+    trainer = run.component("Trainer")
+    for uri in (trainer.outputs.get("model_run") or []) if trainer else []:
+        path = os.path.join(uri, "training_run.json")
+        if os.path.isfile(path):
+            with open(path) as f:
+                info = json.load(f)
+            return {k: info.get(k) for k in ("mode", "epochs", "steps", "steps_per_epoch", "global_batch",
+                                             "train_seconds", "best_epoch")} | {
+                "val_auc": info.get("history", {}).get("val_auc")}
+    return {}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""The config sections the Trainer reads: ``model`` (hyperparameters), ``training`` (how
+long, in what batches) and ``runtime`` (strategy, precision: how it runs, not what it learns).
+
+They live here, with the model code, so ``trainer/`` never imports the orchestrator package;
+``pipeline.config`` composes them into the whole pipeline config and validates the values.
+The Trainer receives them as plain data in ``custom_config`` (``TrainerSettings``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import typing
+from typing import Any, Mapping, Tuple
+
+from transforms import features as F
+
+STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker_mirrored",
+              "parameter_server", "tpu")
+PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
+TRAINING_MODES = ("steps", "epochs")
+READERS = ("tfrecord", "tfxio")
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    hidden_units: Tuple[int, ...] = (128, 64)
+    dropout: float = 0.0
+    batch_norm: bool = False       # batch normalization after each hidden layer
+    embedding_max_dim: int = 16
+    learning_rate: float = 0.003
+    warmup_steps: int = 0
+    weight_decay: float = 0.0      # decoupled weight decay (AdamW); 0: plain Adam
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingConfig:
+    # The memory-bound batch: per replica and per micro-batch. One optimizer step uses
+    # batch_size x replicas x gradient_accumulation_steps examples (the global batch).
+    batch_size: int = 256
+    # epochs: up to `epochs` full passes over the train split, so the length follows the data
+    #   size (early stopping usually ends it sooner);
+    # steps: train_steps optimizer steps in all, split into `epochs` rounds.
+    # The Trainer's TrainArgs.num_steps (a Kubeflow run's train_args parameter, `submit
+    # --train-steps`) overrides either with a step budget. Every epoch / round ends with a
+    # validation pass, a TensorBoard point, a checkpoint and a chance to stop early.
+    mode: str = "epochs"
+    train_steps: int = 1000
+    epochs: int = 10
+    # Average the gradients of N micro-batches before each update: the update of an N x
+    # larger batch at the memory of one batch_size batch. 1 = off.
+    gradient_accumulation_steps: int = 1
+    # Stop when the eval AUC (loss for non-binary tasks) has not improved for this many
+    # epochs, and keep the best weights; 0 turns early stopping off.
+    early_stopping_patience: int = 2
+    eval_steps: int = 50
+    seed: int = 42
+    cache: bool = True             # cache the transformed data in memory when it fits
+    # tfrecord: this project's tf.data reader (cached, measured 3-4x faster here);
+    # tfxio: TFX's data accessor (TFXIO; reads any payload format the examples declare).
+    reader: str = "tfrecord"
+
+
+@dataclasses.dataclass(frozen=True)
+class RuntimeConfig:
+    strategy: str = "auto"
+    precision: str = "auto"
+    jit_compile: bool = False      # compile the training step with XLA
+    # Training steps per tf.function call (Keras steps_per_execution): fewer host round
+    # trips per step; callbacks see every Nth batch. Measured in bench/gpu_bench.py.
+    steps_per_execution: int = 1
+    # Transform's own pre- and post-transform TFDV statistics (and their anomalies): a second
+    # full pass over the data that no gate reads (ExampleValidator uses StatisticsGen's).
+    transform_statistics: bool = False
+    # Beam args for the data components (the DirectRunner locally; Dataflow etc. on a
+    # cluster). in_memory avoids per-component worker start-up on small data.
+    beam_args: Tuple[str, ...] = ("--direct_running_mode=in_memory", "--direct_num_workers=1")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainerSettings:
+    features: F.FeatureSpec
+    model: ModelConfig
+    training: TrainingConfig
+    runtime: RuntimeConfig
+
+    @classmethod
+    def from_custom_config(cls, custom_config: Mapping[str, Any]) -> "TrainerSettings":
+        """From the Trainer's custom_config (the factory writes it from a validated config)."""
+        return cls(
+            features=F.FeatureSpec.from_dict(custom_config["features"]),
+            model=section(ModelConfig, custom_config.get("model", {}), "model"),
+            training=section(TrainingConfig, custom_config.get("training", {}), "training"),
+            runtime=section(RuntimeConfig, custom_config.get("runtime", {}), "runtime"),
+        )
+
+
+def section(cls: Any, raw: Mapping[str, Any], where: str) -> Any:
+    """A section from JSON-shaped data: lists become the tuples the dataclass declares."""
+    allowed = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise ValueError(f"unknown key {where}.{unknown[0]} in the Trainer's custom_config; "
+                         f"allowed: {', '.join(sorted(allowed))}")
+    hints = typing.get_type_hints(cls)
+    return cls(**{k: tuple(v) if typing.get_origin(hints[k]) is tuple else v for k, v in raw.items()})
