@@ -173,6 +173,9 @@ def main(argv=None) -> int:
     ap.add_argument("--results", default=RESULTS)
     args = ap.parse_args(argv)
 
+    from pipeline.console import quiet_libraries
+
+    quiet_libraries()
     from pipeline import local_runner
     from pipeline.config_loader import load_config
     from transforms import features as F
@@ -180,9 +183,11 @@ def main(argv=None) -> int:
     cfg = load_config(args.config, overrides=[f"output_root={args.output}", *args.set])
     if cfg.features.task != F.TASK_BINARY:
         sys.exit(f"bench/quality.py compares binary classifiers; {cfg.name!r} is a {cfg.features.task} task")
+    quiet_logs()
     run = None if args.rerun else finished_run(cfg)
     if run is None:
         run = local_runner.run(cfg, stream=sys.stdout)
+    quiet_logs()  # the run is over; its log is in its log file
     example_gen = next(c for c in run.components if c.node_id.endswith("ExampleGen"))
     examples = example_gen.outputs["examples"][0]
     graph = run.component("Transform").outputs["transform_graph"][0]
@@ -224,6 +229,17 @@ def main(argv=None) -> int:
         json.dump(results, f, indent=2)
     print(f"results: {args.results}")
     return 0
+
+
+def quiet_logs() -> None:
+    import logging
+
+    import tensorflow as tf
+    from absl import logging as absl_logging
+
+    absl_logging.set_verbosity(absl_logging.WARNING)
+    logging.getLogger().setLevel(logging.WARNING)
+    tf.get_logger().setLevel(logging.ERROR)
 
 
 def _feature_names(raw: bytes):

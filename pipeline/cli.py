@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import warnings
 from typing import Optional, Sequence, TextIO
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -126,11 +125,9 @@ def main(argv: Optional[Sequence[str]] = None, stream: Optional[TextIO] = None) 
     from trainer.keras_compat import select_legacy_keras
 
     select_legacy_keras()
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    # Google client libraries warn at import about the Python and google-cloud-storage versions
-    # the locked stack pins (a page of them before the first line of output); not the user's to act on.
-    warnings.filterwarnings("ignore", category=FutureWarning, module=r"google\.")
-    warnings.filterwarnings("ignore", category=FutureWarning, message="You are using a non-supported Python version")
+    from pipeline.console import quiet_libraries
+
+    quiet_libraries()
     from pipeline.config import ConfigError
     stream = stream or sys.stdout
     args = build_parser().parse_args(argv)

@@ -130,7 +130,7 @@ def validate(cfg: PipelineConfig) -> None:
         (0.0 <= cfg.model.dropout < 1.0, "model.dropout", "must be in [0, 1)"),
         (cfg.model.learning_rate > 0, "model.learning_rate", "must be > 0"),
         (0.0 <= cfg.model.weight_decay < 1.0, "model.weight_decay", "must be in [0, 1) (0 turns it off)"),
-        (cfg.runtime.steps_per_execution >= 1, "runtime.steps_per_execution", "must be >= 1"),
+        (cfg.runtime.steps_per_execution >= 0, "runtime.steps_per_execution", "must be >= 0 (0: auto)"),
         (cfg.runtime.strategy in STRATEGIES, "runtime.strategy",
          f"use one of {', '.join(STRATEGIES)}"),
         (cfg.runtime.precision in PRECISIONS, "runtime.precision",

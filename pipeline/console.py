@@ -2,9 +2,20 @@
 `run-compiled` (the HTML report is pipeline/report/)."""
 from __future__ import annotations
 
+import os
+import warnings
 from typing import List
 
 from pipeline.summary import RunSummary, both_classes, describe_spans, undefined_metrics
+
+def quiet_libraries() -> None:
+    """Process-wide, at an entry point: TensorFlow's C++ log below warnings, and the Google client
+    libraries' import-time FutureWarnings about the Python and google-cloud-storage versions the
+    locked stack pins (a page of them before the first line of output; not the user's to act on)."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"google\.")
+    warnings.filterwarnings("ignore", category=FutureWarning, message="You are using a non-supported Python version")
+
 
 HEADLINE_METRICS = ("auc", "accuracy", "binary_accuracy", "pr_auc", "precision", "recall",
                     "loss", "example_count", "mean_absolute_error")

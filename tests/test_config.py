@@ -52,7 +52,7 @@ def test_overrides_and_explicit_values_are_typed():
     ("training.gradient_accumulation_steps=0", "training.gradient_accumulation_steps"),
     ("drift.numeric_threshold=0", "drift.numeric_threshold"),
     ("model.weight_decay=-0.1", "model.weight_decay"),
-    ("runtime.steps_per_execution=0", "runtime.steps_per_execution"),
+    ("runtime.steps_per_execution=-1", "runtime.steps_per_execution"),
     ("metadata.backend=postgres", "metadata.backend"),
     ("metadata.port=70000", "metadata.port"),
     ("drift.features={no_such_column: 0.2}", "drift.features: no_such_column not among"),

@@ -89,3 +89,20 @@ def test_autograph_skip_rule_is_added_once():
     skip_autograph_for_tf_keras()
     prefixes = [getattr(r, "_prefix", None) for r in autograph_config.CONVERSION_RULES]
     assert prefixes.count("tf_keras") == 1
+
+
+def test_embedding_gradient_is_dense_and_equals_the_plain_gather_gradient():
+    """One segment sum, not IndexedSlices (XLA's sparse-update path measured ~200x slower);
+    the values are those of tf.gather's own gradient, duplicates summed."""
+    from trainer.model import gather_with_dense_gradient
+
+    table = tf.Variable(np.arange(12, dtype=np.float32).reshape(6, 2))
+    rows = tf.constant([[0, 3], [3, 5]], tf.int64)
+    weights = tf.constant(np.arange(8, dtype=np.float32).reshape(2, 2, 2))
+    with tf.GradientTape(persistent=True) as tape:
+        ours = tf.reduce_sum(gather_with_dense_gradient(table, rows) * weights)
+        plain = tf.reduce_sum(tf.gather(table, rows) * weights)
+    dense = tape.gradient(ours, table)
+    assert isinstance(dense, tf.Tensor)
+    np.testing.assert_allclose(dense.numpy(), tf.convert_to_tensor(tape.gradient(plain, table)).numpy())
+    assert float(ours) == float(plain)

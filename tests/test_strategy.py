@@ -48,3 +48,9 @@ def test_auto_precision_per_gpu_class(capability, policy):
 def test_memory_growth_is_harmless_without_gpus():
     s.enable_memory_growth()
     assert s.create_strategy("auto", env={}) is not None
+
+
+def test_steps_per_execution_auto_is_one_on_cpu_and_the_configured_value_otherwise():
+    strategy = s.create_strategy("default", env={})
+    assert s.steps_per_execution(0, strategy, steps_per_epoch=47) == 1
+    assert s.steps_per_execution(20, strategy, steps_per_epoch=47) == 20

@@ -94,6 +94,21 @@ def build_model(model_inputs: Sequence[ModelInput], head: Head, hidden_units: Se
     return k.Model(inputs=inputs, outputs=output, name="wide_and_deep")
 
 
+@tf.custom_gradient
+def gather_with_dense_gradient(params, rows):
+    """``tf.gather(params, rows)`` whose gradient is a dense [table rows, dim] tensor (one
+    segment sum) instead of IndexedSlices. The optimizers update every row of the table
+    anyway (Adam decays all its moments), so the math is the same; but under XLA the
+    IndexedSlices path (scatter updates of the optimizer slots) measured 1.3 s per step
+    against 5.6 ms dense, for a 2,400 x 16 table and 4096 x 20 lookups (README, "XLA")."""
+
+    def grad(dy):
+        flat = tf.reshape(dy, [-1, tf.shape(dy)[-1]])
+        return tf.math.unsorted_segment_sum(flat, tf.reshape(rows, [-1]), tf.shape(params)[0]), None
+
+    return tf.gather(params, rows), grad
+
+
 @functools.lru_cache(maxsize=None)
 def _layers():
     """The model's own layers (defined on first use: Keras is chosen at the entry point)."""
@@ -134,7 +149,8 @@ def _layers():
         def call(self, indices):
             # Transform keeps indices in range; clipping keeps a bad one inside its own feature.
             rows = tf.clip_by_value(indices, 0, self.max_index) + self.offsets
-            return tf.cast(tf.gather(self.table, rows), self.compute_dtype)
+            table = tf.convert_to_tensor(self.table)  # read here: the gradient flows to it dense
+            return tf.cast(gather_with_dense_gradient(table, rows), self.compute_dtype)
 
         def get_config(self):
             return dict(super().get_config(), cardinalities=self.cardinalities,

@@ -64,9 +64,10 @@ class RuntimeConfig:
     strategy: str = "auto"
     precision: str = "auto"
     jit_compile: bool = False      # compile the training step with XLA
-    # Training steps per tf.function call (Keras steps_per_execution): fewer host round
-    # trips per step; callbacks see every Nth batch. Measured in bench/gpu_bench.py.
-    steps_per_execution: int = 1
+    # Training steps per tf.function call (Keras steps_per_execution): fewer host round trips
+    # per step on an accelerator; callbacks see every Nth batch. 0 = auto: 50 (at most an
+    # epoch) on GPU/TPU, 1 on CPU, where it measured no faster (bench/gpu_bench.py).
+    steps_per_execution: int = 0
     # Transform's own pre- and post-transform TFDV statistics (and their anomalies): a second
     # full pass over the data that no gate reads (ExampleValidator uses StatisticsGen's).
     transform_statistics: bool = False
