@@ -50,7 +50,7 @@ def test_memory_growth_is_harmless_without_gpus():
     assert s.create_strategy("auto", env={}) is not None
 
 
-def test_steps_per_execution_auto_is_one_on_cpu_and_the_configured_value_otherwise():
-    strategy = s.create_strategy("default", env={})
-    assert s.steps_per_execution(0, strategy, steps_per_epoch=47) == 1
-    assert s.steps_per_execution(20, strategy, steps_per_epoch=47) == 20
+def test_steps_per_execution_auto_is_fifty_at_most_an_epoch():
+    assert s.steps_per_execution(0, steps_per_epoch=47) == 47
+    assert s.steps_per_execution(0, steps_per_epoch=500) == 50
+    assert s.steps_per_execution(20, steps_per_epoch=47) == 20

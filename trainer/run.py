@@ -136,8 +136,7 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
             model_lib.optimizer(schedule, settings.model.weight_decay), policy)
         loss, metrics = model_lib.loss_and_metrics(head)
         trainable = with_gradient_accumulation(model, accumulation)
-        per_call = strategy_lib.steps_per_execution(settings.runtime.steps_per_execution, strategy,
-                                                    steps_per_epoch)
+        per_call = strategy_lib.steps_per_execution(settings.runtime.steps_per_execution, steps_per_epoch)
         trainable.compile(optimizer=optimizer, loss=loss, metrics=metrics,
                           jit_compile=settings.runtime.jit_compile, steps_per_execution=per_call)
 

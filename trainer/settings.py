@@ -65,8 +65,8 @@ class RuntimeConfig:
     precision: str = "auto"
     jit_compile: bool = False      # compile the training step with XLA
     # Training steps per tf.function call (Keras steps_per_execution): fewer host round trips
-    # per step on an accelerator; callbacks see every Nth batch. 0 = auto: 50 (at most an
-    # epoch) on GPU/TPU, 1 on CPU, where it measured no faster (bench/gpu_bench.py).
+    # per step; batch-level callbacks see every Nth batch. 0 = auto: 50, at most an epoch
+    # (measured faster on CPU and GPU, bench/gpu_bench.py).
     steps_per_execution: int = 0
     # Transform's own pre- and post-transform TFDV statistics (and their anomalies): a second
     # full pass over the data that no gate reads (ExampleValidator uses StatisticsGen's).
