@@ -48,7 +48,7 @@ def test_transformed_examples_equal_the_serving_transform(pipeline_run):
     # the Transform layer that serving_default calls inside the exported model.
     raw_spec = tf_transform_output.raw_feature_spec()
     serving_spec = {k: raw_spec[k] for k in spec.serving_columns}
-    label_only = set(spec.label.source_columns) - set(spec.input_names)
+    label_only = set(spec.label.source_columns) - set(spec.serving_columns)
     assert label_only and not label_only & set(serving_spec)  # e.g. tips: never sent to serving
     raw_uri = summary.component("CsvExampleGen").outputs["examples"][0]
     _, raw = read_split(raw_uri, "eval", serving_spec)
@@ -62,5 +62,6 @@ def test_transformed_examples_equal_the_serving_transform(pipeline_run):
     np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5)
     # Sanity: the comparison covers every kind of transform in the spec.
     kinds = {f.transform for f in spec.inputs}
-    assert {"zscore", "vocabulary", "bucketize", "identity"} <= kinds and spec.crosses
+    assert {"log_zscore", "vocabulary", "bucketize", "identity"} <= kinds and spec.crosses
+    assert any(f.column for f in spec.inputs)  # and a column that feeds two features
     assert F.transformed_name(spec.crosses[0].name) in names

@@ -27,9 +27,11 @@ def list_files(file_patterns: Sequence[str]) -> List[str]:
     return files
 
 
-def count_records(file_patterns: Sequence[str]) -> int:
-    """Records in the files: one streaming pass, nothing held in memory."""
+def count_records(file_patterns: Sequence[str], limit: int = 0) -> int:
+    """Records in the files (at most ``limit`` when set): one streaming pass, nothing held in memory."""
     ds = tf.data.TFRecordDataset(list_files(file_patterns), compression_type="GZIP")
+    if limit:
+        ds = ds.take(limit)
     return int(ds.reduce(tf.constant(0, tf.int64), lambda n, _: n + 1))
 
 

@@ -120,9 +120,12 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
     # Validation only runs forward passes: micro-batches, not the accumulated batch. Every
     # epoch validates on the same rows (the first eval_steps batches of the eval split, each
     # row once), so early stopping compares like with like, also across a restart.
+    eval_batch = training.batch_size * replicas
+    eval_steps = int(fn_args.eval_steps or training.eval_steps)
+    eval_rows = data.count_records(fn_args.eval_files, limit=eval_steps * eval_batch)
+    validation_steps = max(1, math.ceil(eval_rows / eval_batch))
     eval_ds = input_dataset(fn_args, settings, fn_args.eval_files, tf_transform_output,
-                            training.batch_size * replicas, shuffle=False, repeat=False
-                            ).take(int(fn_args.eval_steps or training.eval_steps))
+                            eval_batch, shuffle=False, repeat=False).take(validation_steps)
 
     head = make_head(spec, tf_transform_output)
     inputs = model_inputs(spec, tf_transform_output)
@@ -168,7 +171,7 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
     else:
         trainable.fit(
             train_ds, initial_epoch=first_epoch, epochs=epochs, steps_per_epoch=steps_per_epoch,
-            validation_data=eval_ds, callbacks=callbacks, verbose=2)
+            validation_data=eval_ds, validation_steps=validation_steps, callbacks=callbacks, verbose=2)
     seconds = time.monotonic() - started
     history = checkpoint.history if checkpoint else trainable.history.history
     epochs_run = len(next(iter(history.values()), []))
