@@ -200,7 +200,7 @@ def main(argv=None) -> int:
     # Every raw column the trees may use: the data's columns minus the label's sources.
     all_columns = sorted({n for raw in train[:1] for n in _feature_names(raw)})
     tree_columns = [c for c in all_columns if c not in cfg.features.label.source_columns
-                    or c in cfg.features.input_names]
+                    or c in cfg.features.serving_columns]
     started = time.monotonic()
     p_model = model_scores(model_dir, serving_requests(evals, cfg.features.serving_columns))
     model_seconds = time.monotonic() - started
