@@ -37,9 +37,9 @@ TREES = {"max_iter": 300, "learning_rate": 0.05, "random_state": 0}
 
 def finished_run(cfg):
     """The newest run's summary when it trained a model, else None."""
-    from pipeline import summary as summary_lib
+    from pipeline import store as store_lib, summary as summary_lib
 
-    if not summary_lib.store_exists(cfg.metadata_store):
+    if not store_lib.store_exists(cfg.metadata_store):
         return None
     try:
         run = summary_lib.collect_run(cfg.metadata_store, cfg.name)

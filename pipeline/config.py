@@ -143,7 +143,7 @@ class PipelineConfig:
     @property
     def metadata_store(self) -> Any:
         """The store as plain data: the SQLite file's path, or {"mysql": {host, port, database,
-        user, password_env}} (pipeline.summary.connection_config turns it into MLMD's config)."""
+        user, password_env}} (pipeline.store.connection_config turns it into MLMD's config)."""
         if self.metadata.backend == "sqlite":
             return self.metadata_path
         return {"mysql": {k: v for k, v in dataclasses.asdict(self.metadata).items() if k != "backend"}}

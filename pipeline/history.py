@@ -7,6 +7,7 @@ import datetime
 import os
 from typing import List, Optional
 
+from pipeline import store as store_lib
 from pipeline import summary as summary_lib
 
 MAIN_METRICS = ("auc", "accuracy", "binary_accuracy", "loss")  # the first a run has is its main one
@@ -55,9 +56,9 @@ def row_of(summary: summary_lib.RunSummary) -> RunRow:
 def list_runs(metadata_store, pipeline_name: str, last: int = 20) -> List[RunRow]:
     """The newest ``last`` runs of the pipeline, newest first (``metadata_store`` as in
     ``PipelineConfig.metadata_store``)."""
-    store = summary_lib.open_store(metadata_store)
+    store = store_lib.open_store(metadata_store)
     return [row_of(summary_lib.collect_run(metadata_store, pipeline_name, run_id, store=store))
-            for run_id in summary_lib.run_ids(store, pipeline_name)[:last]]
+            for run_id in store_lib.run_ids(store, pipeline_name)[:last]]
 
 
 def format_table(rows: List[RunRow]) -> str:

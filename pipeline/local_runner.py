@@ -18,7 +18,7 @@ import sys
 import time
 from typing import Iterator, List, Optional, TextIO
 
-from pipeline import data_source, files, stack_compat, summary as summary_lib
+from pipeline import data_source, files, stack_compat, store as store_lib, summary as summary_lib
 from pipeline.config import PipelineConfig
 
 _RUNNING = re.compile(r"Component (\S+) is running\.")
@@ -79,8 +79,6 @@ def resolve_inputs(cfg: PipelineConfig) -> LocalPaths:
 
 
 def build_pipeline(cfg: PipelineConfig, paths: LocalPaths, enable_cache: bool = True):
-    from tfx import v1 as tfx
-
     from pipeline.factory import create_pipeline
 
     return create_pipeline(
@@ -91,7 +89,7 @@ def build_pipeline(cfg: PipelineConfig, paths: LocalPaths, enable_cache: bool = 
         schema_path=paths.schema_path,
         pipeline_root=cfg.pipeline_root,
         serving_dir=cfg.serving_dir,
-        metadata_connection_config=summary_lib.connection_config(cfg.metadata_store, readonly=False),
+        metadata_connection_config=store_lib.connection_config(cfg.metadata_store, readonly=False),
         beam_pipeline_args=stack_compat.local_beam_args(cfg.runtime.beam_args),
         enable_cache=enable_cache,
     )

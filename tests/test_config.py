@@ -135,7 +135,7 @@ def test_per_feature_drift_thresholds():
 
 
 def test_mysql_store_takes_its_password_from_the_environment(monkeypatch):
-    from pipeline.summary import connection_config, describe_store
+    from pipeline.store import connection_config, describe_store
 
     cfg = load_config(overrides=["metadata.backend=mysql", "metadata.host=db", "metadata.port=3307"])
     assert cfg.metadata_store == {"mysql": {"host": "db", "port": 3307, "database": "tfxline",

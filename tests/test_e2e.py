@@ -15,7 +15,8 @@ import tensorflow as tf
 
 from pipeline import cli, data_source, local_runner
 from pipeline.examples import read_csv_rows, serialize_rows
-from pipeline.summary import collect_run, open_store
+from pipeline.store import open_store
+from pipeline.summary import collect_run
 from tests.conftest import e2e_config, write_taxi_slice
 
 pytestmark = pytest.mark.e2e
@@ -206,7 +207,7 @@ def test_tensorboard_scalars_per_epoch_in_the_model_run_dir(pipeline_run):
 
 
 def test_runs_lists_the_mlmd_runs_newest_first(pipeline_run, capsys):
-    from pipeline.summary import run_ids
+    from pipeline.store import run_ids
 
     cfg, first, _ = pipeline_run
     ids = run_ids(open_store(cfg.metadata_path), cfg.name)

@@ -16,7 +16,8 @@ import pytest
 
 from components import serving_push
 from pipeline.config_loader import load_config
-from pipeline.summary import collect_run, open_store, run_ids
+from pipeline.store import open_store, run_ids
+from pipeline.summary import collect_run
 from tests.mariadb_server import PASSWORD, MariaDB, binaries
 
 pytestmark = pytest.mark.e2e

@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from pipeline import cli
 from pipeline.report import collect, render
-from pipeline.summary import INPUT_EVENTS, execution_artifacts, open_store
+from pipeline.store import INPUT_EVENTS, execution_artifacts, open_store
 
 pytestmark = pytest.mark.e2e
 

@@ -1,7 +1,6 @@
 """run_fn for real on the shared run's Transform output, one fresh process per run:
 strategies (default, one device, mirrored over 2 logical CPUs, multi-worker over two local
 processes), precision policies, and kill-and-resume."""
-import glob
 import json
 import os
 import signal

@@ -5,6 +5,7 @@ import json
 import os
 from typing import Any, Dict
 
+from pipeline import store as store_lib
 from pipeline import summary as summary_lib
 
 RUN_INFO_FILE = "run.json"
@@ -26,10 +27,10 @@ class RunArtifacts:
 
     def __init__(self, info: Dict[str, Any]):
         self.info = info
-        if not summary_lib.store_exists(info["metadata_store"]):
+        if not store_lib.store_exists(info["metadata_store"]):
             raise FileNotFoundError(f"the run's MLMD store {info['metadata_store']} is gone; "
                                     "a report needs the output directory the run wrote")
-        self.store = summary_lib.open_store(info["metadata_store"])
+        self.store = store_lib.open_store(info["metadata_store"])
         self.summary = summary_lib.collect_run(info["metadata_store"], info["pipeline_name"],
                                                info["run_id"])
         self._cache: Dict[tuple, Dict[str, list]] = {}
@@ -38,17 +39,17 @@ class RunArtifacts:
         if (node_id, events) not in self._cache:
             component = self.summary.component(node_id)
             self._cache[(node_id, events)] = (
-                summary_lib.tfx_artifacts(self.store, component.execution_id, events) if component else {})
+                store_lib.tfx_artifacts(self.store, component.execution_id, events) if component else {})
         return self._cache[(node_id, events)]
 
     def artifact(self, node_id: str, key: str):
         """The node's output artifact under ``key`` in this run (None if not produced)."""
-        found = self._artifacts(node_id, summary_lib.OUTPUT_EVENTS).get(key) or []
+        found = self._artifacts(node_id, store_lib.OUTPUT_EVENTS).get(key) or []
         return found[0] if found else None
 
     def input_artifact(self, node_id: str, key: str):
         """The artifact the node consumed under ``key`` in this run."""
-        found = self._artifacts(node_id, summary_lib.INPUT_EVENTS).get(key) or []
+        found = self._artifacts(node_id, store_lib.INPUT_EVENTS).get(key) or []
         return found[0] if found else None
 
     def example_gen_id(self) -> str:

@@ -8,6 +8,7 @@ import os
 from typing import Any, Dict, List
 
 from components import serving_baseline
+from pipeline import store as store_lib
 from pipeline import summary as summary_lib
 from pipeline.report.artifacts import RunArtifacts
 
@@ -105,7 +106,7 @@ def metric_history(run: RunArtifacts):
     metric = history.main_metric(run.summary.metrics)
     if metric is None:
         return "", []
-    ids = summary_lib.run_ids(run.store, run.info["pipeline_name"])
+    ids = store_lib.run_ids(run.store, run.info["pipeline_name"])
     mine = ids.index(run.summary.run_id) if run.summary.run_id in ids else 0
     points = []
     for run_id in reversed(ids[mine:mine + HISTORY_RUNS]):

@@ -1,0 +1,109 @@
+"""The MLMD store: connecting to it (SQLite file or MySQL server) and reading its runs,
+executions and artifacts. What a run *did* is pipeline.summary, built on this."""
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List, Optional
+
+import ml_metadata as mlmd
+from ml_metadata.proto import metadata_store_pb2
+
+
+def connection_config(store: Any, readonly: bool = True) -> metadata_store_pb2.ConnectionConfig:
+    """MLMD's connection config for ``PipelineConfig.metadata_store`` (a SQLite path, or
+    {"mysql": {...}} with the password from its environment variable)."""
+    from pipeline.config import ConfigError
+
+    config = metadata_store_pb2.ConnectionConfig()
+    if isinstance(store, str):
+        config.sqlite.filename_uri = store
+        config.sqlite.connection_mode = (metadata_store_pb2.SqliteMetadataSourceConfig.READONLY if readonly else
+                                         metadata_store_pb2.SqliteMetadataSourceConfig.READWRITE_OPENCREATE)
+        return config
+    m = store["mysql"]
+    password = os.environ.get(m["password_env"])
+    if password is None:
+        raise ConfigError(f"the MySQL metadata store {describe_store(store)} needs its password in the "
+                          f"environment variable {m['password_env']}; export it (the config never holds it)")
+    config.mysql.host, config.mysql.port = m["host"], int(m["port"])
+    config.mysql.database, config.mysql.user, config.mysql.password = m["database"], m["user"], password
+    return config
+
+
+def describe_store(store: Any) -> str:
+    if isinstance(store, str):
+        return store
+    m = store["mysql"]
+    return f"mysql://{m['user']}@{m['host']}:{m['port']}/{m['database']}"
+
+
+def store_exists(store: Any) -> bool:
+    """Whether there is a store to read (a server store is assumed to exist)."""
+    return os.path.isfile(store) if isinstance(store, str) else True
+
+
+def open_store(store: Any) -> mlmd.MetadataStore:
+    return mlmd.MetadataStore(connection_config(store))
+
+
+def run_ids(store: mlmd.MetadataStore, pipeline_name: str) -> List[str]:
+    """The pipeline's runs in the MLMD store, newest first."""
+    runs = store.get_contexts_by_type("pipeline_run")
+    pipeline_ctx = store.get_context_by_type_and_name("pipeline", pipeline_name)
+    if pipeline_ctx is None or not runs:
+        return []
+    in_pipeline = {e.id for e in store.get_executions_by_context(pipeline_ctx.id)}
+    runs = [r for r in runs if in_pipeline & {e.id for e in store.get_executions_by_context(r.id)}]
+    return [r.name for r in sorted(runs, key=lambda r: (r.create_time_since_epoch, r.id), reverse=True)]
+
+
+def latest_run_id(store: mlmd.MetadataStore, pipeline_name: str) -> Optional[str]:
+    found = run_ids(store, pipeline_name)
+    return found[0] if found else None
+
+
+def spans_of(examples) -> List[int]:
+    """The spans of MLMD Examples artifacts (a property in newer TFX, a custom property in 1.16)."""
+    found = set()
+    for a in examples:
+        for props in (a.properties, a.custom_properties):
+            if "span" in props:
+                value = props["span"]
+                found.add(int(value.string_value) if value.HasField("string_value") else value.int_value)
+                break
+    return sorted(found)
+
+
+def node_id_of(store, execution) -> str:
+    for ctx in store.get_contexts_by_execution(execution.id):
+        if ctx.type == "node" or store.get_context_types_by_id([ctx.type_id])[0].name == "node":
+            return ctx.name.split(".", 1)[-1]
+    return execution.name or str(execution.id)
+
+
+OUTPUT_EVENTS = (metadata_store_pb2.Event.OUTPUT, metadata_store_pb2.Event.DECLARED_OUTPUT)
+INPUT_EVENTS = (metadata_store_pb2.Event.INPUT, metadata_store_pb2.Event.DECLARED_INPUT)
+
+
+def execution_artifacts(store, execution_id: int, event_types=OUTPUT_EVENTS) -> Dict[str, list]:
+    """{key: [MLMD Artifact]} of one execution's outputs (or, with INPUT_EVENTS, inputs)."""
+    events = [e for e in store.get_events_by_execution_ids([execution_id]) if e.type in event_types]
+    artifacts = {a.id: a for a in store.get_artifacts_by_id([e.artifact_id for e in events])}
+    out: Dict[str, list] = {}
+    for e in events:
+        keys = [step.key for step in e.path.steps if step.key] or ["output"]
+        if e.artifact_id in artifacts:
+            for key in keys:  # an artifact given under two keys has one event naming both
+                out.setdefault(key, []).append(artifacts[e.artifact_id])
+    return out
+
+
+def tfx_artifacts(store, execution_id: int, event_types=OUTPUT_EVENTS) -> Dict[str, list]:
+    """{key: [tfx Artifact]} of one execution, typed, for TFX's artifact utilities."""
+    from tfx.types import artifact_utils, standard_artifacts  # noqa: F401 (registers the types)
+
+    out = execution_artifacts(store, execution_id, event_types)
+    type_ids = {a.type_id for artifacts in out.values() for a in artifacts}
+    types = {t.id: t for t in store.get_artifact_types_by_id(list(type_ids))}
+    return {key: [artifact_utils.deserialize_artifact(types[a.type_id], a) for a in artifacts]
+            for key, artifacts in out.items()}
