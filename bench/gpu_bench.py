@@ -11,9 +11,13 @@ from the TF-only GPU bundle (../shared/gpu/README.md). Each device runs in its o
 (the CPU rows with the GPUs hidden); GPU rows are skipped, with a line saying so, where
 TensorFlow sees no GPU. GPU utilisation is sampled with nvidia-smi during each timed row.
 
-Rows: the default model at batch 256 (the pipeline's batch) and 4096 (a batch that fills a
-GPU), float32 / mixed_bfloat16 / mixed_float16, steps_per_execution 1 and 50, XLA on and off;
-a wide model ([2048] x 3 hidden units) at batch 8192 with its achieved TFLOP/s. "graph ops"
+Rows: the input pipeline alone (the ceiling of every row that reads files); the default model
+at batch 256 (the pipeline's batch) and 4096 (a batch that fills a GPU), float32 /
+mixed_bfloat16 / mixed_float16, steps_per_execution 1 and 50, XLA on and off, and without
+the training-batch metrics (``runtime.train_metrics: false``: what AUC and accuracy cost); a wide model ([2048] x 3 hidden
+units) at batch 8192 with its achieved TFLOP/s. GPU rows marked "memory" repeat one batch, so
+the device's own speed shows apart from the input pipeline (skipped on CPU, where both share
+the cores). "graph ops"
 and "variables" count what one training step launches (the forward graph's ops and the
 variables the optimizer updates), the figure the fused model was built to cut.
 Results: bench/results/gpu_bench.json.
@@ -36,22 +40,36 @@ sys.path.insert(0, ROOT)
 RESULTS = os.path.join(ROOT, "bench", "results", "gpu_bench.json")
 WIDE = (2048, 2048, 2048)
 
-# (model, batch, precision, steps_per_execution, xla)
+
+def case(model, batch, precision="float32", spe=50, xla=False, source="files", metrics=True) -> dict:
+    """One measurement: ``source`` "files" reads the cached TFRecords as training does,
+    "memory" repeats one batch (what the device does without its input pipeline); ``model``
+    "input" times the input pipeline alone (the ceiling of any "files" row)."""
+    return {"model": model, "batch": batch, "precision": precision, "steps_per_execution": spe, "xla": xla,
+            "source": source, "metrics": metrics}
+
+
 ROWS = [
-    ("default", 256, "float32", 1, False),
-    ("default", 256, "float32", 50, False),
-    ("default", 256, "mixed_bfloat16", 50, False),
-    ("default", 256, "mixed_float16", 50, False),
-    ("default", 256, "float32", 50, True),
-    ("default", 4096, "float32", 50, False),
-    ("default", 4096, "mixed_bfloat16", 50, False),
-    ("default", 4096, "mixed_float16", 50, False),
-    ("default", 4096, "float32", 50, True),
-    ("wide", 8192, "float32", 10, False),
-    ("wide", 8192, "mixed_bfloat16", 10, False),
-    ("wide", 8192, "mixed_float16", 10, False),
+    case("input", 256, spe=1), case("input", 4096, spe=1),
+    case("default", 256, spe=1),
+    case("default", 256),
+    case("default", 256, metrics=False),
+    case("default", 256, "mixed_bfloat16"),
+    case("default", 256, "mixed_float16"),
+    case("default", 256, xla=True),
+    case("default", 4096),
+    case("default", 4096, source="memory"),
+    case("default", 4096, "mixed_bfloat16"),
+    case("default", 4096, "mixed_float16"),
+    case("default", 4096, xla=True),
+    case("wide", 8192, spe=10),
+    case("wide", 8192, "mixed_bfloat16", spe=10),
+    case("wide", 8192, "mixed_float16", spe=10),
+    case("wide", 8192, spe=10, source="memory"),
+    case("wide", 8192, "mixed_bfloat16", spe=10, source="memory"),
+    case("wide", 8192, "mixed_float16", spe=10, source="memory"),
 ]
-QUICK = [r for r in ROWS if r[0] == "default" and r[2] == "float32" and not r[4]]
+QUICK = [r for r in ROWS if r["model"] in ("input", "default") and r["precision"] == "float32" and not r["xla"]]
 
 
 def find_run(output_root: str):
@@ -115,26 +133,32 @@ class GpuSampler:
         return round(sum(self.samples) / len(self.samples), 1) if self.samples else None
 
 
-def measure(info, files, row, seconds: float, on_gpu: bool) -> dict:
+def measure(info, files, row: dict, seconds: float, on_gpu: bool) -> dict:
     import tensorflow as tf
 
     from trainer import data, precision
     from trainer.keras_compat import keras
     from trainer.model import Head, ModelInput, build_model, loss_and_metrics, optimizer
+    from trainer.train_step import training_model
 
-    kind, batch, policy, spe, xla = row
+    kind, batch, policy, spe, xla = (row[k] for k in ("model", "batch", "precision", "steps_per_execution", "xla"))
     inputs = [ModelInput(name, card) for name, card in info["model_inputs"]]
     head = Head(**info["head"])
     hidden = WIDE if kind == "wide" else tuple(info["model"]["hidden_units"])
     spec = {mi.name: tf.io.FixedLenFeature([], tf.int64 if mi.is_categorical else tf.float32) for mi in inputs}
     spec[info["label"]] = tf.io.FixedLenFeature([], tf.int64)
     ds = data.make_dataset([files], spec, info["label"], batch, shuffle=True, seed=1)
+    if kind == "input":
+        return measure_input(ds, batch, seconds)
+    if row["source"] == "memory":
+        ds = ds.take(1).cache().repeat()
     tf.keras.utils.set_random_seed(1)
     with precision.precision_policy(policy):
         model = build_model(inputs, head, hidden, info["model"]["dropout"], info["model"]["embedding_max_dim"],
                             info["model"].get("batch_norm", False))
         loss, metrics = loss_and_metrics(head)
-        model.compile(optimizer=precision.wrap_optimizer(optimizer(1e-3), policy), loss=loss, metrics=metrics,
+        trainable = training_model(model, train_metrics=row["metrics"])
+        trainable.compile(optimizer=precision.wrap_optimizer(optimizer(1e-3), policy), loss=loss, metrics=metrics,
                       steps_per_execution=spe, jit_compile=xla)
         times = []
 
@@ -145,20 +169,33 @@ def measure(info, files, row, seconds: float, on_gpu: bool) -> dict:
             def on_epoch_end(self, epoch, logs=None):
                 times.append(time.perf_counter() - self.t)
 
-        model.fit(ds, steps_per_epoch=2 * spe, epochs=2, verbose=0, callbacks=[Timer()])  # compile, warm up
+        trainable.fit(ds, steps_per_epoch=2 * spe, epochs=2, verbose=0, callbacks=[Timer()])  # compile, warm up
         per_step = times[-1] / (2 * spe)
         steps = max(spe, int(seconds / max(per_step, 1e-6)) // spe * spe)
         times.clear()
         with GpuSampler() if on_gpu else _Null() as sampler:
-            model.fit(ds, steps_per_epoch=steps, epochs=1, verbose=0, callbacks=[Timer()])
+            trainable.fit(ds, steps_per_epoch=steps, epochs=1, verbose=0, callbacks=[Timer()])
     rate = steps * batch / times[-1]
     width = model.get_layer("deep_0").input.shape[-1]
-    out = {"model": kind, "batch": batch, "precision": policy, "steps_per_execution": spe, "xla": xla,
-           "examples_per_s": round(rate), "ms_per_step": round(1000 * times[-1] / steps, 3), "steps": steps,
+    out = {**row, "examples_per_s": round(rate), "ms_per_step": round(1000 * times[-1] / steps, 3), "steps": steps,
            "gpu_util_percent": getattr(sampler, "mean", None), **step_launch_counts(model)}
     if kind == "wide":
         out["tflops"] = round(rate * mlp_flops_per_example(width, hidden, head.units) / 1e12, 2)
     return out
+
+
+def measure_input(ds, batch: int, seconds: float) -> dict:
+    """The input pipeline alone: batches per second from the cached TFRecords, nothing trained."""
+    it = iter(ds)
+    for _ in range(20):  # fill the cache and the prefetch buffer
+        next(it)
+    n, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        next(it)
+        n += 1
+    elapsed = time.perf_counter() - start
+    return {**case("input", batch, spe=1), "examples_per_s": round(n * batch / elapsed),
+            "ms_per_step": round(1000 * elapsed / n, 3), "steps": n, "gpu_util_percent": None}
 
 
 class _Null:
@@ -183,16 +220,17 @@ def worker(args) -> None:
         print(json.dumps({"skipped": "gpu", "why": "TensorFlow sees no GPU on this machine"}), flush=True)
         return
     info, files = find_run(args.output)
-    for row in [r for r in (QUICK if args.quick else ROWS) if r[0] in args.models.split(",")]:
-        if not on_gpu and row[0] == "wide":
-            if row[2] != "float32":
-                continue  # 16-bit matmuls of this size on a CPU: minutes per row, nothing learned
-            row = row[:3] + (2,) + row[4:]  # seconds per step here: a short execution
+    for row in [r for r in (QUICK if args.quick else ROWS) if r["model"] in ("input", *args.models.split(","))]:
+        if not on_gpu and row["model"] == "wide":
+            if row["precision"] != "float32" or row["source"] == "memory":
+                continue  # 16-bit matmuls of this size on a CPU: minutes per row; compute-bound anyway
+            row = dict(row, steps_per_execution=2)  # seconds per step here: a short execution
+        if not on_gpu and row["source"] == "memory":
+            continue  # on a CPU the model and the input pipeline share the cores: nothing to separate
         try:
             result = measure(info, files, row, args.seconds, on_gpu)
         except Exception as e:  # a row that cannot run here (e.g. XLA without ptxas) is reported
-            result = {"model": row[0], "batch": row[1], "precision": row[2], "steps_per_execution": row[3],
-                      "xla": row[4], "error": f"{type(e).__name__}: {str(e).splitlines()[0][:200]}"}
+            result = dict(row, error=f"{type(e).__name__}: {str(e).splitlines()[0][:200]}")
         print(json.dumps(dict(result, device=args.worker)), flush=True)
 
 
@@ -235,23 +273,30 @@ def machine() -> dict:
     return {"cpus": os.cpu_count(), "platform": platform.platform()}
 
 
+def variant(r) -> str:
+    return r.get("source", "files") + ("" if r.get("metrics", True) else ", no metrics")
+
+
 def table(rows) -> str:
-    lines = [f"{'device':<7}{'model':<8}{'batch':>6} {'precision':<15}{'spe':>4} {'xla':<4}"
+    lines = [f"{'device':<7}{'model':<8}{'batch':>6} {'precision':<15}{'spe':>4} {'xla':<4}{'input':<19}"
              f"{'examples/s':>11}{'ms/step':>9}{'ops':>6}{'vars':>5}{'gpu%':>6}{'TFLOP/s':>8}"]
     for r in rows:
         if "skipped" in r:
             lines.append(f"{r['skipped']}: skipped ({r['why']})")
-        elif "error" in r and "model" not in r:
+            continue
+        if "model" not in r:
             lines.append(f"{r['device']}: {r['error']}")
-        elif "error" in r:
-            lines.append(f"{r['device']:<7}{r['model']:<8}{r['batch']:>6} {r['precision']:<15}"
-                         f"{r['steps_per_execution']:>4} {'on' if r['xla'] else 'off':<4} {r['error']}")
+            continue
+        head = (f"{r['device']:<7}{r['model']:<8}{r['batch']:>6} {r['precision']:<15}"
+                f"{r['steps_per_execution']:>4} {'on' if r['xla'] else 'off':<4}{variant(r):<19}")
+        if "error" in r:
+            lines.append(head + r["error"])
+        elif r["model"] == "input":
+            lines.append(f"{r['device']:<7}{'input pipeline alone (batches from the cached TFRecords)':<63}"
+                         f"{r['examples_per_s']:>11}{r['ms_per_step']:>9}")
         else:
-            lines.append(f"{r['device']:<7}{r['model']:<8}{r['batch']:>6} {r['precision']:<15}"
-                         f"{r['steps_per_execution']:>4} {'on' if r['xla'] else 'off':<4}{r['examples_per_s']:>11}"
-                         f"{r['ms_per_step']:>9}{r['graph_ops']:>6}{r['variables']:>5}"
-                         f"{'-' if r['gpu_util_percent'] is None else r['gpu_util_percent']:>6}"
-                         f"{r.get('tflops', '-'):>8}")
+            lines.append(head + f"{r['examples_per_s']:>11}{r['ms_per_step']:>9}{r['graph_ops']:>6}{r['variables']:>5}"
+                         f"{'-' if r['gpu_util_percent'] is None else r['gpu_util_percent']:>6}{r.get('tflops', '-'):>8}")
     return "\n".join(lines)
 
 

@@ -20,7 +20,7 @@ import tensorflow as tf
 import tensorflow_transform as tft
 
 from trainer import data, export, model as model_lib, precision, resume, strategy as strategy_lib
-from trainer.accumulation import with_gradient_accumulation
+from trainer.train_step import training_model
 from trainer.settings import TrainerSettings, TrainingConfig
 from trainer.keras_compat import keras, skip_autograph_for_tf_keras
 from transforms import features as F
@@ -138,7 +138,7 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
         optimizer = precision.wrap_optimizer(
             model_lib.optimizer(schedule, settings.model.weight_decay), policy)
         loss, metrics = model_lib.loss_and_metrics(head)
-        trainable = with_gradient_accumulation(model, accumulation)
+        trainable = training_model(model, accumulation, settings.runtime.train_metrics)
         per_call = strategy_lib.steps_per_execution(settings.runtime.steps_per_execution, steps_per_epoch)
         trainable.compile(optimizer=optimizer, loss=loss, metrics=metrics,
                           jit_compile=settings.runtime.jit_compile, steps_per_execution=per_call)

@@ -1,4 +1,5 @@
-"""Gradient accumulation against a plain large-batch run on the same data and start weights.
+"""The training step: gradient accumulation against a plain large-batch run on the same data
+and start weights; training without the training-batch metrics against Keras' own step.
 
 N micro-batches of B accumulated must give the same updates as one batch of N x B; the
 control (plain batches of B, same number of examples) must not, or the test proves nothing.
@@ -8,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from trainer import precision
-from trainer.accumulation import with_gradient_accumulation
+from trainer.train_step import training_model
 from trainer.keras_compat import keras, skip_autograph_for_tf_keras
 from trainer.model import Head, ModelInput, build_model, loss_and_metrics
 
@@ -26,13 +27,13 @@ def dataset(batch_size):
     return tf.data.Dataset.from_tensor_slices((x, y)).batch(batch_size, drop_remainder=True)
 
 
-def trained_weights(batch_size, accumulation, initial, epochs=2):
+def trained_weights(batch_size, accumulation, initial, epochs=2, train_metrics=True, validation=None):
     model = build_model(INPUTS, Head("binary"), hidden_units=(16, 8))
     model.set_weights(initial)
-    trainable = with_gradient_accumulation(model, accumulation)
+    trainable = training_model(model, accumulation, train_metrics)
     loss, metrics = loss_and_metrics(Head("binary"))
     trainable.compile(optimizer=keras().optimizers.Adam(0.01), loss=loss, metrics=metrics)
-    history = trainable.fit(dataset(batch_size), epochs=epochs, verbose=0)
+    history = trainable.fit(dataset(batch_size), epochs=epochs, verbose=0, validation_data=validation)
     return model.get_weights(), history.history
 
 
@@ -69,7 +70,7 @@ def test_the_model_only_ever_sees_micro_batches():
 
     inp = k.Input(shape=(1,), name="x")
     model = k.Model(inp, k.layers.Dense(1)(Probe()(inp)))
-    trainable = with_gradient_accumulation(model, N)
+    trainable = training_model(model, N)
     trainable.compile(optimizer="sgd", loss="mse")
     x = np.arange(MICRO * N, dtype="float32").reshape(-1, 1)
     trainable.fit(tf.data.Dataset.from_tensor_slices((x, x)).batch(MICRO * N), epochs=1, verbose=0)
@@ -80,7 +81,7 @@ def test_accumulation_with_float16_loss_scaling_trains(initial):
     with precision.precision_policy("mixed_float16"):
         model = build_model(INPUTS, Head("binary"), hidden_units=(16, 8))
         model.set_weights(initial)
-        trainable = with_gradient_accumulation(model, N)
+        trainable = training_model(model, N)
         loss, metrics = loss_and_metrics(Head("binary"))
         optimizer = precision.wrap_optimizer(keras().optimizers.Adam(0.01), "mixed_float16")
         trainable.compile(optimizer=optimizer, loss=loss, metrics=metrics)
@@ -88,17 +89,31 @@ def test_accumulation_with_float16_loss_scaling_trains(initial):
     assert np.all(np.isfinite(history["loss"])) and history["loss"][-1] < history["loss"][0]
 
 
-def test_one_step_means_the_plain_model():
+@pytest.mark.parametrize("accumulation", [1, N])
+def test_without_train_metrics_the_same_training_and_validation_metrics(initial, accumulation):
+    validation = dataset(MICRO * N).take(2)
+    plain, hist_plain = trained_weights(MICRO * N, accumulation, initial, validation=validation)
+    lean, hist_lean = trained_weights(MICRO * N, accumulation, initial, train_metrics=False, validation=validation)
+    assert max_diff(initial, plain) > 1e-2
+    assert max_diff(lean, plain) < 1e-6  # the same updates: only what is measured differs
+    assert set(hist_lean) == {"loss", "val_loss", "val_auc", "val_accuracy"}
+    assert "auc" in hist_plain
+    for key in hist_lean:
+        np.testing.assert_allclose(hist_lean[key], hist_plain[key], rtol=1e-5)
+
+
+def test_one_step_with_train_metrics_means_the_plain_model():
     model = build_model(INPUTS, Head("binary"), hidden_units=(4,))
-    assert with_gradient_accumulation(model, 1) is model
+    assert training_model(model, 1) is model
+    assert training_model(model, 1, train_metrics=False) is not model
     with pytest.raises(ValueError, match=">= 1"):
-        with_gradient_accumulation(model, 0)
+        training_model(model, 0)
 
 
 def test_jit_compiled_training_step_trains(initial):
     model = build_model(INPUTS, Head("binary"), hidden_units=(16, 8))
     model.set_weights(initial)
-    trainable = with_gradient_accumulation(model, N)
+    trainable = training_model(model, N)
     loss, metrics = loss_and_metrics(Head("binary"))
     trainable.compile(optimizer=keras().optimizers.Adam(0.01), loss=loss, metrics=metrics,
                       jit_compile=True)
