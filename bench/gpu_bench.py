@@ -13,13 +13,13 @@ TensorFlow sees no GPU. GPU utilisation is sampled with nvidia-smi during each t
 
 Rows: the input pipeline alone (the ceiling of every row that reads files); the default model
 at batch 256 (the pipeline's batch) and 4096 (a batch that fills a GPU), float32 /
-mixed_bfloat16 / mixed_float16, steps_per_execution 1 and 50, XLA on and off, and without
-the training-batch metrics (``runtime.train_metrics: false``: what AUC and accuracy cost); a wide model ([2048] x 3 hidden
-units) at batch 8192 with its achieved TFLOP/s. GPU rows marked "memory" repeat one batch, so
-the device's own speed shows apart from the input pipeline (skipped on CPU, where both share
-the cores). "graph ops"
-and "variables" count what one training step launches (the forward graph's ops and the
-variables the optimizer updates), the figure the fused model was built to cut.
+mixed_bfloat16 / mixed_float16, steps_per_execution 1 and 50, XLA on and off, and without the
+training-batch metrics (``runtime.train_metrics: false``: what AUC and accuracy cost); a wide
+model ([2048] x 3 hidden units) at batch 8192 with its achieved TFLOP/s. GPU rows marked
+"memory" repeat one batch, so the device's own speed shows apart from the input pipeline
+(skipped on CPU, where both share the cores). "graph ops" and "variables" count what one
+training step launches (the forward graph's ops and the variables the optimizer updates), the
+figure the fused model was built to cut.
 Results: bench/results/gpu_bench.json.
 """
 from __future__ import annotations
@@ -158,8 +158,8 @@ def measure(info, files, row: dict, seconds: float, on_gpu: bool) -> dict:
                             info["model"].get("batch_norm", False))
         loss, metrics = loss_and_metrics(head)
         trainable = training_model(model, train_metrics=row["metrics"])
-        trainable.compile(optimizer=precision.wrap_optimizer(optimizer(1e-3), policy), loss=loss, metrics=metrics,
-                      steps_per_execution=spe, jit_compile=xla)
+        trainable.compile(optimizer=precision.wrap_optimizer(optimizer(1e-3), policy), loss=loss,
+                          metrics=metrics, steps_per_execution=spe, jit_compile=xla)
         times = []
 
         class Timer(keras().callbacks.Callback):
