@@ -7,8 +7,10 @@
 #   - the base: a Debian 13 minbase root with Python 3.13 (debootstrap), imported with
 #     `docker import` as tfxline-base:trixie;
 #   - the lock's wheels, made inside the Debian 13 root (tools/debian13_root.sh: same Python
-#     and glibc as the base) and handed to the build in kubeflow/wheels/ (installed with
-#     --no-index: the build needs no network).
+#     and glibc as the base) into .roots/image-wheels/, and served to the build over HTTP on
+#     the Docker bridge for the time of the build (WHEELS_URL; installed with --no-index).
+#     Served, not copied into the build context: a copied wheel folder would be a layer of
+#     its own (~0.9 GB more in the image, and twice that on disk while it builds).
 # Needs root (debootstrap, chroot) for the local base, and a running Docker engine.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -22,7 +24,7 @@ BASE_TAR="$REPO/.roots/image-base.tar"
 # cloud storage, and the C++ runtime that TensorFlow and pyfarmhash link.
 BASE_PACKAGES="python3,python3-venv,ca-certificates,libstdc++6,libgomp1"
 BASE_RECIPE="trixie $BASE_PACKAGES"
-WHEELS=kubeflow/wheels
+WHEELS="$REPO/.roots/image-wheels"
 START=$SECONDS
 
 if ! docker info >/dev/null 2>&1; then
@@ -58,18 +60,39 @@ local_wheels() {
   local stamp="$WHEELS/.lock-sha256" want
   want="$(sha256sum "$LOCK" | cut -d' ' -f1)"
   if [[ "$(cat "$stamp" 2>/dev/null)" == "$want" ]]; then return; fi
-  echo "making the lock's wheels in the Debian 13 root ($WHEELS)" >&2
-  find "$WHEELS" -name '*.whl' -delete
+  echo "making the lock's wheels in the Debian 13 root (${WHEELS#"$REPO"/})" >&2
+  rm -rf "$WHEELS" && mkdir -p "$WHEELS"
   bash tools/debian13_root.sh python3 -m pip wheel --quiet --no-deps -r "$LOCK" -w "$WHEELS"
   echo "$want" > "$stamp"
 }
 
+# Serve $WHEELS to the build's containers: a plain HTTP listing on the bridge's gateway
+# address (reachable from build containers, not from outside this machine). A fixed port
+# where it is free: WHEELS_URL is part of the install step's cache key, so the same URL lets
+# a rebuild after a source change reuse the venv layer (the lock, copied, decides the rest).
+serve_wheels() {
+  local gateway port="${TFXLINE_WHEELS_PORT:-38765}"
+  gateway="$(docker network inspect bridge -f '{{(index .IPAM.Config 0).Gateway}}')"
+  if ! python3 -c "import socket, sys; socket.socket().bind(('$gateway', int(sys.argv[1])))" "$port" 2>/dev/null; then
+    port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])')"
+  fi
+  python3 -m http.server --bind "$gateway" --directory "$WHEELS" "$port" >/dev/null 2>&1 &
+  SERVER_PID=$!
+  trap 'kill "$SERVER_PID" 2>/dev/null || true' EXIT
+  for _ in $(seq 50); do
+    python3 -c "import urllib.request; urllib.request.urlopen('http://$gateway:$port/')" 2>/dev/null && break
+    sleep 0.2
+  done
+  WHEELS_URL="http://$gateway:$port/"
+}
+
+WHEELS_URL=""  # the registry's packages, as a user's build would
 if [[ -n "${BASE_IMAGE:-}" ]]; then
   base="$BASE_IMAGE"
-  find "$WHEELS" -name '*.whl' -delete  # the registry's packages, as a user's build would
 else
   local_base
   local_wheels
+  serve_wheels
   base="$BASE_TAG"
 fi
 
@@ -77,10 +100,16 @@ echo "building $TAG from $base (kubeflow/Dockerfile, TFX 1.21)" >&2
 # The classic builder: no BuildKit/buildx needed; the context is what .dockerignore leaves.
 mkdir -p .roots
 log=.roots/image-build.log
-DOCKER_BUILDKIT=0 docker build -f kubeflow/Dockerfile --build-arg BASE_IMAGE="$base" -t "$TAG" . \
-  > "$log" 2>&1 || { tail -n 30 "$log" >&2; echo "error: docker build failed; the whole log is $log" >&2; exit 1; }
-# The build stage's image (the venv and the wheels, ~4 GB) is not part of the result; drop it
-# (only dangling images this Dockerfile's build stage labelled), or every build adds one.
+# --force-rm: a failed step's container does not stay behind holding its layer.
+DOCKER_BUILDKIT=0 docker build --force-rm -f kubeflow/Dockerfile --build-arg BASE_IMAGE="$base" \
+  --build-arg WHEELS_URL="$WHEELS_URL" -t "$TAG" . > "$log" 2>&1 || {
+  tail -n 30 "$log" >&2
+  echo "error: docker build failed; the whole log is $log (free disk where Docker keeps images: $(df -h --output=avail "$(docker info -f '{{.DockerRootDir}}')" | tail -1 | tr -d ' '); the build needs ~5 GB)" >&2
+  exit 1
+}
+# A rebuild leaves the previous image untagged (~3.7 GB each): drop those, only this
+# Dockerfile's (label), and the build stage of the former two-stage Dockerfile.
+docker image prune -f --filter label=tfxline.image=pipeline >/dev/null
 docker image prune -f --filter label=tfxline.stage=build >/dev/null
 size="$(docker image inspect -f '{{.Size}}' "$TAG")"
 echo "image $TAG: $((size / 1000000)) MB, built in $((SECONDS - START)) s" >&2
