@@ -24,7 +24,7 @@ BASE_TAR="$REPO/.roots/image-base.tar"
 # cloud storage, and the C++ runtime that TensorFlow and pyfarmhash link.
 BASE_PACKAGES="python3,python3-venv,ca-certificates,libstdc++6,libgomp1"
 BASE_RECIPE="trixie $BASE_PACKAGES"
-WHEELS="$REPO/.roots/image-wheels"
+WHEELS=.roots/image-wheels  # relative: the Debian 13 root sees the repository as its /src
 START=$SECONDS
 
 if ! docker info >/dev/null 2>&1; then
@@ -60,9 +60,13 @@ local_wheels() {
   local stamp="$WHEELS/.lock-sha256" want
   want="$(sha256sum "$LOCK" | cut -d' ' -f1)"
   if [[ "$(cat "$stamp" 2>/dev/null)" == "$want" ]]; then return; fi
-  echo "making the lock's wheels in the Debian 13 root (${WHEELS#"$REPO"/})" >&2
+  echo "making the lock's wheels in the Debian 13 root ($WHEELS)" >&2
   rm -rf "$WHEELS" && mkdir -p "$WHEELS"
   bash tools/debian13_root.sh python3 -m pip wheel --quiet --no-deps -r "$LOCK" -w "$WHEELS"
+  if ! compgen -G "$WHEELS/*.whl" >/dev/null; then
+    echo "error: pip wheel left no wheels in $WHEELS; see its output above" >&2
+    exit 1
+  fi
   echo "$want" > "$stamp"
 }
 
