@@ -98,6 +98,12 @@ else
   local_wheels
   serve_wheels
   base="$BASE_TAG"
+  # What the build's containers see: a firewall on the bridge would otherwise surface as pip's
+  # "No matching distribution found" halfway through the build.
+  if ! docker run --rm "$base" python3 -c "import urllib.request; urllib.request.urlopen('$WHEELS_URL', timeout=10)" >/dev/null 2>&1; then
+    echo "error: containers cannot reach the wheel server at $WHEELS_URL (a firewall on the Docker bridge?); allow it, or build with a registry: BASE_IMAGE=python:3.13-slim-trixie tools/image.sh" >&2
+    exit 1
+  fi
 fi
 
 echo "building $TAG from $base (kubeflow/Dockerfile, TFX 1.21)" >&2
