@@ -149,7 +149,7 @@ def measure(info, files, row: dict, seconds: float, on_gpu: bool) -> dict:
     spec[info["label"]] = tf.io.FixedLenFeature([], tf.int64)
     ds = data.make_dataset([files], spec, info["label"], batch, shuffle=True, seed=1)
     if kind == "input":
-        return measure_input(ds, batch, seconds)
+        return measure_input(ds, row, seconds)
     if row["source"] == "memory":
         ds = ds.take(1).cache().repeat()
     tf.keras.utils.set_random_seed(1)
@@ -184,8 +184,9 @@ def measure(info, files, row: dict, seconds: float, on_gpu: bool) -> dict:
     return out
 
 
-def measure_input(ds, batch: int, seconds: float) -> dict:
+def measure_input(ds, row: dict, seconds: float) -> dict:
     """The input pipeline alone: batches per second from the cached TFRecords, nothing trained."""
+    batch = row["batch"]
     it = iter(ds)
     for _ in range(20):  # fill the cache and the prefetch buffer
         next(it)
@@ -194,7 +195,7 @@ def measure_input(ds, batch: int, seconds: float) -> dict:
         next(it)
         n += 1
     elapsed = time.perf_counter() - start
-    return {**case("input", batch, spe=1), "examples_per_s": round(n * batch / elapsed),
+    return {**row, "examples_per_s": round(n * batch / elapsed),
             "ms_per_step": round(1000 * elapsed / n, 3), "steps": n, "gpu_util_percent": None}
 
 
@@ -221,12 +222,12 @@ def worker(args) -> None:
         return
     info, files = find_run(args.output)
     for row in [r for r in (QUICK if args.quick else ROWS) if r["model"] in ("input", *args.models.split(","))]:
-        if not on_gpu and row["model"] == "wide":
-            if row["precision"] != "float32" or row["source"] == "memory":
-                continue  # 16-bit matmuls of this size on a CPU: minutes per row; compute-bound anyway
-            row = dict(row, steps_per_execution=2)  # seconds per step here: a short execution
         if not on_gpu and row["source"] == "memory":
             continue  # on a CPU the model and the input pipeline share the cores: nothing to separate
+        if not on_gpu and row["model"] == "wide":
+            if row["precision"] != "float32":
+                continue  # 16-bit matmuls of this size on a CPU: minutes per row, nothing learned
+            row = dict(row, steps_per_execution=2)  # seconds per step here: a short execution
         try:
             result = measure(info, files, row, args.seconds, on_gpu)
         except Exception as e:  # a row that cannot run here (e.g. XLA without ptxas) is reported

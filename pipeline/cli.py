@@ -205,9 +205,7 @@ def cmd_report(args, stream: TextIO) -> int:
 
 def _latest_run_dir(cfg) -> str:
     """The newest run of the configured pipeline in its MLMD store, as a run directory."""
-    from pipeline.store import latest_run_id, open_store
-
-    from pipeline.store import describe_store, store_exists
+    from pipeline.store import describe_store, latest_run_id, open_store, store_exists
 
     run_id = latest_run_id(open_store(cfg.metadata_store), cfg.name) if store_exists(cfg.metadata_store) else None
     if run_id is None:
