@@ -14,8 +14,8 @@ from typing import Any, Dict, Mapping, Optional, Sequence
 
 import yaml
 
-from pipeline.config import (DEFAULT_CONFIG, PRECISIONS, READERS, STRATEGIES, TRAINING_MODES,
-                             ConfigError, PipelineConfig)
+from pipeline.config import (BATCH_SCALINGS, DEFAULT_CONFIG, PRECISIONS, READERS, STRATEGIES,
+                             TRAINING_MODES, ConfigError, PipelineConfig)
 from pipeline.data_source import FORMATS, PACKAGE_PREFIX, DataError, has_span_spec, resolve_data_path
 from transforms.features import FeatureSpec, FeatureSpecError
 
@@ -115,6 +115,8 @@ def validate(cfg: PipelineConfig) -> None:
         (cfg.data.train_buckets >= 1 and cfg.data.eval_buckets >= 1, "data.train_buckets",
          "train_buckets and eval_buckets must both be >= 1"),
         (cfg.training.batch_size >= 1, "training.batch_size", "must be >= 1"),
+        (cfg.training.batch_scaling in BATCH_SCALINGS, "training.batch_scaling",
+         f"use one of {', '.join(BATCH_SCALINGS)}"),
         (cfg.training.train_steps >= 1, "training.train_steps", "must be >= 1"),
         (cfg.training.mode in TRAINING_MODES, "training.mode",
          f"use one of {', '.join(TRAINING_MODES)}"),

@@ -43,6 +43,7 @@ def test_overrides_and_explicit_values_are_typed():
     ("runtime.precision=float8", "runtime.precision"),
     ("training.batch_size=0", "training.batch_size"),
     ("training.batch_size=abc", "expected an integer"),
+    ("training.batch_scaling=max", "training.batch_scaling: 'max'; use one of auto, always, off"),
     ("evaluation.min_auc=1.5", "evaluation.min_auc"),
     ("evaluation.slices=[no_such_column]", "evaluation.slices"),
     ("training.cache=maybe", "expected true or false"),

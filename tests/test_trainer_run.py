@@ -177,6 +177,29 @@ def test_epochs_mode_passes_over_the_data_with_accumulation_and_xla(transform_ou
     assert info["history"]["loss"][-1] < info["history"]["loss"][0]
 
 
+def test_batch_scaling_trains_with_the_batch_and_learning_rate_the_data_allows(transform_output, pipeline_run,
+                                                                              tmp_path):
+    """training.batch_scaling=always on this CPU (auto grows the batch on GPUs and TPUs only):
+    from a written batch of 1 the Trainer trains and validates with the grown batch, the
+    square-root learning rate and the steps per epoch that batch gives."""
+    from trainer import batch
+
+    examples = train_split_examples(pipeline_run)
+    args = fn_args(transform_output, str(tmp_path), [
+        "training.mode=epochs", "training.epochs=1", "training.batch_size=1", "training.batch_scaling=always",
+        "training.early_stopping_patience=0"], steps=None)
+    finish(start(args, tmp_path, "grown"), tmp_path, "grown")
+    info = run_info(args)
+    lr = load_config().model.learning_rate
+    expected = batch.plan(1, lr, "always", "cpu", examples)
+    assert expected.factor >= 2 and examples // expected.per_replica >= batch.MIN_STEPS_PER_EPOCH
+    assert info["configured_batch_size"] == 1
+    assert info["batch_size"] == info["global_batch"] == expected.per_replica
+    assert info["steps_per_epoch"] == -(-examples // expected.per_replica)
+    assert info["learning_rate"] == pytest.approx(lr * expected.factor ** 0.5)
+    assert info["history"]["val_auc"][0] > 0.5
+
+
 def test_same_seed_trains_the_same_model(transform_output, tmp_path):
     """Two processes, same inputs and seed: the same losses and the same predictions."""
     runs = []

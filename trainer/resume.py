@@ -41,13 +41,23 @@ STATE_FILE = "state.json"
 EARLY_STOPPING_FIELDS = ("wait", "best", "best_epoch", "stopped_epoch")
 
 
-def read_state(directory: str) -> Dict[str, Any]:
-    """The last complete state saved in ``directory`` ({} when there is none)."""
+def read_state(directory: str, global_batch: Optional[int] = None) -> Dict[str, Any]:
+    """The last complete state saved in ``directory`` ({} when there is none). A state saved
+    by a training with another global batch (restarted on another device, where
+    ``training.batch_scaling: auto`` picks another batch) is not this training's: it is
+    removed, with a warning, and the training starts over."""
     path = os.path.join(directory, STATE_FILE)
     if not tf.io.gfile.exists(path):
         return {}
     with tf.io.gfile.GFile(path) as f:
-        return json.load(f)
+        state = json.load(f)
+    saved = state.get("global_batch")
+    if global_batch is not None and saved is not None and saved != global_batch:
+        logging.warning("the saved training in %s used a global batch of %d, this one %d (another "
+                        "device?): starting over", directory, saved, global_batch)
+        tf.io.gfile.rmtree(directory)
+        return {}
+    return state
 
 
 def skip_batches(state: Dict[str, Any], steps_per_epoch: int) -> int:
@@ -92,8 +102,9 @@ def resumable_early_stopping_class():
 class TrainingCheckpoint:
     """Saves and restores one training's state in ``directory`` (see the module doc)."""
 
-    def __init__(self, directory: str, model, optimizer, early_stopping=None):
+    def __init__(self, directory: str, model, optimizer, early_stopping=None, global_batch: int = 0):
         self.directory = directory
+        self.global_batch = global_batch
         self.model = model
         self.early_stopping = early_stopping
         self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, **dropout_generators(model))
@@ -128,7 +139,7 @@ class TrainingCheckpoint:
         tf.io.gfile.makedirs(target)
         prefix = f"ckpt-{epoch + 1}"
         self.checkpoint.write(os.path.join(target, prefix))
-        state = {"epoch": epoch + 1, "checkpoint": prefix, "stopped": stopped,
+        state = {"epoch": epoch + 1, "checkpoint": prefix, "stopped": stopped, "global_batch": self.global_batch,
                  "history": self.history, "best_weights": self._best_file}
         es = self.early_stopping
         if es is not None:

@@ -14,12 +14,12 @@ import math
 import os
 import tempfile
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import tensorflow as tf
 import tensorflow_transform as tft
 
-from trainer import data, export, model as model_lib, precision, resume, strategy as strategy_lib
+from trainer import batch as batch_lib, data, export, model as model_lib, precision, resume, strategy as strategy_lib
 from trainer.train_step import training_model
 from trainer.settings import TrainerSettings, TrainingConfig
 from trainer.keras_compat import keras, skip_autograph_for_tf_keras
@@ -61,21 +61,19 @@ def backup_dir(fn_args) -> str:
     return os.path.join(component_root, "backup", hashlib.sha256(key.encode()).hexdigest()[:16])
 
 
-def training_length(training: TrainingConfig, fn_args, global_batch: int):
-    """(mode, epochs, steps per epoch, train examples or None).
+def training_length(training: TrainingConfig, budget: int, train_examples: Optional[int], global_batch: int):
+    """(mode, epochs, steps per epoch).
 
-    epochs: ``epochs`` full passes over the train split, so the training length follows the
-    data size, never a fixed step count. steps: ``training.train_steps`` optimizer steps in
-    all, split into ``epochs`` rounds. The Trainer's num_steps (TrainArgs; 0 means unset),
-    when set, is a step budget that overrides either mode.
+    epochs: ``epochs`` full passes over the ``train_examples`` rows, so the training length
+    follows the data size, never a fixed step count. steps: ``training.train_steps`` optimizer
+    steps in all, split into ``epochs`` rounds. The Trainer's num_steps (TrainArgs, ``budget``;
+    0 means unset), when set, is a step budget that overrides either mode.
     """
-    budget = int(fn_args.train_steps or 0)
-    if training.mode == "epochs" and not budget:
-        examples = data.count_records(fn_args.train_files)
-        return "epochs", training.epochs, max(1, math.ceil(examples / global_batch)), examples
+    if train_examples is not None:
+        return "epochs", training.epochs, max(1, math.ceil(train_examples / global_batch))
     total_steps = budget or training.train_steps
     epochs = max(1, min(training.epochs, total_steps))
-    return "steps", epochs, math.ceil(total_steps / epochs), None
+    return "steps", epochs, math.ceil(total_steps / epochs)
 
 
 def input_dataset(fn_args, settings: TrainerSettings, files, tf_transform_output, batch_size: int,
@@ -108,19 +106,24 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
     tf_transform_output = tft.TFTransformOutput(fn_args.transform_output)
     replicas = strategy.num_replicas_in_sync
     accumulation = training.gradient_accumulation_steps
-    global_batch = training.batch_size * replicas * accumulation
-
-    mode, epochs, steps_per_epoch, train_examples = training_length(training, fn_args, global_batch)
+    budget = int(fn_args.train_steps or 0)
+    train_examples = (data.count_records(fn_args.train_files)
+                      if training.mode == "epochs" and not budget else None)
+    batch = batch_lib.plan(training.batch_size, settings.model.learning_rate, training.batch_scaling,
+                           strategy_lib.device_kind(strategy), train_examples, replicas, accumulation)
+    logging.info("batch per replica %d (%s)", batch.per_replica, batch.reason)
+    global_batch = batch.per_replica * replicas * accumulation
+    mode, epochs, steps_per_epoch = training_length(training, budget, train_examples, global_batch)
     # A killed Trainer, started again on the same inputs, continues the same training.
     resumable = not isinstance(strategy, tf.distribute.experimental.ParameterServerStrategy)
     backup = backup_dir(fn_args)
-    state = resume.read_state(backup) if resumable else {}
+    state = resume.read_state(backup, global_batch) if resumable else {}
     train_ds = input_dataset(fn_args, settings, fn_args.train_files, tf_transform_output,
                              global_batch, shuffle=True).skip(resume.skip_batches(state, steps_per_epoch))
     # Validation only runs forward passes: micro-batches, not the accumulated batch. Every
     # epoch validates on the same rows (the first eval_steps batches of the eval split, each
     # row once), so early stopping compares like with like, also across a restart.
-    eval_batch = training.batch_size * replicas
+    eval_batch = batch.per_replica * replicas
     eval_steps = int(fn_args.eval_steps or training.eval_steps)
     eval_rows = data.count_records(fn_args.eval_files, limit=eval_steps * eval_batch)
     validation_steps = max(1, math.ceil(eval_rows / eval_batch))
@@ -134,7 +137,7 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
             inputs, head, settings.model.hidden_units,
             settings.model.dropout, settings.model.embedding_max_dim, settings.model.batch_norm)
         schedule = model_lib.learning_rate_schedule(
-            settings.model.learning_rate, steps_per_epoch * epochs, settings.model.warmup_steps)
+            batch.learning_rate, steps_per_epoch * epochs, settings.model.warmup_steps)
         optimizer = precision.wrap_optimizer(
             model_lib.optimizer(schedule, settings.model.weight_decay), policy)
         loss, metrics = model_lib.loss_and_metrics(head)
@@ -157,7 +160,7 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
         callbacks.append(early_stopping)
     checkpoint, first_epoch = None, 0
     if resumable:
-        checkpoint = resume.TrainingCheckpoint(backup, model, optimizer, early_stopping)
+        checkpoint = resume.TrainingCheckpoint(backup, model, optimizer, early_stopping, global_batch)
         first_epoch = checkpoint.restore(state)
         callbacks.append(checkpoint.callback())  # after early stopping: saves its state too
     else:
@@ -188,7 +191,11 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
         "steps_per_execution": per_call,
         "mode": mode,
         "reader": training.reader,
-        "batch_size": training.batch_size,
+        "device": strategy_lib.device_kind(strategy),
+        "batch_size": batch.per_replica,
+        "configured_batch_size": training.batch_size,
+        "batch_scaling": batch.reason,
+        "learning_rate": batch.learning_rate,
         "gradient_accumulation_steps": accumulation,
         "global_batch": global_batch,
         "train_examples": train_examples,

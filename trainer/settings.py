@@ -17,6 +17,7 @@ STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker_mirrore
               "parameter_server", "tpu")
 PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
 TRAINING_MODES = ("steps", "epochs")
+BATCH_SCALINGS = ("auto", "always", "off")
 READERS = ("tfrecord", "tfxio")
 
 
@@ -36,6 +37,11 @@ class TrainingConfig:
     # The memory-bound batch: per replica and per micro-batch. One optimizer step uses
     # batch_size x replicas x gradient_accumulation_steps examples (the global batch).
     batch_size: int = 256
+    # auto: on a GPU or TPU with a large train split, the per-replica batch doubles (up to
+    # 4096) while an epoch keeps >= 500 steps, and the learning rate grows by the square root
+    # of the factor; on a CPU or with small data, batch_size as written (trainer/batch.py).
+    # always: the same rule on a CPU too. off: batch_size as written everywhere.
+    batch_scaling: str = "auto"
     # epochs: up to `epochs` full passes over the train split, so the length follows the data
     #   size (early stopping usually ends it sooner);
     # steps: train_steps optimizer steps in all, split into `epochs` rounds.

@@ -117,6 +117,17 @@ def create_strategy(name: str, env: Mapping[str, str] = os.environ) -> tf.distri
     raise StrategyError(f"unknown strategy {name!r}")
 
 
+def device_kind(strategy: tf.distribute.Strategy) -> str:
+    """Where the strategy's replicas run: "tpu", "gpu" or "cpu"."""
+    if isinstance(strategy, tf.distribute.TPUStrategy):
+        return "tpu"
+    try:
+        devices = strategy.extended.worker_devices
+    except (RuntimeError, NotImplementedError, AttributeError):  # the default strategy
+        devices = [d.name for d in tf.config.list_logical_devices("GPU")]
+    return "gpu" if any(":GPU:" in d.upper() for d in devices) else "cpu"
+
+
 def strategy_kind(strategy: tf.distribute.Strategy) -> str:
     """The public name (MultiWorkerMirroredStrategy's class is CollectiveAllReduceStrategy)."""
     named = ((tf.distribute.MultiWorkerMirroredStrategy, "MultiWorkerMirroredStrategy"),

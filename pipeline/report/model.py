@@ -25,8 +25,9 @@ def training_section(run: RunArtifacts) -> Dict[str, Any]:
         with open(info_path) as f:
             info = json.load(f)
         section["settings"] = {k: info.get(k) for k in (
-            "strategy", "replicas", "precision", "examples_per_second", "mode", "epochs", "best_epoch",
-            "resumed_at_epoch", "steps", "global_batch", "gradient_accumulation_steps", "jit_compile", "train_seconds")}
+            "strategy", "device", "replicas", "precision", "examples_per_second", "mode", "epochs",
+            "best_epoch", "resumed_at_epoch", "steps", "global_batch", "batch_scaling", "learning_rate",
+            "gradient_accumulation_steps", "jit_compile", "train_seconds")}
     return section
 
 
