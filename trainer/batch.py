@@ -25,6 +25,7 @@ import math
 from typing import Optional
 
 from trainer.settings import BATCH_SCALINGS
+
 MAX_PER_REPLICA = 4096
 MIN_STEPS_PER_EPOCH = 500
 
@@ -47,7 +48,7 @@ def plan(batch_size: int, learning_rate: float, scaling: str, device: str,
     if scaling == "off":
         return dataclasses.replace(as_written, reason="batch_scaling off")
     if device == "cpu" and scaling == "auto":
-        return dataclasses.replace(as_written, reason="on CPU the written batch")
+        return dataclasses.replace(as_written, reason="auto on a CPU: the written batch")
     if train_examples is None:
         return dataclasses.replace(as_written, reason="step budget: the data size is not counted")
     per_replica = batch_size

@@ -19,7 +19,8 @@ from typing import Any, Dict, List, Optional
 import tensorflow as tf
 import tensorflow_transform as tft
 
-from trainer import batch as batch_lib, data, export, model as model_lib, precision, resume, strategy as strategy_lib
+from trainer import (batch as batch_lib, data, export, model as model_lib, precision, resume,
+                     strategy as strategy_lib)
 from trainer.train_step import training_model
 from trainer.settings import TrainerSettings, TrainingConfig
 from trainer.keras_compat import keras, skip_autograph_for_tf_keras
