@@ -78,17 +78,19 @@ def training_length(training: TrainingConfig, budget: int, train_examples: Optio
 
 
 def input_dataset(fn_args, settings: TrainerSettings, files, tf_transform_output, batch_size: int,
-                  *, shuffle: bool, repeat: bool = True):
+                  *, shuffle: bool, cache: bool, repeat: bool = True, limit: int = 0):
+    """Batches of (features, label); ``limit``: the first ``limit`` records, once (validation)."""
     training, label = settings.training, settings.features.label.name
     if training.reader == "tfxio":
         if getattr(fn_args, "data_accessor", None) is None:
             raise ValueError("training.reader is tfxio but the Trainer passed no data accessor; "
                              "use training.reader=tfrecord")
-        return data.make_tfxio_dataset(
+        ds = data.make_tfxio_dataset(
             fn_args.data_accessor, files, tf_transform_output.transformed_metadata.schema, label,
             batch_size, shuffle=shuffle, seed=training.seed, repeat=repeat)
+        return ds.take(math.ceil(limit / batch_size)) if limit else ds
     return data.make_dataset(files, tf_transform_output.transformed_feature_spec(), label, batch_size,
-                             shuffle=shuffle, seed=training.seed, cache=training.cache, repeat=repeat)
+                             shuffle=shuffle, seed=training.seed, cache=cache, repeat=repeat, limit=limit)
 
 
 def run_fn(fn_args) -> None:
@@ -119,8 +121,14 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
     resumable = not isinstance(strategy, tf.distribute.experimental.ParameterServerStrategy)
     backup = backup_dir(fn_args)
     state = resume.read_state(backup, global_batch) if resumable else {}
-    train_ds = input_dataset(fn_args, settings, fn_args.train_files, tf_transform_output,
-                             global_batch, shuffle=True).skip(resume.skip_batches(state, steps_per_epoch))
+    # The records are cached in memory only when they fit (a large train split streams).
+    data_bytes = data.decompressed_bytes(fn_args.train_files)
+    cache = training.cache and data.cache_fits(data_bytes, data.available_memory())
+    if training.cache and not cache:
+        logging.warning("training.cache: the train split's ~%.1f GB do not fit in a quarter of the "
+                        "available memory; reading the files every epoch", data_bytes / 1e9)
+    train_ds = input_dataset(fn_args, settings, fn_args.train_files, tf_transform_output, global_batch,
+                             shuffle=True, cache=cache).skip(resume.skip_batches(state, steps_per_epoch))
     # Validation only runs forward passes: micro-batches, not the accumulated batch. Every
     # epoch validates on the same rows (the first eval_steps batches of the eval split, each
     # row once), so early stopping compares like with like, also across a restart.
@@ -129,7 +137,7 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
     eval_rows = data.count_records(fn_args.eval_files, limit=eval_steps * eval_batch)
     validation_steps = max(1, math.ceil(eval_rows / eval_batch))
     eval_ds = input_dataset(fn_args, settings, fn_args.eval_files, tf_transform_output,
-                            eval_batch, shuffle=False, repeat=False).take(validation_steps)
+                            eval_batch, shuffle=False, cache=cache, repeat=False, limit=eval_rows)
 
     head = make_head(spec, tf_transform_output)
     inputs = model_inputs(spec, tf_transform_output)
@@ -192,6 +200,8 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
         "steps_per_execution": per_call,
         "mode": mode,
         "reader": training.reader,
+        "cached": cache,
+        "train_data_bytes": data_bytes,
         "device": strategy_lib.device_kind(strategy),
         "batch_size": batch.per_replica,
         "configured_batch_size": training.batch_size,
