@@ -112,8 +112,9 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
     budget = int(fn_args.train_steps or 0)
     train_examples = (data.count_records(fn_args.train_files)
                       if training.mode == "epochs" and not budget else None)
+    device = strategy_lib.device_kind(strategy)
     batch = batch_lib.plan(training.batch_size, settings.model.learning_rate, training.batch_scaling,
-                           strategy_lib.device_kind(strategy), train_examples, replicas, accumulation)
+                           device, train_examples, replicas, accumulation)
     logging.info("batch per replica %d (%s)", batch.per_replica, batch.reason)
     global_batch = batch.per_replica * replicas * accumulation
     mode, epochs, steps_per_epoch = training_length(training, budget, train_examples, global_batch)
@@ -121,12 +122,15 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
     resumable = not isinstance(strategy, tf.distribute.experimental.ParameterServerStrategy)
     backup = backup_dir(fn_args)
     state = resume.read_state(backup, global_batch) if resumable else {}
-    # The records are cached in memory only when they fit (a large train split streams).
-    data_bytes = data.decompressed_bytes(fn_args.train_files)
-    cache = training.cache and data.cache_fits(data_bytes, data.available_memory())
-    if training.cache and not cache:
-        logging.warning("training.cache: the train split's ~%.1f GB do not fit in a quarter of the "
-                        "available memory; reading the files every epoch", data_bytes / 1e9)
+    # The tfrecord reader caches the records in memory when asked and they fit (a large train
+    # split streams); the tfxio reader never caches, so nothing is estimated for it.
+    cache, data_bytes = False, None
+    if training.cache and training.reader == "tfrecord":
+        data_bytes = data.decompressed_bytes(fn_args.train_files)
+        cache = data.cache_fits(data_bytes, data.available_memory())
+        if not cache:
+            logging.warning("training.cache: the train split's ~%.1f GB do not fit in a quarter of the "
+                            "available memory; reading the files every epoch", data_bytes / 1e9)
     train_ds = input_dataset(fn_args, settings, fn_args.train_files, tf_transform_output, global_batch,
                              shuffle=True, cache=cache).skip(resume.skip_batches(state, steps_per_epoch))
     # Validation only runs forward passes: micro-batches, not the accumulated batch. Every
@@ -202,7 +206,7 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
         "reader": training.reader,
         "cached": cache,
         "train_data_bytes": data_bytes,
-        "device": strategy_lib.device_kind(strategy),
+        "device": device,
         "batch_size": batch.per_replica,
         "configured_batch_size": training.batch_size,
         "batch_scaling": batch.reason,
