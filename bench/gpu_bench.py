@@ -17,9 +17,11 @@ mixed_bfloat16 / mixed_float16, steps_per_execution 1 and 50, XLA on and off, an
 training-batch metrics (``runtime.train_metrics: false``: what AUC and accuracy cost); a wide
 model ([2048] x 3 hidden units) at batch 8192 with its achieved TFLOP/s. GPU rows marked
 "memory" repeat one batch, so the device's own speed shows apart from the input pipeline
-(skipped on CPU, where both share the cores). "graph ops" and "variables" count what one
-training step launches (the forward graph's ops and the variables the optimizer updates), the
-figure the fused model was built to cut.
+(skipped on CPU, where both share the cores). "ops" counts the kernels one training step
+launches (forward, backward, loss, metrics and the optimizer's update: every op of the
+compiled step but constants, reads and plumbing; trainer.train_step.step_kernel_ops) and
+"vars" the variables the optimizer updates: what a launch-bound GPU pays per step, the figure
+the fused model and the fused optimizer were built to cut.
 Results: bench/results/gpu_bench.json.
 """
 from __future__ import annotations
@@ -91,14 +93,6 @@ def mlp_flops_per_example(input_width: int, hidden, out_units: int = 1) -> int:
     return 6 * sum(a * b for a, b in zip(widths, widths[1:]))
 
 
-def step_launch_counts(model) -> dict:
-    import tensorflow as tf
-
-    specs = {i.name: tf.TensorSpec([None], i.dtype) for i in model.inputs}
-    graph = tf.function(model).get_concrete_function(specs).graph
-    return {"graph_ops": len(graph.get_operations()), "variables": len(model.trainable_variables)}
-
-
 class GpuSampler:
     """Mean GPU utilisation (nvidia-smi, every 200 ms) while running."""
 
@@ -138,8 +132,9 @@ def measure(info, files, row: dict, seconds: float, on_gpu: bool) -> dict:
 
     from trainer import data, precision
     from trainer.keras_compat import keras
-    from trainer.model import Head, ModelInput, build_model, loss_and_metrics, optimizer
-    from trainer.train_step import training_model
+    from trainer.model import Head, ModelInput, build_model, loss_and_metrics
+    from trainer.optimizer import optimizer
+    from trainer.train_step import step_kernel_ops, training_model
 
     kind, batch, policy, spe, xla = (row[k] for k in ("model", "batch", "precision", "steps_per_execution", "xla"))
     inputs = [ModelInput(name, card) for name, card in info["model_inputs"]]
@@ -158,8 +153,8 @@ def measure(info, files, row: dict, seconds: float, on_gpu: bool) -> dict:
                             info["model"].get("batch_norm", False))
         loss, metrics = loss_and_metrics(head)
         trainable = training_model(model, train_metrics=row["metrics"])
-        trainable.compile(optimizer=precision.wrap_optimizer(optimizer(1e-3), policy), loss=loss,
-                          metrics=metrics, steps_per_execution=spe, jit_compile=xla)
+        opt = precision.wrap_optimizer(optimizer(1e-3, info["model"].get("weight_decay", 0.0)), policy)
+        trainable.compile(optimizer=opt, loss=loss, metrics=metrics, steps_per_execution=spe, jit_compile=xla)
         times = []
 
         class Timer(keras().callbacks.Callback):
@@ -178,7 +173,9 @@ def measure(info, files, row: dict, seconds: float, on_gpu: bool) -> dict:
     rate = steps * batch / times[-1]
     width = model.get_layer("deep_0").input.shape[-1]
     out = {**row, "examples_per_s": round(rate), "ms_per_step": round(1000 * times[-1] / steps, 3), "steps": steps,
-           "gpu_util_percent": getattr(sampler, "mean", None), **step_launch_counts(model)}
+           "gpu_util_percent": getattr(sampler, "mean", None), "variables": len(model.trainable_variables),
+           # with steps_per_execution > 1 the loop's own few ops are in the count too
+           "step_ops": None if xla else step_kernel_ops(trainable)}
     if kind == "wide":
         out["tflops"] = round(rate * mlp_flops_per_example(width, hidden, head.units) / 1e12, 2)
     return out
@@ -296,7 +293,8 @@ def table(rows) -> str:
             lines.append(f"{r['device']:<7}{'input pipeline alone (batches from the cached TFRecords)':<63}"
                          f"{r['examples_per_s']:>11}{r['ms_per_step']:>9}")
         else:
-            lines.append(head + f"{r['examples_per_s']:>11}{r['ms_per_step']:>9}{r['graph_ops']:>6}{r['variables']:>5}"
+            ops = "-" if r.get("step_ops") is None else r["step_ops"]
+            lines.append(head + f"{r['examples_per_s']:>11}{r['ms_per_step']:>9}{ops:>6}{r['variables']:>5}"
                          f"{'-' if r['gpu_util_percent'] is None else r['gpu_util_percent']:>6}{r.get('tflops', '-'):>8}")
     return "\n".join(lines)
 

@@ -55,12 +55,26 @@ def test_an_unknown_scaling_is_refused():
 def test_a_backup_from_another_global_batch_is_not_resumed(tmp_path):
     """Restarted on another device, auto may pick another batch: the saved epochs belong to
     another training, so they are removed and the training starts over."""
-    from trainer.resume import STATE_FILE, read_state
+    from trainer.resume import STATE_FILE, STATE_VERSION, read_state
 
     backup = tmp_path / "backup"
     backup.mkdir()
-    (backup / STATE_FILE).write_text(json.dumps({"epoch": 2, "checkpoint": "ckpt-2", "global_batch": 4096}))
+    (backup / STATE_FILE).write_text(json.dumps(
+        {"version": STATE_VERSION, "epoch": 2, "checkpoint": "ckpt-2", "global_batch": 4096}))
     assert read_state(str(backup), 4096)["epoch"] == 2
     assert read_state(str(backup))["epoch"] == 2
     assert read_state(str(backup), 256) == {}
     assert not backup.exists()
+
+
+def test_a_backup_from_another_trainer_version_is_not_resumed(tmp_path, caplog):
+    """A checkpoint of the previous optimizer (Keras' AdamW, no version in state.json) would
+    restore the weights and silently leave the fused optimizer's slots and step count new."""
+    from trainer.resume import STATE_FILE, read_state
+
+    backup = tmp_path / "backup"
+    backup.mkdir()
+    (backup / STATE_FILE).write_text(json.dumps({"epoch": 2, "checkpoint": "ckpt-2", "global_batch": 256}))
+    assert read_state(str(backup), 256) == {}
+    assert not backup.exists()
+    assert "another version of the trainer (state version 1" in caplog.text

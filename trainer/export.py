@@ -60,7 +60,8 @@ def export(model, tf_transform_output, spec: F.FeatureSpec, serving_model_dir: s
         target = serving_model_dir
     else:
         target = os.path.join(tempfile.mkdtemp(prefix="tfxline-worker-export-"), "model")
-    model.save(target, save_format="tf", signatures=signatures)
+    # No optimizer state: serving does not train, and the export stays smaller.
+    model.save(target, save_format="tf", signatures=signatures, include_optimizer=False)
     if not strategy_lib.is_chief():
         tf.io.gfile.rmtree(os.path.dirname(target))
     return target

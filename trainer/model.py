@@ -174,21 +174,3 @@ def loss_and_metrics(head: Head):
         return (k.losses.SparseCategoricalCrossentropy(),
                 [k.metrics.SparseCategoricalAccuracy(name="accuracy")])
     return (k.losses.MeanSquaredError(), [k.metrics.RootMeanSquaredError(name="rmse")])
-
-
-def learning_rate_schedule(learning_rate: float, decay_steps: int, warmup_steps: int = 0):
-    """Cosine decay to 10% of the peak over the training run, after optional warmup."""
-    k = keras()
-    return k.optimizers.schedules.CosineDecay(
-        0.0 if warmup_steps else learning_rate, decay_steps=max(1, decay_steps), alpha=0.1,
-        warmup_target=learning_rate if warmup_steps else None, warmup_steps=warmup_steps)
-
-
-def optimizer(learning_rate, weight_decay: float = 0.0):
-    """Adam; AdamW (decoupled weight decay, not on biases or normalization) when asked."""
-    k = keras()
-    if not weight_decay:
-        return k.optimizers.Adam(learning_rate)
-    opt = k.optimizers.AdamW(learning_rate, weight_decay=weight_decay)
-    opt.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
-    return opt

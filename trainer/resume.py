@@ -38,26 +38,34 @@ from trainer import strategy as strategy_lib
 from trainer.keras_compat import keras
 
 STATE_FILE = "state.json"
+# What the checkpoint holds, by the code that wrote it: raised when its layout changes (2: the
+# fused Adam/AdamW of trainer/optimizer.py, whose slots Keras' AdamW checkpoints do not match).
+STATE_VERSION = 2
 EARLY_STOPPING_FIELDS = ("wait", "best", "best_epoch", "stopped_epoch")
 
 
 def read_state(directory: str, global_batch: Optional[int] = None) -> Dict[str, Any]:
     """The last complete state saved in ``directory`` ({} when there is none). A state saved
     by a training with another global batch (restarted on another device, where
-    ``training.batch_scaling: auto`` picks another batch) is not this training's: it is
-    removed, with a warning, and the training starts over."""
+    ``training.batch_scaling: auto`` picks another batch), or by another version of this code
+    (``STATE_VERSION``), is not this training's: it is removed, with a warning, and the
+    training starts over."""
     path = os.path.join(directory, STATE_FILE)
     if not tf.io.gfile.exists(path):
         return {}
     with tf.io.gfile.GFile(path) as f:
         state = json.load(f)
     saved = state.get("global_batch")
-    if global_batch is not None and saved is not None and saved != global_batch:
-        logging.warning("the saved training in %s used a global batch of %d, this one %d (another "
-                        "device?): starting over", directory, saved, global_batch)
-        tf.io.gfile.rmtree(directory)
-        return {}
-    return state
+    if state.get("version") != STATE_VERSION:
+        why = f"was saved by another version of the trainer (state version {state.get('version', 1)}, " \
+              f"this one {STATE_VERSION})"
+    elif global_batch is not None and saved is not None and saved != global_batch:
+        why = f"used a global batch of {saved}, this one {global_batch} (another device?)"
+    else:
+        return state
+    logging.warning("the saved training in %s %s: starting over", directory, why)
+    tf.io.gfile.rmtree(directory)
+    return {}
 
 
 def skip_batches(state: Dict[str, Any], steps_per_epoch: int) -> int:
@@ -139,8 +147,8 @@ class TrainingCheckpoint:
         tf.io.gfile.makedirs(target)
         prefix = f"ckpt-{epoch + 1}"
         self.checkpoint.write(os.path.join(target, prefix))
-        state = {"epoch": epoch + 1, "checkpoint": prefix, "stopped": stopped, "global_batch": self.global_batch,
-                 "history": self.history, "best_weights": self._best_file}
+        state = {"version": STATE_VERSION, "epoch": epoch + 1, "checkpoint": prefix, "stopped": stopped,
+                 "global_batch": self.global_batch, "history": self.history, "best_weights": self._best_file}
         es = self.early_stopping
         if es is not None:
             state["early_stopping"] = es.state()

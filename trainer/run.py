@@ -19,8 +19,8 @@ from typing import Any, Dict, List, Optional
 import tensorflow as tf
 import tensorflow_transform as tft
 
-from trainer import (batch as batch_lib, data, export, model as model_lib, precision, resume,
-                     strategy as strategy_lib)
+from trainer import (batch as batch_lib, data, export, model as model_lib, optimizer as optimizer_lib,
+                     precision, resume, strategy as strategy_lib)
 from trainer.train_step import training_model
 from trainer.settings import TrainerSettings, TrainingConfig
 from trainer.keras_compat import keras, skip_autograph_for_tf_keras
@@ -149,10 +149,10 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
         model = model_lib.build_model(
             inputs, head, settings.model.hidden_units,
             settings.model.dropout, settings.model.embedding_max_dim, settings.model.batch_norm)
-        schedule = model_lib.learning_rate_schedule(
+        schedule = optimizer_lib.learning_rate_schedule(
             batch.learning_rate, steps_per_epoch * epochs, settings.model.warmup_steps)
         optimizer = precision.wrap_optimizer(
-            model_lib.optimizer(schedule, settings.model.weight_decay), policy)
+            optimizer_lib.optimizer(schedule, settings.model.weight_decay), policy)
         loss, metrics = model_lib.loss_and_metrics(head)
         trainable = training_model(model, accumulation, settings.runtime.train_metrics)
         per_call = strategy_lib.steps_per_execution(settings.runtime.steps_per_execution, steps_per_epoch)

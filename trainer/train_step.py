@@ -103,3 +103,31 @@ def _model_class():
             return tf.reshape(stacked, tf.concat([[-1], tf.shape(stacked)[2:]], axis=0))
 
     return TrainingModel
+
+
+# Ops that launch no device kernel of their own (constants, reads and handles, plumbing).
+NO_KERNEL_OPS = frozenset({"Const", "NoOp", "Identity", "IdentityN", "Placeholder", "ReadVariableOp",
+                           "VarHandleOp", "StopGradient", "_Arg", "_Retval"})
+
+
+def step_kernel_ops(trained_model) -> int:
+    """The ops one compiled training step runs that launch a kernel: what a launch-bound GPU
+    pays per step (bench/gpu_bench.py's "ops" column). ``trained_model``: a compiled model
+    that has trained at least one step (its train function is traced), with steps_per_execution
+    1 (else the loop's ops are counted too)."""
+    function = trained_model.train_function
+    if function is None:
+        raise ValueError("the model has not trained yet: its train function is not traced")
+    # A first trace that creates variables (optimizer slots) is traced again without: the
+    # step that runs from then on is the smaller one.
+    return min(_kernel_ops(f.graph) for f in function._list_all_concrete_functions())
+
+
+def _kernel_ops(graph, seen=None) -> int:
+    seen = set() if seen is None else seen
+    count = sum(op.type not in NO_KERNEL_OPS for op in graph.get_operations())
+    for name, nested in graph._functions.items():  # while/cond bodies, custom gradients
+        if name not in seen and hasattr(nested, "graph"):
+            seen.add(name)
+            count += _kernel_ops(nested.graph, seen)
+    return count
