@@ -3,10 +3,9 @@
     tfxline run [--config FILE] [--data PATH] [--output DIR] [--set section.key=value ...]
     tfxline schema draft --data PATH [--schema-output FILE] [--diff]
     tfxline predict --input rows.csv --predictions out.csv
-    tfxline compile --image IMAGE --pipeline-root gs://... [--output pipeline.json]
-    tfxline submit pipeline.json --target vertex|kfp [--param k=v] [--train-steps N] [--dry-run]
-    tfxline run-compiled pipeline.json [--param k=v] [--train-steps N] [--image IMAGE]
     tfxline runs [--last N]  |  tfxline runs show RUN_ID
+    tfxline report [RUN_DIR]
+    tfxline compile | submit | run-compiled ...   (Kubeflow / Vertex AI: kubeflow/cli.py)
 
 Errors in input or config print one ``error:`` line naming the problem and the fix and
 exit 2; a failed pipeline component exits 1. Nothing is pushed unless the whole run,
@@ -29,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run the whole pipeline locally (LocalDagRunner + SQLite MLMD)")
     add_config_args(run)
     run.add_argument("--no-cache", action="store_true", help="re-execute every component")
+    run.set_defaults(func=cmd_run)
 
     schema = sub.add_parser("schema", help="draft a schema from data, for review")
     schema_sub = schema.add_subparsers(dest="schema_command", required=True)
@@ -37,15 +37,18 @@ def build_parser() -> argparse.ArgumentParser:
     draft.add_argument("--diff", action="store_true",
                        help="print the difference between the draft and the configured schema")
     draft.add_argument("--schema-output", metavar="FILE", help="write the draft schema here")
+    draft.set_defaults(func=cmd_schema_draft)
 
     rep = sub.add_parser("report", help="write the HTML report of a recorded run")
     add_config_args(rep)
     rep.add_argument("run_dir", nargs="?", metavar="RUN_DIR",
                      help="<output>/runs/<run id> (default: the latest run of the pipeline under --output)")
+    rep.set_defaults(func=cmd_report)
 
     runs = sub.add_parser("runs", help="the pipeline's runs from its MLMD store, newest first")
     add_config_args(runs)
     runs.add_argument("--last", type=int, default=20, metavar="N", help="how many runs (default 20)")
+    runs.set_defaults(func=cmd_runs)
     runs_sub = runs.add_subparsers(dest="runs_command")
     show = runs_sub.add_parser("show", help="one run's summary and report path")
     add_config_args(show, default=argparse.SUPPRESS)  # given before or after 'show', the same
@@ -57,39 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--predictions", required=True, metavar="FILE",
                     help="output: .csv, or .jsonl for JSON lines")
     pr.add_argument("--model-dir", help="a SavedModel directory (default: the newest pushed version)")
+    pr.set_defaults(func=cmd_predict)
 
-    comp = sub.add_parser("compile", help="compile for Kubeflow Pipelines v2 / Vertex AI")
-    add_config_args(comp)
-    comp.add_argument("--image", required=True, help="container image built from kubeflow/Dockerfile")
-    comp.add_argument("--pipeline-root", required=True, help="e.g. gs://bucket/tfxline")
-    comp.add_argument("--data-root", help="default of the data_root runtime parameter")
-    comp.add_argument("--pipeline-json", default="pipeline.json", metavar="FILE",
-                      help="where to write the compiled PipelineJob JSON")
+    from kubeflow import cli as kubeflow_cli  # compile, submit, run-compiled
 
-    sm = sub.add_parser("submit", help="submit a compiled pipeline to Vertex AI or KFP")
-    sm.add_argument("pipeline_json", metavar="PIPELINE_JSON")
-    sm.add_argument("--target", choices=("vertex", "kfp"), default="vertex",
-                    help="kfp: open-source Kubeflow Pipelines (refuses executors it cannot run)")
-    add_param_args(sm)
-    sm.add_argument("--project")
-    sm.add_argument("--region")
-    sm.add_argument("--service-account", default="")
-    sm.add_argument("--pipeline-root", default="", help="overrides the compiled pipeline root")
-    sm.add_argument("--host", default="", help="KFP API endpoint (target kfp)")
-    sm.add_argument("--dry-run", action="store_true", help="print the request; no network")
-
-    rc = sub.add_parser("run-compiled", help="run a compiled pipeline locally, each task in a container of its image")
-    rc.add_argument("pipeline_json", metavar="PIPELINE_JSON",
-                    help="compiled with a local --pipeline-root (mounted into the containers)")
-    add_param_args(rc)
-    rc.add_argument("--image", default="", help="run every task in this image instead of the compiled one")
+    kubeflow_cli.add_commands(sub)
     return parser
-
-
-def add_param_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                   help="runtime parameter value (repeatable), e.g. data_root=gs://b/data")
-    p.add_argument("--train-steps", type=int, help="sets the train_args runtime parameter")
 
 
 def add_config_args(p: argparse.ArgumentParser, default=None) -> None:
@@ -132,36 +108,20 @@ def main(argv: Optional[Sequence[str]] = None, stream: Optional[TextIO] = None) 
     stream = stream or sys.stdout
     args = build_parser().parse_args(argv)
     try:
-        if args.command == "run":
-            return cmd_run(args, stream)
-        if args.command == "schema":
-            return cmd_schema_draft(args, stream)
-        if args.command == "report":
-            return cmd_report(args, stream)
-        if args.command == "runs":
-            return cmd_runs(args, stream)
-        if args.command == "predict":
-            return cmd_predict(args, stream)
-        if args.command == "compile":
-            return cmd_compile(args, stream)
-        if args.command == "submit":
-            return cmd_submit(args, stream)
-        if args.command == "run-compiled":
-            return cmd_run_compiled(args, stream)
+        return args.func(args, stream)
     except BadInput as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except ConfigError as e:  # e.g. a MySQL metadata store whose password is not in the environment
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    return EXIT_FAILED  # argparse guarantees a known command
 
 
 class BadInput(Exception):
-    pass
+    """Bad input or config: ``main`` prints it as one ``error:`` line and exits 2."""
 
 
-def _load(args):
+def config_or_bad_input(args):
     from pipeline.config import ConfigError
     from pipeline.data_source import DataError
     from transforms.features import FeatureSpecError
@@ -177,7 +137,7 @@ def cmd_run(args, stream: TextIO) -> int:
     from pipeline.data_source import DataError
     from transforms.features import FeatureSpecError
 
-    cfg = _load(args)
+    cfg = config_or_bad_input(args)
     try:
         result = local_runner.run(cfg, stream=stream, enable_cache=not args.no_cache)
     except (DataError, FeatureSpecError) as e:
@@ -194,7 +154,7 @@ def cmd_run(args, stream: TextIO) -> int:
 def cmd_report(args, stream: TextIO) -> int:
     from pipeline.report import render
 
-    run_dir = args.run_dir or _latest_run_dir(_load(args))
+    run_dir = args.run_dir or _latest_run_dir(config_or_bad_input(args))
     try:
         path = render.write_report(run_dir)
     except (FileNotFoundError, LookupError) as e:  # not a run dir / its MLMD store lost the run
@@ -219,7 +179,7 @@ def cmd_runs(args, stream: TextIO) -> int:
     from pipeline.store import describe_store, store_exists
     from pipeline.summary import collect_run
 
-    cfg = _load(args)
+    cfg = config_or_bad_input(args)
     if not store_exists(cfg.metadata_store):
         raise BadInput(f"no metadata store at {cfg.metadata_path}; run the pipeline first (tfxline run), "
                        "or pass the --output it used")
@@ -254,7 +214,7 @@ def print_summary(result, stream: TextIO) -> None:
 def cmd_schema_draft(args, stream: TextIO) -> int:
     from pipeline import schema_tools
 
-    cfg = _load(args)
+    cfg = config_or_bad_input(args)
     try:
         return schema_tools.draft(cfg, out_path=args.schema_output, diff=args.diff, stream=stream)
     except schema_tools.DataError as e:
@@ -265,74 +225,11 @@ def cmd_predict(args, stream: TextIO) -> int:
     from pipeline.data_source import DataError
     from pipeline.predict import predict_csv
 
-    cfg = _load(args)
+    cfg = config_or_bad_input(args)
     try:
         predict_csv(cfg, args.input, args.predictions, model_dir=args.model_dir, stream=stream)
     except (DataError, FileNotFoundError) as e:
         raise BadInput(str(e)) from None
-    return EXIT_OK
-
-
-def cmd_compile(args, stream: TextIO) -> int:
-    from kubeflow.compile import compile_pipeline
-
-    cfg = _load(args)
-    compile_pipeline(cfg, image=args.image, pipeline_root=args.pipeline_root,
-                     output=args.pipeline_json, data_root=args.data_root)
-    print(f"compiled {cfg.name} for KFP v2 / Vertex AI: {os.path.abspath(args.pipeline_json)}", file=stream)
-    return EXIT_OK
-
-
-def _params(args) -> dict:
-    params = {}
-    for item in args.param:
-        name, sep, value = item.partition("=")
-        if not sep:
-            raise BadInput(f"--param {item!r} must look like NAME=VALUE")
-        params[name] = value
-    return params
-
-
-def cmd_submit(args, stream: TextIO) -> int:
-    import json
-
-    from kubeflow import submit as submit_lib
-
-    params = _params(args)
-    try:
-        request = submit_lib.build_request(
-            args.pipeline_json, target=args.target, parameters=params, train_steps=args.train_steps,
-            pipeline_root=args.pipeline_root, project=args.project or "", region=args.region or "",
-            service_account=args.service_account, host=args.host)
-    except submit_lib.SubmitError as e:
-        raise BadInput(str(e)) from None
-    if args.dry_run:
-        print(json.dumps(request.to_dict(), indent=2, sort_keys=True), file=stream)
-        return EXIT_OK
-    print(f"submitted: {submit_lib.submit(request)}", file=stream)
-    return EXIT_OK
-
-
-def cmd_run_compiled(args, stream: TextIO) -> int:
-    from kubeflow import run_compiled as rc, spec
-
-    try:
-        result = rc.run_compiled(args.pipeline_json, parameters=_params(args), train_steps=args.train_steps,
-                                 image=args.image, stream=stream)
-    except (spec.SpecError, rc.RunCompiledError) as e:
-        raise BadInput(str(e)) from None
-    except rc.TaskFailed as e:
-        print(f"error: pipeline failed: {e}", file=sys.stderr)
-        return EXIT_FAILED
-    metrics, failed = "", []
-    evaluation = result.output("evaluation")
-    if evaluation:  # TFMA's output, read as for a local run
-        from pipeline.console import format_metrics
-        from pipeline.summary import read_evaluation
-
-        overall, _, failed = read_evaluation(evaluation["uri"])
-        metrics = format_metrics(overall)
-    print("\n".join(result.summary_lines(metrics, failed)), file=stream, flush=True)
     return EXIT_OK
 
 

@@ -1,0 +1,112 @@
+"""The ``tfxline`` subcommands for Kubeflow Pipelines v2 / Vertex AI (registered by pipeline/cli.py):
+
+    tfxline compile --image IMAGE --pipeline-root gs://... [--pipeline-json pipeline.json]
+    tfxline submit pipeline.json --target vertex|kfp [--param k=v] [--train-steps N] [--dry-run]
+    tfxline run-compiled pipeline.json [--param k=v] [--train-steps N] [--image IMAGE]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import TextIO
+
+from pipeline.cli import EXIT_FAILED, EXIT_OK, BadInput, add_config_args, config_or_bad_input
+
+
+def add_commands(sub) -> None:
+    comp = sub.add_parser("compile", help="compile for Kubeflow Pipelines v2 / Vertex AI")
+    add_config_args(comp)
+    comp.add_argument("--image", required=True, help="container image built from kubeflow/Dockerfile")
+    comp.add_argument("--pipeline-root", required=True, help="e.g. gs://bucket/tfxline")
+    comp.add_argument("--data-root", help="default of the data_root runtime parameter")
+    comp.add_argument("--pipeline-json", default="pipeline.json", metavar="FILE",
+                      help="where to write the compiled PipelineJob JSON")
+    comp.set_defaults(func=cmd_compile)
+
+    sm = sub.add_parser("submit", help="submit a compiled pipeline to Vertex AI or KFP")
+    sm.add_argument("pipeline_json", metavar="PIPELINE_JSON")
+    sm.add_argument("--target", choices=("vertex", "kfp"), default="vertex",
+                    help="kfp: open-source Kubeflow Pipelines (refuses executors it cannot run)")
+    add_param_args(sm)
+    sm.add_argument("--project")
+    sm.add_argument("--region")
+    sm.add_argument("--service-account", default="")
+    sm.add_argument("--pipeline-root", default="", help="overrides the compiled pipeline root")
+    sm.add_argument("--host", default="", help="KFP API endpoint (target kfp)")
+    sm.add_argument("--dry-run", action="store_true", help="print the request; no network")
+    sm.set_defaults(func=cmd_submit)
+
+    rc = sub.add_parser("run-compiled", help="run a compiled pipeline locally, each task in a container of its image")
+    rc.add_argument("pipeline_json", metavar="PIPELINE_JSON",
+                    help="compiled with a local --pipeline-root (mounted into the containers)")
+    add_param_args(rc)
+    rc.add_argument("--image", default="", help="run every task in this image instead of the compiled one")
+    rc.set_defaults(func=cmd_run_compiled)
+
+
+def add_param_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="runtime parameter value (repeatable), e.g. data_root=gs://b/data")
+    p.add_argument("--train-steps", type=int, help="sets the train_args runtime parameter")
+
+
+def params(args) -> dict:
+    out = {}
+    for item in args.param:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise BadInput(f"--param {item!r} must look like NAME=VALUE")
+        out[name] = value
+    return out
+
+
+def cmd_compile(args, stream: TextIO) -> int:
+    from kubeflow.compile import compile_pipeline
+
+    cfg = config_or_bad_input(args)
+    compile_pipeline(cfg, image=args.image, pipeline_root=args.pipeline_root,
+                     output=args.pipeline_json, data_root=args.data_root)
+    print(f"compiled {cfg.name} for KFP v2 / Vertex AI: {os.path.abspath(args.pipeline_json)}", file=stream)
+    return EXIT_OK
+
+
+def cmd_submit(args, stream: TextIO) -> int:
+    from kubeflow import submit as submit_lib
+
+    try:
+        request = submit_lib.build_request(
+            args.pipeline_json, target=args.target, parameters=params(args), train_steps=args.train_steps,
+            pipeline_root=args.pipeline_root, project=args.project or "", region=args.region or "",
+            service_account=args.service_account, host=args.host)
+    except submit_lib.SubmitError as e:
+        raise BadInput(str(e)) from None
+    if args.dry_run:
+        print(json.dumps(request.to_dict(), indent=2, sort_keys=True), file=stream)
+        return EXIT_OK
+    print(f"submitted: {submit_lib.submit(request)}", file=stream)
+    return EXIT_OK
+
+
+def cmd_run_compiled(args, stream: TextIO) -> int:
+    from kubeflow import run_compiled as rc, spec
+
+    try:
+        result = rc.run_compiled(args.pipeline_json, parameters=params(args), train_steps=args.train_steps,
+                                 image=args.image, stream=stream)
+    except (spec.SpecError, rc.RunCompiledError) as e:
+        raise BadInput(str(e)) from None
+    except rc.TaskFailed as e:
+        print(f"error: pipeline failed: {e}", file=sys.stderr)
+        return EXIT_FAILED
+    metrics, failed = "", []
+    evaluation = result.output("evaluation")
+    if evaluation:  # TFMA's output, read as for a local run
+        from pipeline.console import format_metrics
+        from pipeline.summary import read_evaluation
+
+        overall, _, failed = read_evaluation(evaluation["uri"])
+        metrics = format_metrics(overall)
+    print("\n".join(result.summary_lines(metrics, failed)), file=stream, flush=True)
+    return EXIT_OK
