@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# bench/gpu_bench.py on the lent GPU machine, in as few device calls as possible
+# (../shared/gpu/README.md: TensorFlow travels there as a chunked TF-only bundle).
+#
+#   Here, once:   bash bench/gpu_machine.sh prepare [OUTPUT_ROOT]   (default output/quality)
+#     copies what the bench reads (the newest training_run.json and the Transform output's
+#     train split, under 1 MB for the taxi data) into .gpu/run/, keeping the layout; and
+#     bash ../shared/gpu/build_bundle.sh .gpu   (the TF bundle's chunks, about 2 minutes).
+#   Then one device call per chunk:  mkdir -p /tmp/stage && mv .gpu/p.NN /tmp/stage/
+#     (carry [".gpu/p.NN"]), back to back, and last:
+#   There:        bash bench/gpu_machine.sh run [gpu_bench.py options]
+#     (carry [".gpu/bin", ".gpu/run"]): unpacks the bundle into /tmp/site once, checks that
+#     TensorFlow sees the GPU, and runs the bench; table and JSON go to $OUT.
+set -euo pipefail
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO"
+RUN=.gpu/run
+
+prepare() {
+  local output="${1:-output/quality}" info examples
+  info="$(ls -t "$output"/pipeline_root/Trainer/model_run/*/training_run.json 2>/dev/null | head -1 || true)"
+  examples="$(ls -td "$output"/pipeline_root/Transform/transformed_examples/*/Split-train 2>/dev/null | head -1 || true)"
+  if [[ -z "$info" || -z "$examples" ]]; then
+    echo "error: no finished pipeline run under $output; run 'tfxline run --output $output' first" >&2
+    exit 2
+  fi
+  local exclude
+  exclude="$(git rev-parse --git-path info/exclude)"  # .gpu/ must not travel with the tree
+  mkdir -p "$(dirname "$exclude")"
+  grep -qx "/.gpu/" "$exclude" 2>/dev/null || echo "/.gpu/" >> "$exclude"
+  rm -rf "$RUN"
+  mkdir -p "$RUN/pipeline_root/Trainer/model_run/1" "$RUN/pipeline_root/Transform/transformed_examples/1"
+  cp "$info" "$RUN/pipeline_root/Trainer/model_run/1/"
+  cp -r "$examples" "$RUN/pipeline_root/Transform/transformed_examples/1/"
+  echo "carry .gpu/run: $(du -sh "$RUN" | cut -f1) (from $output)"
+  if ls .gpu/p.* >/dev/null 2>&1; then
+    ls .gpu/p.* | sed 's/^/upload, one call each: /'
+  else
+    echo "no bundle in .gpu/ yet: bash ../shared/gpu/build_bundle.sh .gpu"
+  fi
+}
+
+run() {
+  local out="${OUT:-$REPO/.gpu/out}"
+  mkdir -p "$out"
+  if ! python3 -c "import tensorflow" >/dev/null 2>&1; then
+    if [[ ! -d /tmp/site ]]; then
+      if ! ls /tmp/stage/p.* >/dev/null 2>&1; then
+        echo "error: no TensorFlow and no bundle in /tmp/stage; upload the chunks first (prepare's list)" >&2
+        exit 2
+      fi
+      cat /tmp/stage/p.* | .gpu/bin/zstd -d -q | tar -x -C /tmp
+    fi
+    export PYTHONPATH=/tmp/site
+    LD_LIBRARY_PATH="$(ls -d /tmp/site/nvidia/*/lib | tr '\n' ':')${LD_LIBRARY_PATH:-}"
+    export LD_LIBRARY_PATH
+  fi
+  export TF_USE_LEGACY_KERAS=1 PYTHONUNBUFFERED=1
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "no nvidia-smi"
+  python3 -c "import tensorflow as tf; print('TensorFlow', tf.__version__, tf.config.list_physical_devices('GPU'))"
+  python3 bench/gpu_bench.py --output "$RUN" --results "$out/gpu_bench.json" "$@" 2>&1 | tee "$out/gpu_bench.log"
+}
+
+case "${1:-}" in
+  prepare) shift; prepare "$@" ;;
+  run) shift; run "$@" ;;
+  *) echo "usage: bash bench/gpu_machine.sh prepare [OUTPUT_ROOT] | run [gpu_bench.py options]" >&2; exit 2 ;;
+esac
