@@ -36,7 +36,7 @@ def add_commands(sub) -> None:
     sm.add_argument("--pipeline-root", default="", help="overrides the compiled pipeline root")
     sm.add_argument("--host", default="", help="KFP API endpoint (target kfp)")
     sm.add_argument("--dry-run", action="store_true", help="print the request; no network")
-    sm.set_defaults(func=cmd_submit)
+    sm.set_defaults(func=cmd_submit, uses_tensorflow=False)
 
     rc = sub.add_parser("run-compiled", help="run a compiled pipeline locally, each task in a container of its image")
     rc.add_argument("pipeline_json", metavar="PIPELINE_JSON",

@@ -101,12 +101,14 @@ def main(argv: Optional[Sequence[str]] = None, stream: Optional[TextIO] = None) 
     from trainer.keras_compat import select_legacy_keras
 
     select_legacy_keras()
-    from pipeline.console import quiet_libraries
+    from pipeline.console import import_tensorflow_quietly, quiet_libraries
 
     quiet_libraries()
     from pipeline.config import ConfigError
     stream = stream or sys.stdout
     args = build_parser().parse_args(argv)
+    if getattr(args, "uses_tensorflow", True):  # all but `submit`
+        import_tensorflow_quietly()
     try:
         return args.func(args, stream)
     except BadInput as e:
