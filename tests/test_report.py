@@ -112,8 +112,9 @@ def test_training_section_equals_the_keras_history(pipeline_run, report):
         assert [v for _, v in curves[metric]["validation"]] == pytest.approx(info["history"][f"val_{key}"], rel=1e-6)
         assert [e for e, _ in curves[metric]["train"]] == list(range(info["epochs"]))
     settings = report["training"]["settings"]
-    for key in ("strategy", "replicas", "precision", "examples_per_second", "epochs", "steps"):
+    for key in ("strategy", "replicas", "precision", "examples_per_second", "epochs", "steps", "batch_reason"):
         assert settings[key] == info[key]
+    assert settings["batch_reason"]  # e.g. "auto on a CPU: the written batch"
     assert report["training"]["logdir"] == model_run
 
 

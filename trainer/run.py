@@ -209,7 +209,7 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
         "device": device,
         "batch_size": batch.per_replica,
         "configured_batch_size": training.batch_size,
-        "batch_scaling": batch.reason,
+        "batch_reason": batch.reason,  # why this batch (training.batch_scaling's rule)
         "learning_rate": batch.learning_rate,
         "gradient_accumulation_steps": accumulation,
         "global_batch": global_batch,
