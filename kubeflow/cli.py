@@ -12,7 +12,8 @@ import os
 import sys
 from typing import TextIO
 
-from pipeline.cli import EXIT_FAILED, EXIT_OK, BadInput, add_config_args, config_or_bad_input
+from pipeline.cli import (EXIT_FAILED, EXIT_OK, BadInput, add_config_args, config_or_bad_input,
+                          quiet_tensorflow)
 
 
 def add_commands(sub) -> None:
@@ -36,7 +37,7 @@ def add_commands(sub) -> None:
     sm.add_argument("--pipeline-root", default="", help="overrides the compiled pipeline root")
     sm.add_argument("--host", default="", help="KFP API endpoint (target kfp)")
     sm.add_argument("--dry-run", action="store_true", help="print the request; no network")
-    sm.set_defaults(func=cmd_submit, uses_tensorflow=False)
+    sm.set_defaults(func=cmd_submit)
 
     rc = sub.add_parser("run-compiled", help="run a compiled pipeline locally, each task in a container of its image")
     rc.add_argument("pipeline_json", metavar="PIPELINE_JSON",
@@ -103,6 +104,7 @@ def cmd_run_compiled(args, stream: TextIO) -> int:
     metrics, failed = "", []
     evaluation = result.output("evaluation")
     if evaluation:  # TFMA's output, read as for a local run
+        quiet_tensorflow()
         from pipeline.console import format_metrics
         from pipeline.summary import read_evaluation
 

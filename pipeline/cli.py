@@ -101,14 +101,12 @@ def main(argv: Optional[Sequence[str]] = None, stream: Optional[TextIO] = None) 
     from trainer.keras_compat import select_legacy_keras
 
     select_legacy_keras()
-    from pipeline.console import import_tensorflow_quietly, quiet_libraries
+    from pipeline.console import quiet_libraries
 
     quiet_libraries()
     from pipeline.config import ConfigError
     stream = stream or sys.stdout
     args = build_parser().parse_args(argv)
-    if getattr(args, "uses_tensorflow", True):  # all but `submit`
-        import_tensorflow_quietly()
     try:
         return args.func(args, stream)
     except BadInput as e:
@@ -129,9 +127,19 @@ def config_or_bad_input(args):
     from transforms.features import FeatureSpecError
 
     try:
-        return config_from_args(args)
+        cfg = config_from_args(args)
     except (ConfigError, DataError, FeatureSpecError) as e:
         raise BadInput(str(e)) from None
+    quiet_tensorflow()  # the config is good: the command goes on to TensorFlow
+    return cfg
+
+
+def quiet_tensorflow() -> None:
+    """Import TensorFlow without its import-time noise (after the cheap checks, so a bad
+    input fails fast)."""
+    from pipeline.console import import_tensorflow_quietly
+
+    import_tensorflow_quietly()
 
 
 def cmd_run(args, stream: TextIO) -> int:
@@ -157,6 +165,7 @@ def cmd_report(args, stream: TextIO) -> int:
     from pipeline.report import render
 
     run_dir = args.run_dir or _latest_run_dir(config_or_bad_input(args))
+    quiet_tensorflow()
     try:
         path = render.write_report(run_dir)
     except (FileNotFoundError, LookupError) as e:  # not a run dir / its MLMD store lost the run
