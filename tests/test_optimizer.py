@@ -1,25 +1,16 @@
 """The fused Adam/AdamW against Keras' own: the same weights after training from the same start
 (with and without weight decay, on a cosine schedule), and far fewer kernel ops per step."""
-import numpy as np
 import pytest
 import tensorflow as tf
 
 from trainer.keras_compat import keras, skip_autograph_for_tf_keras
-from trainer.model import Head, ModelInput, build_model, loss_and_metrics
+from trainer.model import Head, build_model, loss_and_metrics
 from trainer.optimizer import NO_DECAY, learning_rate_schedule, optimizer
 from trainer.train_step import step_kernel_ops, training_model
+from tests.synthetic import INPUTS, ROWS, dataset, max_diff
 
-INPUTS = [ModelInput("fare"), ModelInput("miles"), ModelInput("payment_type", 5), ModelInput("hour", 24)]
-ROWS, BATCH = 512, 64
+BATCH = 64
 skip_autograph_for_tf_keras()
-
-
-def dataset():
-    rng = np.random.default_rng(5)
-    x = {"fare": rng.normal(size=ROWS).astype("float32"), "miles": rng.normal(size=ROWS).astype("float32"),
-         "payment_type": rng.integers(0, 5, ROWS), "hour": rng.integers(0, 24, ROWS)}
-    y = ((x["fare"] + (x["payment_type"] == 1)) > 0.5).astype("int64")
-    return tf.data.Dataset.from_tensor_slices((x, y)).batch(BATCH, drop_remainder=True)
 
 
 def keras_adam(schedule, weight_decay):
@@ -38,7 +29,7 @@ def train(make_optimizer, initial, weight_decay, epochs=3, train_metrics=True):
     trainable = training_model(model, 1, train_metrics)
     loss, metrics = loss_and_metrics(Head("binary"))
     trainable.compile(optimizer=make_optimizer(schedule, weight_decay), loss=loss, metrics=metrics)
-    trainable.fit(dataset(), epochs=epochs, verbose=0)
+    trainable.fit(dataset(BATCH), epochs=epochs, verbose=0)
     return model, trainable
 
 
@@ -46,10 +37,6 @@ def train(make_optimizer, initial, weight_decay, epochs=3, train_metrics=True):
 def initial():
     tf.keras.utils.set_random_seed(11)
     return build_model(INPUTS, Head("binary"), hidden_units=(16, 8), batch_norm=True).get_weights()
-
-
-def max_diff(a, b):
-    return max(float(np.max(np.abs(x - y))) for x, y in zip(a, b))
 
 
 @pytest.mark.parametrize("weight_decay", [0.0, 0.1])

@@ -11,20 +11,11 @@ import tensorflow as tf
 from trainer import precision
 from trainer.train_step import training_model
 from trainer.keras_compat import keras, skip_autograph_for_tf_keras
-from trainer.model import Head, ModelInput, build_model, loss_and_metrics
+from trainer.model import Head, build_model, loss_and_metrics
+from tests.synthetic import INPUTS, dataset, max_diff
 
-INPUTS = [ModelInput("fare"), ModelInput("miles"), ModelInput("payment_type", 5), ModelInput("hour", 24)]
-MICRO, N, ROWS = 32, 4, 512
+MICRO, N = 32, 4
 skip_autograph_for_tf_keras()  # as run_fn does; else tracing re-parses tf_keras' source
-
-
-def dataset(batch_size):
-    rng = np.random.default_rng(7)
-    fare = rng.normal(size=ROWS).astype("float32")
-    x = {"fare": fare, "miles": rng.normal(size=ROWS).astype("float32"),
-         "payment_type": rng.integers(0, 5, ROWS), "hour": rng.integers(0, 24, ROWS)}
-    y = ((fare + (x["payment_type"] == 1)) > 0.5).astype("int64")
-    return tf.data.Dataset.from_tensor_slices((x, y)).batch(batch_size, drop_remainder=True)
 
 
 def trained_weights(batch_size, accumulation, initial, epochs=2, train_metrics=True, validation=None):
@@ -41,10 +32,6 @@ def trained_weights(batch_size, accumulation, initial, epochs=2, train_metrics=T
 def initial():
     tf.keras.utils.set_random_seed(3)
     return build_model(INPUTS, Head("binary"), hidden_units=(16, 8)).get_weights()
-
-
-def max_diff(a, b):
-    return max(float(np.max(np.abs(x - y))) for x, y in zip(a, b))
 
 
 def test_accumulated_micro_batches_equal_one_large_batch(initial):

@@ -26,9 +26,9 @@ def training_section(run: RunArtifacts) -> Dict[str, Any]:
             info = json.load(f)
         section["settings"] = {k: info.get(k) for k in (
             "strategy", "device", "replicas", "precision", "examples_per_second", "mode", "epochs",
-            "best_epoch", "resumed_at_epoch", "steps", "global_batch", "batch_reason", "learning_rate",
+            "best_epoch", "resumed_at_epoch", "steps", "global_batch", "learning_rate",
             "gradient_accumulation_steps", "jit_compile", "train_seconds")}
-        # (runs recorded before the key was renamed)
+        # ("batch_scaling" in runs recorded before the key was renamed)
         section["settings"]["batch_reason"] = info.get("batch_reason") or info.get("batch_scaling")
     return section
 
