@@ -127,16 +127,18 @@ class GpuSampler:
         return round(sum(self.samples) / len(self.samples), 1) if self.samples else None
 
 
-def measure(info, files, row: dict, seconds: float, on_gpu: bool) -> dict:
+def build_training(info, files, row: dict):
+    """(compiled model to fit, the inner model, dataset) for one row, as the Trainer builds
+    them: this project's input pipeline, model, optimizer and precision policy. The model is
+    built under the row's precision policy, which the caller keeps set while it trains."""
     import tensorflow as tf
 
     from trainer import data, precision
-    from trainer.keras_compat import keras
     from trainer.model import Head, ModelInput, build_model, loss_and_metrics
     from trainer.optimizer import optimizer
-    from trainer.train_step import step_kernel_ops, training_model
+    from trainer.train_step import training_model
 
-    kind, batch, policy, spe, xla = (row[k] for k in ("model", "batch", "precision", "steps_per_execution", "xla"))
+    kind, batch, policy = row["model"], row["batch"], row["precision"]
     inputs = [ModelInput(name, card) for name, card in info["model_inputs"]]
     head = Head(**info["head"])
     hidden = WIDE if kind == "wide" else tuple(info["model"]["hidden_units"])
@@ -144,17 +146,30 @@ def measure(info, files, row: dict, seconds: float, on_gpu: bool) -> dict:
     spec[info["label"]] = tf.io.FixedLenFeature([], tf.int64)
     ds = data.make_dataset([files], spec, info["label"], batch, shuffle=True, seed=1)
     if kind == "input":
-        return measure_input(ds, row, seconds)
+        return None, None, ds
     if row["source"] == "memory":
         ds = ds.take(1).cache().repeat()
     tf.keras.utils.set_random_seed(1)
-    with precision.precision_policy(policy):
-        model = build_model(inputs, head, hidden, info["model"]["dropout"], info["model"]["embedding_max_dim"],
-                            info["model"].get("batch_norm", False))
-        loss, metrics = loss_and_metrics(head)
-        trainable = training_model(model, train_metrics=row["metrics"])
-        opt = precision.wrap_optimizer(optimizer(1e-3, info["model"].get("weight_decay", 0.0)), policy)
-        trainable.compile(optimizer=opt, loss=loss, metrics=metrics, steps_per_execution=spe, jit_compile=xla)
+    model = build_model(inputs, head, hidden, info["model"]["dropout"], info["model"]["embedding_max_dim"],
+                        info["model"].get("batch_norm", False))
+    loss, metrics = loss_and_metrics(head)
+    trainable = training_model(model, train_metrics=row["metrics"])
+    opt = precision.wrap_optimizer(optimizer(1e-3, info["model"].get("weight_decay", 0.0)), policy)
+    trainable.compile(optimizer=opt, loss=loss, metrics=metrics, steps_per_execution=row["steps_per_execution"],
+                      jit_compile=row["xla"])
+    return trainable, model, ds
+
+
+def measure(info, files, row: dict, seconds: float, on_gpu: bool) -> dict:
+    from trainer import precision
+    from trainer.keras_compat import keras
+    from trainer.train_step import step_kernel_ops
+
+    kind, batch, spe, xla = (row[k] for k in ("model", "batch", "steps_per_execution", "xla"))
+    if kind == "input":
+        return measure_input(build_training(info, files, row)[2], row, seconds)
+    with precision.precision_policy(row["precision"]):
+        trainable, model, ds = build_training(info, files, row)
         times = []
 
         class Timer(keras().callbacks.Callback):
@@ -177,7 +192,7 @@ def measure(info, files, row: dict, seconds: float, on_gpu: bool) -> dict:
            # with steps_per_execution > 1 the loop's own few ops are in the count too
            "step_ops": None if xla else step_kernel_ops(trainable)}
     if kind == "wide":
-        out["tflops"] = round(rate * mlp_flops_per_example(width, hidden, head.units) / 1e12, 2)
+        out["tflops"] = round(rate * mlp_flops_per_example(width, WIDE, model.output.shape[-1]) / 1e12, 2)
     return out
 
 

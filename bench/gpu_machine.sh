@@ -9,8 +9,13 @@
 #   Then one device call per chunk:  mkdir -p /tmp/stage && mv .gpu/p.NN /tmp/stage/
 #     (carry [".gpu/p.NN"]), back to back, and last:
 #   There:        bash bench/gpu_machine.sh run [gpu_bench.py options]
-#     (carry [".gpu/bin", ".gpu/run"]): unpacks the bundle into /tmp/site once, checks that
-#     TensorFlow sees the GPU, and runs the bench; table and JSON go to $OUT.
+#     (carry [".gpu/bin", ".gpu/run", ".gpu/cupti"]): unpacks the bundle into /tmp/site once,
+#     checks that TensorFlow sees the GPU, and runs the bench; table and JSON go to $OUT.
+#                 bash bench/gpu_machine.sh profile [step_profile.py options]
+#     (same carry): bench/step_profile.py, where the step's time goes (kernels per step, the
+#     GPU's busy fraction, input waits); summaries, JSON and the traces go to $OUT.
+#   prepare also puts CUPTI (libcupti.so.12, 8 MB; not in the bundle) into .gpu/cupti: without
+#   it the profiler sees no GPU kernels.
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
@@ -33,6 +38,8 @@ prepare() {
   cp "$info" "$RUN/pipeline_root/Trainer/model_run/1/"
   cp -r "$examples" "$RUN/pipeline_root/Transform/transformed_examples/1/"
   echo "carry .gpu/run: $(du -sh "$RUN" | cut -f1) (from $output)"
+  cupti
+  echo "carry .gpu/cupti: $(du -sh .gpu/cupti | cut -f1)"
   if ls .gpu/p.* >/dev/null 2>&1; then
     ls .gpu/p.* | sed 's/^/upload, one call each: /'
   else
@@ -40,9 +47,19 @@ prepare() {
   fi
 }
 
-run() {
-  local out="${OUT:-$REPO/.gpu/out}"
-  mkdir -p "$out"
+# CUDA 12's profiling library for the TF 2.21 bundle (the newest CUDA 12 CUPTI on the registry).
+cupti() {
+  [[ -f .gpu/cupti/libcupti.so.12 ]] && return
+  local w
+  w="$(mktemp -d)"
+  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d "$w" nvidia-cuda-cupti-cu12==12.8.90
+  mkdir -p .gpu/cupti
+  unzip -q -j -o "$w"/nvidia_cuda_cupti_cu12-*.whl 'nvidia/cuda_cupti/lib/libcupti.so.12' -d .gpu/cupti
+  rm -rf "$w"
+}
+
+tensorflow_env() {
   if ! python3 -c "import tensorflow" >/dev/null 2>&1; then
     if [[ ! -d /tmp/site ]]; then
       if ! ls /tmp/stage/p.* >/dev/null 2>&1; then
@@ -53,16 +70,32 @@ run() {
     fi
     export PYTHONPATH=/tmp/site
     LD_LIBRARY_PATH="$(ls -d /tmp/site/nvidia/*/lib | tr '\n' ':')${LD_LIBRARY_PATH:-}"
-    export LD_LIBRARY_PATH
   fi
-  export TF_USE_LEGACY_KERAS=1 PYTHONUNBUFFERED=1
+  LD_LIBRARY_PATH="$REPO/.gpu/cupti:${LD_LIBRARY_PATH:-}"
+  export LD_LIBRARY_PATH TF_USE_LEGACY_KERAS=1 PYTHONUNBUFFERED=1
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "no nvidia-smi"
   python3 -c "import tensorflow as tf; print('TensorFlow', tf.__version__, tf.config.list_physical_devices('GPU'))"
+}
+
+run() {
+  local out="${OUT:-$REPO/.gpu/out}"
+  mkdir -p "$out"
+  tensorflow_env
   python3 bench/gpu_bench.py --output "$RUN" --results "$out/gpu_bench.json" "$@" 2>&1 | tee "$out/gpu_bench.log"
+}
+
+profile() {
+  local out="${OUT:-$REPO/.gpu/out}"
+  mkdir -p "$out"
+  tensorflow_env
+  python3 bench/step_profile.py --output "$RUN" --results "$out/step_profile.json" --traces "$out/profiles" "$@" \
+    2>&1 | tee "$out/step_profile.log"
 }
 
 case "${1:-}" in
   prepare) shift; prepare "$@" ;;
   run) shift; run "$@" ;;
-  *) echo "usage: bash bench/gpu_machine.sh prepare [OUTPUT_ROOT] | run [gpu_bench.py options]" >&2; exit 2 ;;
+  profile) shift; profile "$@" ;;
+  *) echo "usage: bash bench/gpu_machine.sh prepare [OUTPUT_ROOT] | run [gpu_bench.py options]" \
+          "| profile [step_profile.py options]" >&2; exit 2 ;;
 esac

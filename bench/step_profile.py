@@ -1,0 +1,128 @@
+"""Where a training step's time goes: the TensorFlow profiler around a few warm steps of the
+Trainer's model, summarised per step (bench/xplane_summary.py): ops per step, time waiting for
+input, and on a GPU the kernels, copies and the device's busy fraction; then a verdict
+(input-bound, launch-bound, device-bound). Not a test; the GPU rows need CUPTI on the
+library path (bench/gpu_machine.sh carries it) for the device side.
+
+    python bench/step_profile.py [--output OUTPUT_ROOT] [--device gpu|cpu] [--steps 40]
+                                 [--rows NAME,...] [--traces DIR]
+
+Rows (gpu_bench's model and input pipeline, float32 unless named):
+  b256      the default model at the pipeline's batch, one step per call (the issue's case)
+  b256-mem  the same, one batch repeated from memory (the input pipeline out of the way)
+  b256-spe  50 steps per call, no training metrics (the cheapest step Keras offers)
+  b4096     a batch that fills a GPU, 50 steps per call
+  b256-xla  XLA on (why it was slower on the GPU: compilations show in the host ops)
+The traces stay in --traces (TensorBoard's Profile tab reads them); the summaries are printed
+and written to --results.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from bench import gpu_bench, xplane_summary  # noqa: E402
+
+ROWS = {
+    "b256": gpu_bench.case("default", 256, spe=1),
+    "b256-mem": gpu_bench.case("default", 256, spe=1, source="memory"),
+    "b256-spe": gpu_bench.case("default", 256, spe=50, metrics=False),
+    "b4096": gpu_bench.case("default", 4096, spe=50),
+    "b256-xla": gpu_bench.case("default", 256, spe=1, xla=True),
+}
+RESULTS = os.path.join(ROOT, "bench", "results", "step_profile.json")
+
+
+def profile_fit(trainable, ds, log_dir: str, steps: int, warmup: int = 3) -> None:
+    """Fit ``warmup`` + ``steps`` + 2 executions of the train function with the profiler on
+    around the ``steps`` in the middle: a warm iterator and compiled function, and the
+    profiler's own start and stop outside the traced executions (Keras opens an execution's
+    trace event before its batch-begin callback and closes it after its batch-end one)."""
+    import tensorflow as tf
+
+    from trainer.keras_compat import keras
+
+    calls = {"n": 0}
+
+    class Profile(keras().callbacks.Callback):
+        def on_train_batch_begin(self, batch, logs=None):
+            if calls["n"] == warmup:
+                tf.profiler.experimental.start(log_dir)
+
+        def on_train_batch_end(self, batch, logs=None):
+            calls["n"] += 1
+            if calls["n"] == warmup + steps + 2:
+                tf.profiler.experimental.stop()
+
+    spe = trainable._steps_per_execution.numpy().item()
+    trainable.fit(ds, steps_per_epoch=(warmup + steps + 2) * spe, epochs=1, verbose=0, callbacks=[Profile()])
+
+
+def profile_row(info, files, name: str, row: dict, steps: int, traces: str, gpu: bool) -> dict:
+    from trainer import precision
+
+    spe = row["steps_per_execution"]
+    executions = max(2, -(-steps // spe))
+    log_dir = os.path.join(traces, name)
+    with precision.precision_policy(row["precision"]):
+        trainable, _, ds = gpu_bench.build_training(info, files, row)
+        profile_fit(trainable, ds, log_dir, executions)
+    summary = xplane_summary.summarize(xplane_summary.load(xplane_summary.find_trace(log_dir)), spe, gpu)
+    return {"name": name, **row, **summary, "trace": log_dir}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--output", default="output", help="a pipeline run's output root")
+    ap.add_argument("--device", choices=("gpu", "cpu"), default="gpu",
+                    help="cpu hides the GPUs; gpu on a machine without one profiles the CPU (said so)")
+    ap.add_argument("--rows", default=",".join(ROWS), help=f"which rows, of {', '.join(ROWS)}")
+    ap.add_argument("--steps", type=int, default=40, help="steps profiled per row")
+    ap.add_argument("--traces", default="", help="where the traces stay (default: a temporary folder)")
+    ap.add_argument("--results", default=RESULTS)
+    args = ap.parse_args(argv)
+    unknown = [r for r in args.rows.split(",") if r not in ROWS]
+    if unknown:
+        ap.error(f"unknown rows {unknown}; choose from {', '.join(ROWS)}")
+    if args.device == "cpu":
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    os.environ["TF_USE_LEGACY_KERAS"] = "1"
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    info, files = gpu_bench.find_run(args.output)
+    import tensorflow as tf
+
+    from trainer.keras_compat import skip_autograph_for_tf_keras
+    from trainer.strategy import enable_memory_growth
+
+    enable_memory_growth()
+    skip_autograph_for_tf_keras()
+    device = "gpu" if tf.config.list_physical_devices("GPU") else "cpu"
+    if device != args.device:
+        print("TensorFlow sees no GPU here: profiling the CPU", flush=True)
+    traces = args.traces or tempfile.mkdtemp(prefix="tfxline-profile-")
+    results = []
+    for name in args.rows.split(","):
+        try:
+            result = profile_row(info, files, name, ROWS[name], args.steps, traces, device == "gpu")
+            result["device"] = device
+            print(f"== {name} ({device}): " + xplane_summary.format_summary(result), flush=True)
+        except Exception as e:  # one row that cannot run here (XLA without ptxas) is reported
+            result = {"name": name, **ROWS[name], "device": device,
+                      "error": f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"}
+            print(f"== {name} ({device}): {result['error']}", flush=True)
+        results.append(result)
+    os.makedirs(os.path.dirname(os.path.abspath(args.results)), exist_ok=True)
+    with open(args.results, "w") as f:
+        json.dump({"machine": gpu_bench.machine(), "rows": results}, f, indent=2)
+    print(f"results: {args.results}; traces: {traces}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

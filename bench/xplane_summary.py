@@ -1,0 +1,185 @@
+"""What a TensorFlow profiler trace (an ``.xplane.pb``) says about a training step: where
+the time of the profiled steps went, per step, and whether the step is input-bound,
+launch-bound or device-bound. Pure parsing (TensorFlow's own XSpace proto), no TensorBoard.
+
+Host plane (``/host:CPU``):
+- op events ("node:OpType") on TensorFlow's executor threads: the ops run per step that
+  launch a kernel (variable reads, identities and constants are left out, as in
+  trainer.train_step.step_kernel_ops, the count of the graph before Grappler rewrites it) and
+  the time the executors were busy. On a GPU these are the kernels' host-side launches: a step
+  whose device sits idle while the host launches op after op is launch-bound.
+- ``IteratorGetNextOp::DoCompute``: the time the step waited for the next batch (with a
+  prefetching input pipeline that keeps up, close to nothing).
+- the ``train`` events Keras writes around each execution of the train function: the window.
+Device planes (``/device:GPU:N``, only where CUPTI was loaded): kernels and copies per step,
+and the fraction of the window the device was busy (the union of its events' intervals).
+"""
+from __future__ import annotations
+
+import collections
+import glob
+import os
+import re
+from typing import Dict, Iterable, List, Optional, Tuple
+
+from trainer.train_step import NO_KERNEL_OPS
+
+OP_EVENT = re.compile(r"^[^:]+:([A-Za-z0-9_]+)$")  # "dense/MatMul:MatMul" -> MatMul
+INPUT_WAIT = "IteratorGetNextOp::DoCompute"
+STEP_EVENT = "train"
+# Thresholds of the verdict (fractions of the profiled window).
+INPUT_BOUND = 0.25
+DEVICE_BOUND = 0.7
+
+
+def find_trace(log_dir: str) -> str:
+    paths = sorted(glob.glob(os.path.join(log_dir, "plugins", "profile", "*", "*.xplane.pb")),
+                   key=os.path.getmtime)
+    if not paths:
+        raise FileNotFoundError(f"no .xplane.pb under {log_dir}/plugins/profile: was the profiler started?")
+    return paths[-1]
+
+
+def load(path: str):
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    space = xplane_pb2.XSpace()
+    with open(path, "rb") as f:
+        space.ParseFromString(f.read())
+    return space
+
+
+def _events(plane, line) -> Iterable[Tuple[str, int, int]]:
+    """(name, start ps, end ps) of a line's events, on the trace's absolute clock."""
+    base = line.timestamp_ns * 1000
+    for e in line.events:
+        name = plane.event_metadata[e.metadata_id].name
+        start = base + e.offset_ps
+        yield name, start, start + e.duration_ps
+
+
+def union_ps(intervals: List[Tuple[int, int]], lo: int, hi: int) -> int:
+    """Length of the union of [start, end) intervals, clipped to [lo, hi)."""
+    total, end = 0, lo
+    for s, e in sorted((max(s, lo), min(e, hi)) for s, e in intervals):
+        if e <= s or e <= end:
+            continue
+        total += e - max(s, end)
+        end = e
+    return total
+
+
+def _window(host) -> Optional[Tuple[int, int, int]]:
+    """(start, end, executions) from Keras' ``train`` events."""
+    spans = [(s, e) for line in host.lines for name, s, e in _events(host, line) if name == STEP_EVENT]
+    if not spans:
+        return None
+    return min(s for s, _ in spans), max(e for _, e in spans), len(spans)
+
+
+def summarize(space, steps_per_execution: int = 1, gpu: bool = False, top: int = 8) -> Dict:
+    """Per-step figures of the profiled window (see the module's docstring); ``gpu``: the
+    profiled step ran on a GPU."""
+    host = next((p for p in space.planes if p.name == "/host:CPU"), None)
+    if host is None:
+        raise ValueError("the trace has no /host:CPU plane")
+    window = _window(host)
+    if window is None:
+        raise ValueError(f"the trace has no Keras '{STEP_EVENT}' events: profile model.fit steps")
+    lo, hi, executions = window
+    steps = executions * steps_per_execution
+    wall = hi - lo
+    ops, op_busy, waits = collections.Counter(), [], 0
+    op_time = collections.Counter()
+    for line in host.lines:
+        input_line = line.name.startswith("tf_data")
+        for name, s, e in _events(host, line):
+            if s < lo or s >= hi:
+                continue
+            if name == INPUT_WAIT:
+                waits += min(e, hi) - s
+                continue
+            m = None if input_line or line.name == "python" else OP_EVENT.match(name)
+            if m and m.group(1) not in NO_KERNEL_OPS:
+                ops[m.group(1)] += 1
+                op_time[m.group(1)] += e - s
+                op_busy.append((s, e))
+    out = {
+        "steps": steps,
+        "ms_per_step": round(wall / steps / 1e9, 3),
+        "host_ops_per_step": round(sum(ops.values()) / steps, 1),
+        "host_op_busy_fraction": round(union_ps(op_busy, lo, hi) / wall, 3),
+        "input_wait_fraction": round(waits / wall, 3),
+        # [op type, runs per step, microseconds per step]
+        "top_host_ops": [[t, round(ops[t] / steps, 1), round(ps / steps / 1e6, 1)]
+                         for t, ps in op_time.most_common(top)],
+        "devices": [],
+    }
+    for plane in space.planes:
+        if plane.name.startswith("/device:GPU"):
+            out["devices"].append(_device(plane, lo, hi, steps, top))
+    out["verdict"] = verdict(out, gpu)
+    return out
+
+
+def _device(plane, lo: int, hi: int, steps: int, top: int) -> Dict:
+    kernels, copies, busy = collections.Counter(), collections.Counter(), []
+    kernel_time = collections.Counter()
+    for line in plane.lines:
+        for name, s, e in _events(plane, line):
+            if e <= lo or s >= hi:
+                continue
+            busy.append((s, e))
+            if name.startswith(("Memcpy", "Memset")):
+                copies[name.split(" ")[0]] += 1
+            else:
+                kernels[name] += 1
+                kernel_time[name] += e - s
+    return {
+        "device": plane.name,
+        "kernels_per_step": round(sum(kernels.values()) / steps, 1),
+        "copies_per_step": {k: round(v / steps, 1) for k, v in sorted(copies.items())},
+        "busy_fraction": round(union_ps(busy, lo, hi) / (hi - lo), 3),
+        # [kernel, launches per step, microseconds per step]
+        "top_kernels": [[k[:80], round(kernels[k] / steps, 1), round(t / steps / 1e6, 1)]
+                        for k, t in kernel_time.most_common(top)],
+    }
+
+
+def verdict(s: Dict, gpu: bool = False) -> str:
+    """One line: what bounds the step. ``gpu``: the step ran on a GPU (a GPU trace without a
+    device plane means CUPTI was not loaded)."""
+    wait, busy, ops = s["input_wait_fraction"], s["host_op_busy_fraction"], s["host_ops_per_step"]
+    if wait >= INPUT_BOUND:
+        return (f"input-bound: the step waited for the next batch {wait:.0%} of the time "
+                "(the input pipeline does not keep up)")
+    if not s["devices"]:
+        if gpu:
+            return ("no device trace: CUPTI was not loaded (libcupti.so.12 on LD_LIBRARY_PATH); "
+                    f"the host ran {ops:g} ops per step")
+        if not ops:
+            return "one XLA cluster: the compiled step's ops are not traced one by one"
+        if busy >= DEVICE_BOUND:
+            return f"compute-bound on the CPU: executors busy {busy:.0%} of the time, {ops:g} ops per step"
+        return (f"overhead-bound on the CPU: executors busy only {busy:.0%} of the time, {ops:g} ops per "
+                "step; the rest is the per-call overhead of the train function (steps_per_execution)")
+    device_busy = min(d["busy_fraction"] for d in s["devices"])
+    kernels = max(d["kernels_per_step"] for d in s["devices"])
+    if device_busy >= DEVICE_BOUND:
+        return f"device-bound: the GPU was busy {device_busy:.0%} of the time ({kernels:g} kernels per step)"
+    return (f"launch-bound: the GPU was busy only {device_busy:.0%} of the time while the host launched "
+            f"{kernels:g} kernels per step (fewer, larger kernels or steps_per_execution help)")
+
+
+def format_summary(s: Dict) -> str:
+    lines = [f"{s['steps']} steps, {s['ms_per_step']} ms/step; {s['verdict']}",
+             f"host: {s['host_ops_per_step']:g} ops/step, executors busy {s['host_op_busy_fraction']:.0%}, "
+             f"waiting for input {s['input_wait_fraction']:.0%}",
+             "  top host ops (type, per step, us per step): "
+             + ", ".join(f"{t} {n:g} {us:g}" for t, n, us in s["top_host_ops"])]
+    for d in s["devices"]:
+        copies = ", ".join(f"{k} {v:g}" for k, v in d["copies_per_step"].items()) or "none"
+        lines += [f"{d['device']}: busy {d['busy_fraction']:.0%}, {d['kernels_per_step']:g} kernels/step, "
+                  f"copies/step: {copies}"]
+        lines += [f"  {us:>8g} us {n:>5g}x  {k}" for k, n, us in d["top_kernels"]]
+    return "\n".join(lines)

@@ -1,0 +1,115 @@
+"""bench/xplane_summary.py and bench/step_profile.py: the per-step summary of a profiler trace,
+on a hand-built trace with a GPU plane (known answers) and on real CPU traces of the model."""
+import time
+
+import pytest
+import tensorflow as tf
+from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+from bench import xplane_summary as X
+from bench.step_profile import profile_fit
+from trainer.keras_compat import skip_autograph_for_tf_keras
+from trainer.model import Head, build_model, loss_and_metrics
+from tests.synthetic import INPUTS, dataset
+
+MS = 10 ** 9  # picoseconds per millisecond
+skip_autograph_for_tf_keras()
+
+
+def test_union_ps_merges_overlaps_and_clips_to_the_window():
+    assert X.union_ps([(0, 10), (5, 15), (20, 30)], 0, 100) == 25
+    assert X.union_ps([(0, 10), (2, 3)], 0, 100) == 10  # nested
+    assert X.union_ps([(0, 10), (20, 30)], 5, 25) == 10  # clipped at both ends
+    assert X.union_ps([], 0, 10) == 0
+
+
+class Plane:
+    """An XPlane under construction: events by name, in milliseconds from the line's start."""
+
+    def __init__(self, space, name):
+        self.plane = space.planes.add(name=name)
+        self.ids = {}
+
+    def line(self, name, events):
+        line = self.plane.lines.add(name=name, timestamp_ns=1_000_000)
+        for event, start_ms, duration_ms in events:
+            if event not in self.ids:
+                self.ids[event] = len(self.ids) + 1
+                self.plane.event_metadata[self.ids[event]].name = event
+            line.events.add(metadata_id=self.ids[event], offset_ps=int(start_ms * MS),
+                            duration_ps=int(duration_ms * MS))
+
+
+def trace(wait_ms=1.0, kernel_ms=2.0, cupti=True):
+    """Three 10 ms steps; per step 5 host ops, ``wait_ms`` waiting for input, and on the GPU
+    4 kernels (two streams, overlapping) and one host-to-device copy."""
+    space = xplane_pb2.XSpace()
+    host = Plane(space, "/host:CPU")
+    host.line("python", [("train", 10 * i, 10) for i in range(3)] + [("fit setup", -50, 40)])
+    host.line("tf_Compute/1", [(f"dense_{j}/MatMul:MatMul", 10 * i + j, 0.5) for i in range(3) for j in range(5)]
+              + [("ExecutorState::Process", 10 * i, 9) for i in range(3)])
+    host.line("tf_data_iterator_get_next/2", [(X.INPUT_WAIT, 10 * i, wait_ms) for i in range(3)])
+    host.line("tf_data_private_threadpool/3", [("ParseExample:ParseExampleV2", 10 * i, 3) for i in range(3)])
+    if cupti:
+        gpu = Plane(space, "/device:GPU:0")
+        gpu.line("Stream #1(Compute)", [(f"gemm_{j}", 10 * i + 1 + kernel_ms * j, kernel_ms)
+                                        for i in range(3) for j in range(3)])
+        gpu.line("Stream #2(Compute)", [e for i in range(3)
+                                        for e in (("relu", 10 * i + 1, kernel_ms), ("MemcpyH2D", 10 * i, 0.5))])
+    return space
+
+
+def test_summary_of_a_gpu_trace_per_step():
+    s = X.summarize(trace(), steps_per_execution=1, gpu=True)
+    assert s["steps"] == 3 and s["ms_per_step"] == 10.0
+    assert s["host_ops_per_step"] == 5  # op events only: not the executor's wrappers, not tf.data's parse
+    assert s["input_wait_fraction"] == pytest.approx(0.1)
+    assert s["top_host_ops"][0][:2] == ["MatMul", 5.0]
+    (gpu,) = s["devices"]
+    assert gpu["kernels_per_step"] == 4 and gpu["copies_per_step"] == {"MemcpyH2D": 1.0}
+    # per step: the copy [0, 0.5) and the kernels [1, 7) (the relu overlaps gemm_0): 6.5 of 10 ms
+    assert gpu["busy_fraction"] == pytest.approx(0.65)
+    assert s["verdict"].startswith("launch-bound")
+    # steps_per_execution: each Keras "train" event is that many steps
+    assert X.summarize(trace(), steps_per_execution=5)["steps"] == 15
+
+
+def test_verdicts():
+    assert X.summarize(trace(kernel_ms=2.8), gpu=True)["verdict"].startswith("device-bound")
+    assert X.summarize(trace(wait_ms=4), gpu=True)["verdict"].startswith("input-bound")
+    assert "CUPTI" in X.summarize(trace(cupti=False), gpu=True)["verdict"]
+    assert X.summarize(trace(cupti=False))["verdict"].startswith("overhead-bound on the CPU")
+
+
+def test_a_trace_without_keras_steps_is_refused():
+    space = xplane_pb2.XSpace()
+    Plane(space, "/host:CPU").line("python", [("something", 0, 1)])
+    with pytest.raises(ValueError, match="no Keras 'train' events"):
+        X.summarize(space)
+
+
+def _profile(tmp_path, ds):
+    model = build_model(INPUTS, Head("binary"), hidden_units=(16, 8))
+    loss, metrics = loss_and_metrics(Head("binary"))
+    model.compile(optimizer="adam", loss=loss, metrics=metrics)
+    profile_fit(model, ds.repeat(), str(tmp_path), steps=4, warmup=2)
+    return X.summarize(X.load(X.find_trace(str(tmp_path))))
+
+
+def test_real_cpu_trace_of_the_model(tmp_path):
+    s = _profile(tmp_path / "fast", dataset(32))
+    assert s["steps"] == 4
+    assert 20 < s["host_ops_per_step"] < 400
+    assert {"MatMul", "_FusedMatMul"} & {t for t, _, _ in s["top_host_ops"]}
+    assert not s["devices"] and not s["verdict"].startswith("input-bound")
+
+
+def test_real_cpu_trace_of_a_slow_input_is_input_bound(tmp_path):
+    def slow_label(y):
+        time.sleep(0.05)  # 50 ms per batch: far longer than the step
+        return y
+
+    ds = dataset(32).map(lambda x, y: (x, tf.ensure_shape(
+        tf.numpy_function(slow_label, [y], tf.int64, stateful=True), [32])))
+    s = _profile(tmp_path / "slow", ds)
+    assert s["verdict"].startswith("input-bound"), s
