@@ -221,6 +221,10 @@ class _Null:
 
 def worker(args) -> None:
     """One device's rows, as JSON lines on stdout."""
+    from pipeline.quiet import import_tensorflow_quietly, quiet_libraries
+
+    quiet_libraries()
+    import_tensorflow_quietly()
     import tensorflow as tf
 
     from trainer.keras_compat import skip_autograph_for_tf_keras

@@ -173,7 +173,7 @@ def main(argv=None) -> int:
     ap.add_argument("--results", default=RESULTS)
     args = ap.parse_args(argv)
 
-    from pipeline.console import quiet_libraries
+    from pipeline.quiet import quiet_libraries
 
     quiet_libraries()
     from pipeline import local_runner

@@ -92,9 +92,11 @@ def main(argv=None) -> int:
         ap.error(f"unknown rows {unknown}; choose from {', '.join(ROWS)}")
     if args.device == "cpu":
         os.environ["CUDA_VISIBLE_DEVICES"] = ""
-    os.environ["TF_USE_LEGACY_KERAS"] = "1"
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     info, files = gpu_bench.find_run(args.output)
+    from pipeline.quiet import import_tensorflow_quietly, quiet_libraries
+
+    quiet_libraries()
+    import_tensorflow_quietly()
     import tensorflow as tf
 
     from trainer.keras_compat import skip_autograph_for_tf_keras

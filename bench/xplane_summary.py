@@ -22,8 +22,6 @@ import os
 import re
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from trainer.train_step import NO_KERNEL_OPS
-
 OP_EVENT = re.compile(r"^[^:]+:([A-Za-z0-9_]+)$")  # "dense/MatMul:MatMul" -> MatMul
 INPUT_WAIT = "IteratorGetNextOp::DoCompute"
 STEP_EVENT = "train"
@@ -80,6 +78,8 @@ def _window(host) -> Optional[Tuple[int, int, int]]:
 def summarize(space, steps_per_execution: int = 1, gpu: bool = False, top: int = 8) -> Dict:
     """Per-step figures of the profiled window (see the module's docstring); ``gpu``: the
     profiled step ran on a GPU."""
+    from trainer.train_step import NO_KERNEL_OPS  # imports TensorFlow: not at module import
+
     host = next((p for p in space.planes if p.name == "/host:CPU"), None)
     if host is None:
         raise ValueError("the trace has no /host:CPU plane")

@@ -101,7 +101,7 @@ def main(argv: Optional[Sequence[str]] = None, stream: Optional[TextIO] = None) 
     from trainer.keras_compat import select_legacy_keras
 
     select_legacy_keras()
-    from pipeline.console import quiet_libraries
+    from pipeline.quiet import quiet_libraries
 
     quiet_libraries()
     from pipeline.config import ConfigError
@@ -137,7 +137,7 @@ def config_or_bad_input(args):
 def quiet_tensorflow() -> None:
     """Import TensorFlow without its import-time noise (after the cheap checks, so a bad
     input fails fast)."""
-    from pipeline.console import import_tensorflow_quietly
+    from pipeline.quiet import import_tensorflow_quietly
 
     import_tensorflow_quietly()
 

@@ -2,64 +2,9 @@
 `run-compiled` (the HTML report is pipeline/report/)."""
 from __future__ import annotations
 
-import logging
-import os
-import re
-import sys
-import tempfile
-import warnings
 from typing import List
 
 from pipeline.summary import RunSummary, both_classes, describe_spans, undefined_metrics
-
-
-def quiet_libraries() -> None:
-    """Process-wide, at an entry point: TensorFlow's C++ log below warnings, and the Google client
-    libraries' import-time FutureWarnings about the Python and google-cloud-storage versions the
-    locked stack pins (a page of them before the first line of output; not the user's to act on)."""
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    warnings.filterwarnings("ignore", category=FutureWarning, module=r"google\.")
-    warnings.filterwarnings("ignore", category=FutureWarning, message="You are using a non-supported Python version")
-    # Beam's hint that python-snappy would make its TFRecord checksums faster (not in the lock).
-    logging.getLogger("apache_beam.io.tfrecordio").setLevel(logging.ERROR)
-
-
-# What TensorFlow's C++ side writes to stderr while it is imported, before any log level applies
-# (absl logs before InitializeLog; the CUDA plugins registered twice by the CPU wheel; no CUDA
-# driver on a CPU machine, which the run says anyway: the Trainer's device is in the summary).
-TF_IMPORT_NOISE = re.compile(
-    r"Unable to register cu(FFT|DNN|BLAS) factory|All log messages before absl::InitializeLog|"
-    r"cudart_stub\.cc.*Could not find cuda drivers|TF-TRT Warning: Could not find TensorRT")
-
-
-def import_tensorflow_quietly() -> None:
-    """Import TensorFlow with stderr (the file descriptor: the noise comes from C++) captured,
-    then write back every captured line but the known import-time noise (TF_IMPORT_NOISE):
-    anything else TensorFlow says, errors included, still shows. Also silences TensorFlow's
-    deprecation notices (TFDV's and TFMA's calls of deprecated TF functions: for their
-    developers, not the user)."""
-    if "tensorflow" not in sys.modules:
-        sys.stderr.flush()
-        saved = os.dup(2)
-        with tempfile.TemporaryFile() as captured:
-            os.dup2(captured.fileno(), 2)
-            try:
-                import tensorflow  # noqa: F401
-            finally:
-                os.dup2(saved, 2)
-                os.close(saved)
-                captured.seek(0)
-                kept = [line for line in captured.read().decode("utf-8", "replace").splitlines()
-                        if line.strip() and not TF_IMPORT_NOISE.search(line)]
-                if kept:
-                    print("\n".join(kept), file=sys.stderr, flush=True)
-    try:
-        from tensorflow.python.util import deprecation
-
-        deprecation._PRINT_DEPRECATION_WARNINGS = False
-    except (ImportError, AttributeError):
-        pass
-
 
 HEADLINE_METRICS = ("auc", "accuracy", "binary_accuracy", "pr_auc", "precision", "recall",
                     "loss", "example_count", "mean_absolute_error")

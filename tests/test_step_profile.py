@@ -1,5 +1,9 @@
 """bench/xplane_summary.py and bench/step_profile.py: the per-step summary of a profiler trace,
 on a hand-built trace with a GPU plane (known answers) and on real CPU traces of the model."""
+import json
+import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -13,6 +17,21 @@ from trainer.model import Head, build_model, loss_and_metrics
 from tests.synthetic import INPUTS, dataset
 
 MS = 10 ** 9  # picoseconds per millisecond
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The GPU machine's bundle has TensorFlow and tf_keras only (../shared/gpu/README.md): run a
+# script with this stack's other packages unimportable.
+TF_ONLY = """
+import importlib.abc, runpy, sys
+BLOCKED = {"tensorflow_transform", "tfx", "tfx_bsl", "apache_beam", "tensorflow_model_analysis",
+           "tensorflow_data_validation", "ml_metadata", "tensorflow_metadata", "pyarrow", "yaml", "kfp"}
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ImportError("not in the GPU bundle: " + name)
+sys.meta_path.insert(0, Block())
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
 skip_autograph_for_tf_keras()
 
 
@@ -113,3 +132,25 @@ def test_real_cpu_trace_of_a_slow_input_is_input_bound(tmp_path):
         tf.numpy_function(slow_label, [y], tf.int64, stateful=True), [32])))
     s = _profile(tmp_path / "slow", ds)
     assert s["verdict"].startswith("input-bound"), s
+
+
+def tf_only(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-c", TF_ONLY, *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=600)
+
+
+@pytest.mark.e2e
+def test_the_gpu_path_runs_with_tensorflow_alone(pipeline_run, tmp_path):
+    """bench/step_profile.py (with gpu_bench's model and input code, the trainer modules they
+    import) on the shared run's output, every non-TensorFlow package of the stack blocked."""
+    cfg, _, _ = pipeline_run
+    results = tmp_path / "profile.json"
+    proc = tf_only("bench/step_profile.py", "--output", cfg.output_root, "--device", "cpu", "--rows", "b256",
+                   "--steps", "3", "--results", str(results), "--traces", str(tmp_path / "traces"))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (row,) = json.loads(results.read_text())["rows"]
+    assert row["steps"] == 3 and row["host_ops_per_step"] > 50 and row["verdict"], row
+    # control: the block is real
+    script = tmp_path / "uses_tft.py"
+    script.write_text("import tensorflow_transform\n")
+    assert "not in the GPU bundle" in tf_only(str(script)).stderr

@@ -4,10 +4,10 @@ import os
 import subprocess
 import sys
 
-from pipeline.console import TF_IMPORT_NOISE
+from pipeline.quiet import TF_IMPORT_NOISE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-QUIET_IMPORT = "from pipeline.console import import_tensorflow_quietly; import_tensorflow_quietly(); print('ok')"
+QUIET_IMPORT = "from pipeline.quiet import import_tensorflow_quietly; import_tensorflow_quietly(); print('ok')"
 
 
 def run(code, **env):
