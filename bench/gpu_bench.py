@@ -13,8 +13,10 @@ TensorFlow sees no GPU. GPU utilisation is sampled with nvidia-smi during each t
 
 Rows: the input pipeline alone (the ceiling of every row that reads files); the default model
 at batch 256 (the pipeline's batch) and 4096 (a batch that fills a GPU), float32 /
-mixed_bfloat16 / mixed_float16, steps_per_execution 1 and 50, XLA on and off, and without the
-training-batch metrics (``runtime.train_metrics: false``: what AUC and accuracy cost); a wide
+mixed_bfloat16 / mixed_float16, steps_per_execution 1 and 50, XLA on and off, without the
+training-batch metrics (``runtime.train_metrics: false``: what AUC and accuracy cost), and
+under OneDeviceStrategy ("one_device": what the Trainer's ``auto`` strategy picks on one GPU;
+the other rows run without a strategy scope, as ``auto`` does on a CPU); a wide
 model ([2048] x 3 hidden units) at batch 8192 with its achieved TFLOP/s. GPU rows marked
 "memory" repeat one batch, so the device's own speed shows apart from the input pipeline
 (skipped on CPU, where both share the cores). "ops" counts the kernels one training step
@@ -43,23 +45,29 @@ RESULTS = os.path.join(ROOT, "bench", "results", "gpu_bench.json")
 WIDE = (2048, 2048, 2048)
 
 
-def case(model, batch, precision="float32", spe=50, xla=False, source="files", metrics=True) -> dict:
+def case(model, batch, precision="float32", spe=50, xla=False, source="files", metrics=True,
+         strategy="default") -> dict:
     """One measurement: ``source`` "files" reads the cached TFRecords as training does,
     "memory" repeats one batch (what the device does without its input pipeline); ``model``
-    "input" times the input pipeline alone (the ceiling of any "files" row)."""
+    "input" times the input pipeline alone (the ceiling of any "files" row); ``strategy`` a
+    ``runtime.strategy`` value: "one_device" is what the Trainer's ``auto`` picks on one GPU
+    (the batches go through tf.distribute's iterator, which copies them to the device)."""
     return {"model": model, "batch": batch, "precision": precision, "steps_per_execution": spe, "xla": xla,
-            "source": source, "metrics": metrics}
+            "source": source, "metrics": metrics, "strategy": strategy}
 
 
 ROWS = [
     case("input", 256, spe=1), case("input", 4096, spe=1),
     case("default", 256, spe=1),
+    case("default", 256, spe=1, strategy="one_device"),
     case("default", 256),
+    case("default", 256, strategy="one_device"),
     case("default", 256, metrics=False),
     case("default", 256, "mixed_bfloat16"),
     case("default", 256, "mixed_float16"),
     case("default", 256, xla=True),
     case("default", 4096),
+    case("default", 4096, strategy="one_device"),
     case("default", 4096, source="memory"),
     case("default", 4096, "mixed_bfloat16"),
     case("default", 4096, "mixed_float16"),
@@ -136,6 +144,7 @@ def build_training(info, files, row: dict):
     from trainer import data, precision
     from trainer.model import Head, ModelInput, build_model, loss_and_metrics
     from trainer.optimizer import optimizer
+    from trainer.strategy import create_strategy
     from trainer.train_step import training_model
 
     kind, batch, policy = row["model"], row["batch"], row["precision"]
@@ -150,13 +159,14 @@ def build_training(info, files, row: dict):
     if row["source"] == "memory":
         ds = ds.take(1).cache().repeat()
     tf.keras.utils.set_random_seed(1)
-    model = build_model(inputs, head, hidden, info["model"]["dropout"], info["model"]["embedding_max_dim"],
-                        info["model"].get("batch_norm", False))
-    loss, metrics = loss_and_metrics(head)
-    trainable = training_model(model, train_metrics=row["metrics"])
-    opt = precision.wrap_optimizer(optimizer(1e-3, info["model"].get("weight_decay", 0.0)), policy)
-    trainable.compile(optimizer=opt, loss=loss, metrics=metrics, steps_per_execution=row["steps_per_execution"],
-                      jit_compile=row["xla"])
+    with create_strategy(row.get("strategy", "default")).scope():
+        model = build_model(inputs, head, hidden, info["model"]["dropout"], info["model"]["embedding_max_dim"],
+                            info["model"].get("batch_norm", False))
+        loss, metrics = loss_and_metrics(head)
+        trainable = training_model(model, train_metrics=row["metrics"])
+        opt = precision.wrap_optimizer(optimizer(1e-3, info["model"].get("weight_decay", 0.0)), policy)
+        trainable.compile(optimizer=opt, loss=loss, metrics=metrics,
+                          steps_per_execution=row["steps_per_execution"], jit_compile=row["xla"])
     return trainable, model, ds
 
 
@@ -291,11 +301,13 @@ def machine() -> dict:
 
 
 def variant(r) -> str:
-    return r.get("source", "files") + ("" if r.get("metrics", True) else ", no metrics")
+    strategy = r.get("strategy", "default")
+    return (r.get("source", "files") + ("" if r.get("metrics", True) else ", no metrics")
+            + ("" if strategy == "default" else f", {strategy}"))
 
 
 def table(rows) -> str:
-    lines = [f"{'device':<7}{'model':<8}{'batch':>6} {'precision':<15}{'spe':>4} {'xla':<4}{'input':<19}"
+    lines = [f"{'device':<7}{'model':<8}{'batch':>6} {'precision':<15}{'spe':>4} {'xla':<4}{'input':<30}"
              f"{'examples/s':>11}{'ms/step':>9}{'ops':>6}{'vars':>5}{'gpu%':>6}{'TFLOP/s':>8}"]
     for r in rows:
         if "skipped" in r:
@@ -305,11 +317,11 @@ def table(rows) -> str:
             lines.append(f"{r['device']}: {r['error']}")
             continue
         head = (f"{r['device']:<7}{r['model']:<8}{r['batch']:>6} {r['precision']:<15}"
-                f"{r['steps_per_execution']:>4} {'on' if r['xla'] else 'off':<4}{variant(r):<19}")
+                f"{r['steps_per_execution']:>4} {'on' if r['xla'] else 'off':<4}{variant(r):<30}")
         if "error" in r:
             lines.append(head + r["error"])
         elif r["model"] == "input":
-            lines.append(f"{r['device']:<7}{'input pipeline alone (batches from the cached TFRecords)':<63}"
+            lines.append(f"{r['device']:<7}{'input pipeline alone (batches from the cached TFRecords)':<69}"
                          f"{r['examples_per_s']:>11}{r['ms_per_step']:>9}")
         else:
             ops = "-" if r.get("step_ops") is None else r["step_ops"]

@@ -1,15 +1,17 @@
 """Where a training step's time goes: the TensorFlow profiler around a few warm steps of the
-Trainer's model, summarised per step (bench/xplane_summary.py): ops per step, time waiting for
-input, and on a GPU the kernels, copies and the device's busy fraction; then a verdict
-(input-bound, launch-bound, device-bound). Not a test; the GPU rows need CUPTI on the
-library path (bench/gpu_machine.sh carries it) for the device side.
+Trainer's model, summarised per step (trainer/profile.py, what ``runtime.profile_steps`` uses in
+the Trainer): ops per step, time waiting for input, and on a GPU the kernels, copies and the
+device's busy fraction; then a verdict (input-bound, launch-bound, device-bound). Not a test;
+the GPU rows need CUPTI on the library path (bench/gpu_machine.sh carries it) for the device side.
 
     python bench/step_profile.py [--output OUTPUT_ROOT] [--device gpu|cpu] [--steps 40]
                                  [--rows NAME,...] [--traces DIR]
 
 Rows (gpu_bench's model and input pipeline, float32 unless named):
-  b256      the default model at the pipeline's batch, one step per call (the issue's case)
-  b256-mem  the same, one batch repeated from memory (the input pipeline out of the way)
+  b256      the default model at the pipeline's batch, one step per call
+  b256-1dev the same under OneDeviceStrategy (what the Trainer's strategy auto picks on one GPU:
+            the batches go through tf.distribute's iterator to the device; the issue's case)
+  b256-mem  one batch repeated from memory (the input pipeline out of the way)
   b256-spe  50 steps per call, no training metrics (the cheapest step Keras offers)
   b4096     a batch that fills a GPU, 50 steps per call
   b256-xla  XLA on (why it was slower on the GPU: compilations show in the host ops)
@@ -27,10 +29,12 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from bench import gpu_bench, xplane_summary  # noqa: E402
+from bench import gpu_bench  # noqa: E402
+from trainer import profile  # noqa: E402
 
 ROWS = {
     "b256": gpu_bench.case("default", 256, spe=1),
+    "b256-1dev": gpu_bench.case("default", 256, spe=1, strategy="one_device"),
     "b256-mem": gpu_bench.case("default", 256, spe=1, source="memory"),
     "b256-spe": gpu_bench.case("default", 256, spe=50, metrics=False),
     "b4096": gpu_bench.case("default", 4096, spe=50),
@@ -39,29 +43,14 @@ ROWS = {
 RESULTS = os.path.join(ROOT, "bench", "results", "step_profile.json")
 
 
-def profile_fit(trainable, ds, log_dir: str, steps: int, warmup: int = 3) -> None:
-    """Fit ``warmup`` + ``steps`` + 2 executions of the train function with the profiler on
-    around the ``steps`` in the middle: a warm iterator and compiled function, and the
-    profiler's own start and stop outside the traced executions (Keras opens an execution's
-    trace event before its batch-begin callback and closes it after its batch-end one)."""
-    import tensorflow as tf
-
-    from trainer.keras_compat import keras
-
-    calls = {"n": 0}
-
-    class Profile(keras().callbacks.Callback):
-        def on_train_batch_begin(self, batch, logs=None):
-            if calls["n"] == warmup:
-                tf.profiler.experimental.start(log_dir)
-
-        def on_train_batch_end(self, batch, logs=None):
-            calls["n"] += 1
-            if calls["n"] == warmup + steps + 2:
-                tf.profiler.experimental.stop()
-
+def profile_fit(trainable, ds, log_dir: str, executions: int, warmup: int = 3) -> int:
+    """Fit ``warmup`` + ``executions`` executions of the train function, the profiler on for
+    the last ``executions`` (a warm iterator and compiled function). Returns the steps traced."""
     spe = trainable._steps_per_execution.numpy().item()
-    trainable.fit(ds, steps_per_epoch=(warmup + steps + 2) * spe, epochs=1, verbose=0, callbacks=[Profile()])
+    total = warmup + executions
+    callback = profile.profile_callback_class()(log_dir, executions, total, warmup)
+    trainable.fit(ds, steps_per_epoch=total * spe, epochs=1, verbose=0, callbacks=[callback])
+    return callback.steps
 
 
 def profile_row(info, files, name: str, row: dict, steps: int, traces: str, gpu: bool) -> dict:
@@ -72,8 +61,8 @@ def profile_row(info, files, name: str, row: dict, steps: int, traces: str, gpu:
     log_dir = os.path.join(traces, name)
     with precision.precision_policy(row["precision"]):
         trainable, _, ds = gpu_bench.build_training(info, files, row)
-        profile_fit(trainable, ds, log_dir, executions)
-    summary = xplane_summary.summarize(xplane_summary.load(xplane_summary.find_trace(log_dir)), spe, gpu)
+        steps = profile_fit(trainable, ds, log_dir, executions)
+    summary = profile.summarize(profile.load(profile.find_trace(log_dir)), gpu=gpu, steps=steps)
     return {"name": name, **row, **summary, "trace": log_dir}
 
 
@@ -113,7 +102,7 @@ def main(argv=None) -> int:
         try:
             result = profile_row(info, files, name, ROWS[name], args.steps, traces, device == "gpu")
             result["device"] = device
-            print(f"== {name} ({device}): " + xplane_summary.format_summary(result), flush=True)
+            print(f"== {name} ({device}): " + profile.format_summary(result), flush=True)
         except Exception as e:  # one row that cannot run here (XLA without ptxas) is reported
             result = {"name": name, **ROWS[name], "device": device,
                       "error": f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"}

@@ -133,6 +133,7 @@ def validate(cfg: PipelineConfig) -> None:
         (cfg.model.learning_rate > 0, "model.learning_rate", "must be > 0"),
         (0.0 <= cfg.model.weight_decay < 1.0, "model.weight_decay", "must be in [0, 1) (0 turns it off)"),
         (cfg.runtime.steps_per_execution >= 0, "runtime.steps_per_execution", "must be >= 0 (0: auto)"),
+        (cfg.runtime.profile_steps >= 0, "runtime.profile_steps", "must be >= 0 (0: off)"),
         (cfg.runtime.strategy in STRATEGIES, "runtime.strategy",
          f"use one of {', '.join(STRATEGIES)}"),
         (cfg.runtime.precision in PRECISIONS, "runtime.precision",

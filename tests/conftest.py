@@ -50,10 +50,12 @@ def e2e_config(data_path, output_root, *extra):
 
 @pytest.fixture(scope="session")
 def pipeline_run(taxi_slice, tmp_path_factory):
-    """One real pipeline run on the slice, shared by every test that inspects its outputs."""
+    """One real pipeline run on the slice, shared by every test that inspects its outputs. Its
+    Trainer also profiles one execution of its train function (runtime.profile_steps; the
+    report test reads the summary)."""
     from pipeline import local_runner
 
-    cfg = e2e_config(taxi_slice, tmp_path_factory.mktemp("run"))
+    cfg = e2e_config(taxi_slice, tmp_path_factory.mktemp("run"), "runtime.profile_steps=50")
     out = io.StringIO()
     summary = local_runner.run(cfg, stream=out)
     return cfg, summary, out.getvalue()

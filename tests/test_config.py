@@ -54,6 +54,7 @@ def test_overrides_and_explicit_values_are_typed():
     ("drift.numeric_threshold=0", "drift.numeric_threshold"),
     ("model.weight_decay=-0.1", "model.weight_decay"),
     ("runtime.steps_per_execution=-1", "runtime.steps_per_execution"),
+    ("runtime.profile_steps=-1", "runtime.profile_steps"),
     ("metadata.backend=postgres", "metadata.backend"),
     ("metadata.port=70000", "metadata.port"),
     ("drift.features={no_such_column: 0.2}", "drift.features: no_such_column not among"),

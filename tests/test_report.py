@@ -116,6 +116,11 @@ def test_training_section_equals_the_keras_history(pipeline_run, report):
         assert settings[key] == info[key]
     assert settings["batch_reason"]  # e.g. "auto on a CPU: the written batch"
     assert report["training"]["logdir"] == model_run
+    # runtime.profile_steps=50 (the shared run): one execution of 50 steps traced after the first
+    profile = report["training"]["profile"]
+    assert profile == info["profile"] and profile["steps"] == 50 == info["steps_per_execution"]
+    assert profile["host_ops_per_step"] > 50 and profile["verdict"].startswith(("compute-bound", "overhead-bound"))
+    assert tf.io.gfile.glob(os.path.join(model_run, "plugins", "profile", "*", "*.xplane.pb"))
 
 
 def test_evaluation_section_equals_tfma(pipeline_run, report):
@@ -178,6 +183,7 @@ def test_page_is_self_contained_and_shows_the_numbers(pipeline_run, report):
     assert "<script" not in html and "<link" not in html and "@import" not in html
     assert not re.search(r"url\((?!#)", html)  # only in-page references (the SVG arrow marker)
     assert summary.pushed_to in html and "blessed" in html
+    assert f"Step profile ({report['training']['profile']['steps']} steps traced" in html
     # The numbers on the page are the collected ones: every overall metric in its row, every
     # feature's per-split count and missing % in its row.
     for name, value in report["evaluation"]["overall"].items():

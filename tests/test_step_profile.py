@@ -1,5 +1,6 @@
-"""bench/xplane_summary.py and bench/step_profile.py: the per-step summary of a profiler trace,
-on a hand-built trace with a GPU plane (known answers) and on real CPU traces of the model."""
+"""trainer/profile.py (runtime.profile_steps) and bench/step_profile.py: the per-step summary of
+a profiler trace, on a hand-built trace with a GPU plane (known answers) and on real CPU
+traces of the model; the bench on the TF-only path the GPU machine has."""
 import json
 import os
 import subprocess
@@ -10,8 +11,8 @@ import pytest
 import tensorflow as tf
 from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
-from bench import xplane_summary as X
 from bench.step_profile import profile_fit
+from trainer import profile as X
 from trainer.keras_compat import skip_autograph_for_tf_keras
 from trainer.model import Head, build_model, loss_and_metrics
 from tests.synthetic import INPUTS, dataset
@@ -64,7 +65,7 @@ def trace(wait_ms=1.0, kernel_ms=2.0, cupti=True):
     4 kernels (two streams, overlapping) and one host-to-device copy."""
     space = xplane_pb2.XSpace()
     host = Plane(space, "/host:CPU")
-    host.line("python", [("train", 10 * i, 10) for i in range(3)] + [("fit setup", -50, 40)])
+    host.line("python", [(X.STEP_EVENT, 10 * i, 10) for i in range(3)] + [("fit setup", -50, 40)])
     host.line("tf_Compute/1", [(f"dense_{j}/MatMul:MatMul", 10 * i + j, 0.5) for i in range(3) for j in range(5)]
               + [("ExecutorState::Process", 10 * i, 9) for i in range(3)])
     host.line("tf_data_iterator_get_next/2", [(X.INPUT_WAIT, 10 * i, wait_ms) for i in range(3)])
@@ -89,8 +90,9 @@ def test_summary_of_a_gpu_trace_per_step():
     # per step: the copy [0, 0.5) and the kernels [1, 7) (the relu overlaps gemm_0): 6.5 of 10 ms
     assert gpu["busy_fraction"] == pytest.approx(0.65)
     assert s["verdict"].startswith("launch-bound")
-    # steps_per_execution: each Keras "train" event is that many steps
+    # steps_per_execution: each execution of the train function is that many steps
     assert X.summarize(trace(), steps_per_execution=5)["steps"] == 15
+    assert X.summarize(trace(), steps=12)["ms_per_step"] == 2.5  # the steps the callback counted
 
 
 def test_verdicts():
@@ -103,7 +105,7 @@ def test_verdicts():
 def test_a_trace_without_keras_steps_is_refused():
     space = xplane_pb2.XSpace()
     Plane(space, "/host:CPU").line("python", [("something", 0, 1)])
-    with pytest.raises(ValueError, match="no Keras 'train' events"):
+    with pytest.raises(ValueError, match="no 'train_function' events"):
         X.summarize(space)
 
 
@@ -111,8 +113,9 @@ def _profile(tmp_path, ds):
     model = build_model(INPUTS, Head("binary"), hidden_units=(16, 8))
     loss, metrics = loss_and_metrics(Head("binary"))
     model.compile(optimizer="adam", loss=loss, metrics=metrics)
-    profile_fit(model, ds.repeat(), str(tmp_path), steps=4, warmup=2)
-    return X.summarize(X.load(X.find_trace(str(tmp_path))))
+    steps = profile_fit(model, ds.repeat(), str(tmp_path), executions=4, warmup=2)
+    assert steps == 4
+    return X.summarize(X.load(X.find_trace(str(tmp_path))), steps=steps)
 
 
 def test_real_cpu_trace_of_the_model(tmp_path):
@@ -154,3 +157,19 @@ def test_the_gpu_path_runs_with_tensorflow_alone(pipeline_run, tmp_path):
     script = tmp_path / "uses_tft.py"
     script.write_text("import tensorflow_transform\n")
     assert "not in the GPU bundle" in tf_only(str(script)).stderr
+
+
+def test_the_trainer_callback_keeps_the_profile_inside_one_epoch(tmp_path):
+    """runtime.profile_steps' callback: asked for 5 executions from the second on, with 3 per
+    epoch, it stops at the first epoch's end (validation never in the window): 2 traced."""
+    model = build_model(INPUTS, Head("binary"), hidden_units=(8,))
+    loss, metrics = loss_and_metrics(Head("binary"))
+    model.compile(optimizer="adam", loss=loss, metrics=metrics)
+    callback = X.profile_callback_class()(str(tmp_path), executions=5, executions_per_epoch=3, warmup=1)
+    model.fit(dataset(32).repeat(), steps_per_epoch=3, epochs=2, validation_data=dataset(32), verbose=0,
+              callbacks=[callback])
+    assert (callback.calls, callback.profiled, callback.steps, callback.running) == (6, 2, 2, False)
+    s = X.summarize(X.load(X.find_trace(str(tmp_path))), steps=callback.steps)
+    assert s["steps"] == 2 and s["host_ops_per_step"] > 20
+    # the window: the two traced executions of the train function, no test_function between
+    assert X.summarize(X.load(X.find_trace(str(tmp_path))))["steps"] == 2

@@ -20,7 +20,7 @@ import tensorflow as tf
 import tensorflow_transform as tft
 
 from trainer import (batch as batch_lib, data, export, model as model_lib, optimizer as optimizer_lib,
-                     precision, resume, strategy as strategy_lib)
+                     precision, profile as profile_lib, resume, strategy as strategy_lib)
 from trainer.train_step import training_model
 from trainer.settings import TrainerSettings, TrainingConfig
 from trainer.keras_compat import keras, skip_autograph_for_tf_keras
@@ -179,6 +179,13 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
     else:
         logging.warning("%s cannot resume a killed training; a restarted Trainer starts over",
                         type(strategy).__name__)
+    profiler = None
+    if settings.runtime.profile_steps and strategy_lib.is_chief():
+        profiler = profile_lib.profile_callback_class()(
+            log_dir, math.ceil(settings.runtime.profile_steps / per_call),
+            executions_per_epoch=math.ceil(steps_per_epoch / per_call),
+            warmup=math.ceil(profile_lib.WARMUP_STEPS / per_call))
+        callbacks.append(profiler)
     started = time.monotonic()
     if state.get("stopped"):  # killed after early stopping ended the fit: nothing left to train
         best = early_stopping.restored.get("best_weights") if early_stopping else None
@@ -189,6 +196,7 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
             train_ds, initial_epoch=first_epoch, epochs=epochs, steps_per_epoch=steps_per_epoch,
             validation_data=eval_ds, validation_steps=validation_steps, callbacks=callbacks, verbose=2)
     seconds = time.monotonic() - started
+    step_profile = profile_lib.summarize_run(profiler, log_dir, device) if profiler else None
     history = checkpoint.history if checkpoint else trainable.history.history
     epochs_run = len(next(iter(history.values()), []))
     export.export(model, tf_transform_output, spec, fn_args.serving_model_dir)
@@ -225,6 +233,7 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
         "examples_per_second": round(steps_per_epoch * (epochs_run - first_epoch) * global_batch
                                      / max(seconds, 1e-9), 1),
         "history": {k: [float(x) for x in v] for k, v in history.items()},
+        "profile": step_profile,  # runtime.profile_steps: the traced steps, summarised
         # What bench/gpu_bench.py needs to rebuild this model without tft or the config.
         "label": spec.label.name,
         "head": dataclasses.asdict(head),

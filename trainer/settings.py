@@ -79,6 +79,11 @@ class RuntimeConfig:
     # curves) are computed either way. Off: +3 to +19% examples/s on a 2-core CPU at batch 256
     # (three runs of bench/gpu_bench.py); on a GPU, where a step is launch-bound, measure it.
     train_metrics: bool = True
+    # Trace this many training steps with TensorFlow's profiler (0: off), after the first ~10
+    # (tracing and warm-up), within one epoch: the trace goes to the Trainer's model_run
+    # directory (TensorBoard's Profile tab) and a per-step summary with a verdict (input-,
+    # launch- or device-bound) to training_run.json and the run report (trainer/profile.py).
+    profile_steps: int = 0
     # Transform's own pre- and post-transform TFDV statistics (and their anomalies): a second
     # full pass over the data that no gate reads (ExampleValidator uses StatisticsGen's).
     transform_statistics: bool = False

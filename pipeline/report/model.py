@@ -30,6 +30,7 @@ def training_section(run: RunArtifacts) -> Dict[str, Any]:
             "gradient_accumulation_steps", "jit_compile", "train_seconds")}
         # ("batch_scaling" in runs recorded before the key was renamed)
         section["settings"]["batch_reason"] = info.get("batch_reason") or info.get("batch_scaling")
+        section["profile"] = info.get("profile")  # runtime.profile_steps
     return section
 
 

@@ -1,48 +1,130 @@
-"""What a TensorFlow profiler trace (an ``.xplane.pb``) says about a training step: where
-the time of the profiled steps went, per step, and whether the step is input-bound,
-launch-bound or device-bound. Pure parsing (TensorFlow's own XSpace proto), no TensorBoard.
+"""The training step under TensorFlow's profiler (``runtime.profile_steps``; also
+bench/step_profile.py): a Keras callback that traces a few warm executions of the train
+function, and a per-step summary of the trace with a verdict: input-bound, launch-bound (the
+GPU idles while the host launches kernels), device-bound, or on a CPU compute- or
+overhead-bound. The trace itself (``plugins/profile/<run>/<host>.xplane.pb`` under the log
+directory) is what TensorBoard's Profile tab reads; the summary parses it with TensorFlow's own
+XSpace proto, no TensorBoard needed.
 
 Host plane (``/host:CPU``):
-- op events ("node:OpType") on TensorFlow's executor threads: the ops run per step that
-  launch a kernel (variable reads, identities and constants are left out, as in
-  trainer.train_step.step_kernel_ops, the count of the graph before Grappler rewrites it) and
-  the time the executors were busy. On a GPU these are the kernels' host-side launches: a step
-  whose device sits idle while the host launches op after op is launch-bound.
-- ``IteratorGetNextOp::DoCompute``: the time the step waited for the next batch (with a
+- ``train_function``: each execution of Keras' compiled train function (steps_per_execution
+  steps): the profiled window runs from the first one's start to the last one's end.
+- op events ("node:OpType") on TensorFlow's executor threads: the ops run per step that launch
+  a kernel (variable reads, identities and constants left out, as in
+  trainer.train_step.step_kernel_ops, which counts the graph before Grappler rewrites it) and
+  the time the executors were busy. On a GPU these are the kernels' host-side launches.
+- ``IteratorGetNextOp::DoCompute``: the time the step waited for its next batch (with a
   prefetching input pipeline that keeps up, close to nothing).
-- the ``train`` events Keras writes around each execution of the train function: the window.
-Device planes (``/device:GPU:N``, only where CUPTI was loaded): kernels and copies per step,
+Device planes (``/device:GPU:N``, only where CUPTI is loaded): kernels and copies per step,
 and the fraction of the window the device was busy (the union of its events' intervals).
 """
 from __future__ import annotations
 
 import collections
-import glob
+import functools
+import logging
 import os
 import re
 from typing import Dict, Iterable, List, Optional, Tuple
 
 OP_EVENT = re.compile(r"^[^:]+:([A-Za-z0-9_]+)$")  # "dense/MatMul:MatMul" -> MatMul
 INPUT_WAIT = "IteratorGetNextOp::DoCompute"
-STEP_EVENT = "train"
+STEP_EVENT = "train_function"
+# Steps left out before the profile starts (the first execution traces and compiles the step;
+# the input pipeline fills its buffers).
+WARMUP_STEPS = 10
 # Thresholds of the verdict (fractions of the profiled window).
 INPUT_BOUND = 0.25
 DEVICE_BOUND = 0.7
 
 
+@functools.lru_cache(maxsize=None)
+def profile_callback_class():
+    """The Keras callback (defined on first use: Keras is chosen at the entry point).
+
+    ``ProfileSteps(log_dir, executions, executions_per_epoch, warmup)`` starts the profiler
+    before execution number ``warmup`` of the train function (counted over the whole fit: the
+    first one traces and compiles the step) and stops it after ``executions`` executions, or
+    after the last execution of that epoch (so validation is never in the window), or when
+    training ends. ``profiled`` and ``steps``: the executions and training steps traced (the
+    last execution of an epoch may run fewer than steps_per_execution steps)."""
+    import tensorflow as tf
+
+    from trainer.keras_compat import keras
+
+    class ProfileSteps(keras().callbacks.Callback):
+        def __init__(self, log_dir: str, executions: int, executions_per_epoch: int, warmup: int = 1):
+            super().__init__()
+            self.log_dir, self.executions, self.warmup = log_dir, executions, warmup
+            self.per_epoch = max(1, executions_per_epoch)
+            self.calls, self.profiled, self.steps, self.running = 0, 0, 0, False
+            self._first = 0
+
+        def on_train_batch_begin(self, batch, logs=None):
+            self._first = batch
+            if not self.running and not self.profiled and self.calls >= self.warmup:
+                tf.profiler.experimental.start(self.log_dir)
+                self.running = True
+
+        def on_train_batch_end(self, batch, logs=None):
+            # Keras passes an execution's first step to begin and its last to end.
+            self.calls += 1
+            if self.running:
+                self.profiled += 1
+                self.steps += batch - self._first + 1
+                if self.profiled >= self.executions or self.calls % self.per_epoch == 0:
+                    self._stop()
+
+        def on_train_end(self, logs=None):
+            self._stop()
+
+        def _stop(self):
+            if self.running:
+                tf.profiler.experimental.stop()
+                self.running = False
+
+    return ProfileSteps
+
+
+def summarize_run(profiler, log_dir: str, device: str) -> Optional[Dict]:
+    """The Trainer's profile (``runtime.profile_steps``) once the fit is over: the summary, or
+    None with a warning saying why nothing was traced. A trace that cannot be read is a warning
+    too: the profile is a diagnosis, the training it describes succeeded."""
+    import tensorflow as tf
+    from google.protobuf.message import DecodeError
+
+    if not profiler.profiled:
+        logging.warning("runtime.profile_steps: nothing was traced: the profile starts after %d "
+                        "executions of the train function and the training ran %d",
+                        profiler.warmup, profiler.calls)
+        return None
+    try:
+        summary = summarize(load(find_trace(log_dir)), gpu=device == "gpu", steps=profiler.steps)
+    except (OSError, ValueError, DecodeError, tf.errors.OpError) as e:
+        logging.warning("runtime.profile_steps: the trace under %s could not be summarised: %s", log_dir, e)
+        return None
+    logging.info("training step profile (TensorBoard's Profile tab: tensorboard --logdir %s):\n%s",
+                 log_dir, format_summary(summary))
+    return summary
+
+
 def find_trace(log_dir: str) -> str:
-    paths = sorted(glob.glob(os.path.join(log_dir, "plugins", "profile", "*", "*.xplane.pb")),
-                   key=os.path.getmtime)
+    """The newest trace under ``log_dir`` (local or a cloud path: tf.io.gfile)."""
+    import tensorflow as tf
+
+    runs = sorted(tf.io.gfile.glob(os.path.join(log_dir, "plugins", "profile", "*")))
+    paths = tf.io.gfile.glob(os.path.join(runs[-1], "*.xplane.pb")) if runs else []
     if not paths:
         raise FileNotFoundError(f"no .xplane.pb under {log_dir}/plugins/profile: was the profiler started?")
-    return paths[-1]
+    return sorted(paths)[-1]
 
 
 def load(path: str):
+    import tensorflow as tf
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
     space = xplane_pb2.XSpace()
-    with open(path, "rb") as f:
+    with tf.io.gfile.GFile(path, "rb") as f:
         space.ParseFromString(f.read())
     return space
 
@@ -68,16 +150,18 @@ def union_ps(intervals: List[Tuple[int, int]], lo: int, hi: int) -> int:
 
 
 def _window(host) -> Optional[Tuple[int, int, int]]:
-    """(start, end, executions) from Keras' ``train`` events."""
+    """(start, end, executions) from the train function's events."""
     spans = [(s, e) for line in host.lines for name, s, e in _events(host, line) if name == STEP_EVENT]
     if not spans:
         return None
     return min(s for s, _ in spans), max(e for _, e in spans), len(spans)
 
 
-def summarize(space, steps_per_execution: int = 1, gpu: bool = False, top: int = 8) -> Dict:
-    """Per-step figures of the profiled window (see the module's docstring); ``gpu``: the
-    profiled step ran on a GPU."""
+def summarize(space, steps_per_execution: int = 1, gpu: bool = False, steps: Optional[int] = None,
+              top: int = 8) -> Dict:
+    """Per-step figures of the profiled window (see the module's docstring). ``steps``: the
+    training steps traced (ProfileSteps.steps), else executions x ``steps_per_execution``;
+    ``gpu``: the profiled step ran on a GPU."""
     from trainer.train_step import NO_KERNEL_OPS  # imports TensorFlow: not at module import
 
     host = next((p for p in space.planes if p.name == "/host:CPU"), None)
@@ -85,9 +169,9 @@ def summarize(space, steps_per_execution: int = 1, gpu: bool = False, top: int =
         raise ValueError("the trace has no /host:CPU plane")
     window = _window(host)
     if window is None:
-        raise ValueError(f"the trace has no Keras '{STEP_EVENT}' events: profile model.fit steps")
+        raise ValueError(f"the trace has no '{STEP_EVENT}' events: profile the steps of a Keras fit")
     lo, hi, executions = window
-    steps = executions * steps_per_execution
+    steps = steps or executions * steps_per_execution
     wall = hi - lo
     ops, op_busy, waits = collections.Counter(), [], 0
     op_time = collections.Counter()
