@@ -242,7 +242,8 @@ def verdict(s: Dict, gpu: bool = False) -> str:
             return ("no device trace: CUPTI was not loaded (libcupti.so.12 on LD_LIBRARY_PATH); "
                     f"the host ran {ops:g} ops per step")
         if not ops:
-            return "one XLA cluster: the compiled step's ops are not traced one by one"
+            return ("no ops traced one by one on this host: an XLA-compiled step (one cluster), or a step "
+                    "that runs on other machines (parameter servers)")
         if busy >= DEVICE_BOUND:
             return f"compute-bound on the CPU: executors busy {busy:.0%} of the time, {ops:g} ops per step"
         return (f"overhead-bound on the CPU: executors busy only {busy:.0%} of the time, {ops:g} ops per "
