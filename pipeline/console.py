@@ -44,6 +44,8 @@ def format_summary(summary: RunSummary) -> str:
     spans = describe_spans(summary.spans)
     if spans:
         lines.append(f"  data: {spans}")
+    if summary.step_profile:
+        lines.append("  trainer step profile: " + summary.step_profile)
     if summary.metrics:
         lines.append("  eval (overall): " + format_metrics(summary.metrics))
     worst = worst_slices(summary)

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+import os
 from typing import Any, Dict, List, Optional
 
 import ml_metadata as mlmd
@@ -50,6 +52,7 @@ class RunSummary:
     drift: str = ""               # what the DriftGate compared the data with (or why it could not)
     undefined: Dict[str, str] = dataclasses.field(default_factory=dict)  # overall metric -> why undefined
     wall_seconds: float = 0.0
+    step_profile: str = ""        # runtime.profile_steps: the Trainer's traced steps, in one line
 
     def component(self, node_id: str) -> Optional[ComponentRun]:
         return next((c for c in self.components if c.node_id == node_id), None)
@@ -91,6 +94,8 @@ def collect_run(metadata_store: Any, pipeline_name: str, run_id: Optional[str] =
             summary.drift = _str_prop(outputs["drift_anomalies"][0], "compared_with")
         if node_id == "Trainer" and outputs.get("model"):
             summary.model_uri = outputs["model"][0].uri
+        if node_id == "Trainer" and outputs.get("model_run"):
+            summary.step_profile = step_profile_line(outputs["model_run"][0].uri)
         if node_id == "ServingBaseline" and outputs.get("baseline_model"):
             from components.serving_baseline import describe
 
@@ -102,6 +107,19 @@ def collect_run(metadata_store: Any, pipeline_name: str, run_id: Optional[str] =
             summary.pushed = bool(_int_prop(pushed, "pushed"))
             summary.pushed_to = _str_prop(pushed, "pushed_destination")
     return summary
+
+
+def step_profile_line(model_run_uri: str) -> str:
+    """'6.02 ms per step over 50 steps traced; compute-bound ...' from the Trainer's
+    training_run.json when it profiled (runtime.profile_steps), else ''."""
+    path = os.path.join(model_run_uri, "training_run.json")
+    if not os.path.isfile(path):  # a cloud model_run, or a Trainer that failed: no line
+        return ""
+    with open(path) as f:
+        profile = json.load(f).get("profile")
+    if not profile:
+        return ""
+    return f"{profile['ms_per_step']:g} ms per step over {profile['steps']} steps traced; {profile['verdict']}"
 
 
 def describe_spans(spans: List[int]) -> str:

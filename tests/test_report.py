@@ -13,6 +13,7 @@ import pytest
 import tensorflow as tf
 
 from pipeline import cli
+from pipeline.console import format_summary
 from pipeline.report import collect, render
 from pipeline.store import INPUT_EVENTS, execution_artifacts, open_store
 
@@ -121,6 +122,9 @@ def test_training_section_equals_the_keras_history(pipeline_run, report):
     assert profile == info["profile"] and profile["steps"] == 50 == info["steps_per_execution"]
     assert profile["host_ops_per_step"] > 50 and profile["verdict"].startswith(("compute-bound", "overhead-bound"))
     assert tf.io.gfile.glob(os.path.join(model_run, "plugins", "profile", "*", "*.xplane.pb"))
+    # and the run's console summary says it in one line
+    assert (f"trainer step profile: {profile['ms_per_step']:g} ms per step over 50 steps traced"
+            in format_summary(summary))
 
 
 def test_evaluation_section_equals_tfma(pipeline_run, report):
