@@ -75,7 +75,9 @@ def trace(wait_ms=1.0, kernel_ms=2.0, cupti=True):
         gpu.line("Stream #1(Compute)", [(f"gemm_{j}", 10 * i + 1 + kernel_ms * j, kernel_ms)
                                         for i in range(3) for j in range(3)])
         gpu.line("Stream #2(Compute)", [e for i in range(3)
-                                        for e in (("relu", 10 * i + 1, kernel_ms), ("MemcpyH2D", 10 * i, 0.5))])
+                                        for e in (("relu", 10 * i + 1, kernel_ms), ("MemcpyH2D", 10 * i, 0.5),
+                                                  ("MemoryAlloc", 10 * i + 8, 1))])  # not device work
+        gpu.line("CUPTI overhead", [("overhead", 10 * i + 8, 2) for i in range(3)])  # nor this
     return space
 
 

@@ -15,8 +15,9 @@ Host plane (``/host:CPU``):
   the time the executors were busy. On a GPU these are the kernels' host-side launches.
 - ``IteratorGetNextOp::DoCompute``: the time the step waited for its next batch (with a
   prefetching input pipeline that keeps up, close to nothing).
-Device planes (``/device:GPU:N``, only where CUPTI is loaded): kernels and copies per step,
-and the fraction of the window the device was busy (the union of its events' intervals).
+Device planes (``/device:GPU:N``, only where CUPTI is loaded; the layout of XLA's
+cupti_collector.cc): kernels and copies per step on the stream lines, and the fraction of the
+window the device was busy (the union of their intervals).
 """
 from __future__ import annotations
 
@@ -207,11 +208,16 @@ def summarize(space, steps_per_execution: int = 1, gpu: bool = False, steps: Opt
 
 
 def _device(plane, lo: int, hi: int, steps: int, top: int) -> Dict:
+    """A GPU plane as CUPTI's collector writes it: one line per stream ("Stream #7(Kernel,
+    MemcpyH2D)"), besides "CUPTI overhead" and counter lines, which are not the device's work;
+    allocations and frees ("MemoryAlloc") are not either."""
     kernels, copies, busy = collections.Counter(), collections.Counter(), []
     kernel_time = collections.Counter()
     for line in plane.lines:
+        if not line.name.startswith("Stream"):
+            continue
         for name, s, e in _events(plane, line):
-            if e <= lo or s >= hi:
+            if e <= lo or s >= hi or name.startswith("Memory"):
                 continue
             busy.append((s, e))
             if name.startswith(("Memcpy", "Memset")):
