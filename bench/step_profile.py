@@ -61,8 +61,8 @@ def profile_row(info, files, name: str, row: dict, steps: int, traces: str, gpu:
     log_dir = os.path.join(traces, name)
     with precision.precision_policy(row["precision"]):
         trainable, _, ds = gpu_bench.build_training(info, files, row)
-        steps = profile_fit(trainable, ds, log_dir, executions)
-    summary = profile.summarize(profile.load(profile.find_trace(log_dir)), gpu=gpu, steps=steps)
+        traced = profile_fit(trainable, ds, log_dir, executions)
+    summary = profile.summarize(profile.load(profile.find_trace(log_dir)), gpu=gpu, steps=traced)
     return {"name": name, **row, **summary, "trace": log_dir}
 
 
