@@ -69,6 +69,8 @@ def trace(wait_ms=1.0, kernel_ms=2.0, cupti=True):
     host.line("tf_Compute/1", [(f"dense_{j}/MatMul:MatMul", 10 * i + j, 0.5) for i in range(3) for j in range(5)]
               + [("ExecutorState::Process", 10 * i, 9) for i in range(3)])
     host.line("tf_data_iterator_get_next/2", [(X.INPUT_WAIT, 10 * i, wait_ms) for i in range(3)])
+    # the same wait seen as the multi-device iterator's op: input, not an op, not counted twice
+    host.line("tf_Compute/4", [("it:MultiDeviceIteratorGetNextFromShard", 10 * i, wait_ms) for i in range(3)])
     host.line("tf_data_private_threadpool/3", [("ParseExample:ParseExampleV2", 10 * i, 3) for i in range(3)])
     if cupti:
         gpu = Plane(space, "/device:GPU:0")

@@ -13,8 +13,8 @@ Host plane (``/host:CPU``):
   a kernel (variable reads, identities and constants left out, as in
   trainer.train_step.step_kernel_ops, which counts the graph before Grappler rewrites it) and
   the time the executors were busy. On a GPU these are the kernels' host-side launches.
-- ``IteratorGetNextOp::DoCompute``: the time the step waited for its next batch (with a
-  prefetching input pipeline that keeps up, close to nothing).
+- ``IteratorGetNextOp::DoCompute`` and ops of a ``*GetNext*`` type: the time the step waited
+  for its next batch (with a prefetching input pipeline that keeps up, close to nothing).
 Device planes (``/device:GPU:N``, only where CUPTI is loaded; the layout of XLA's
 cupti_collector.cc): kernels and copies per step on the stream lines, and the fraction of the
 window the device was busy (the union of their intervals).
@@ -174,17 +174,17 @@ def summarize(space, steps_per_execution: int = 1, gpu: bool = False, steps: Opt
     lo, hi, executions = window
     steps = steps or executions * steps_per_execution
     wall = hi - lo
-    ops, op_busy, waits = collections.Counter(), [], 0
+    ops, op_busy, waits = collections.Counter(), [], []
     op_time = collections.Counter()
     for line in host.lines:
         input_line = line.name.startswith("tf_data")
         for name, s, e in _events(host, line):
             if s < lo or s >= hi:
                 continue
-            if name == INPUT_WAIT:
-                waits += min(e, hi) - s
-                continue
             m = None if input_line or line.name == "python" else OP_EVENT.match(name)
+            if name == INPUT_WAIT or (m and "GetNext" in m.group(1)):
+                waits.append((s, e))  # the iterator's op (e.g. a multi-device shard's) waits too
+                continue
             if m and m.group(1) not in NO_KERNEL_OPS:
                 ops[m.group(1)] += 1
                 op_time[m.group(1)] += e - s
@@ -194,7 +194,7 @@ def summarize(space, steps_per_execution: int = 1, gpu: bool = False, steps: Opt
         "ms_per_step": round(wall / steps / 1e9, 3),
         "host_ops_per_step": round(sum(ops.values()) / steps, 1),
         "host_op_busy_fraction": round(union_ps(op_busy, lo, hi) / wall, 3),
-        "input_wait_fraction": round(waits / wall, 3),
+        "input_wait_fraction": round(union_ps(waits, lo, hi) / wall, 3),
         # [op type, runs per step, microseconds per step]
         "top_host_ops": [[t, round(ops[t] / steps, 1), round(ps / steps / 1e6, 1)]
                          for t, ps in op_time.most_common(top)],
