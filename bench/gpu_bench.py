@@ -229,8 +229,10 @@ class _Null:
         return False
 
 
-def worker(args) -> None:
-    """One device's rows, as JSON lines on stdout."""
+def start_tensorflow():
+    """TensorFlow imported quietly and set up as run_fn sets it up (GPU memory growth; AutoGraph
+    must not convert tf_keras itself); returns the module. For this bench's workers and
+    bench/step_profile.py."""
     from pipeline.quiet import import_tensorflow_quietly, quiet_libraries
 
     quiet_libraries()
@@ -241,7 +243,18 @@ def worker(args) -> None:
     from trainer.strategy import enable_memory_growth
 
     enable_memory_growth()
-    skip_autograph_for_tf_keras()  # as run_fn does: AutoGraph must not convert tf_keras itself
+    skip_autograph_for_tf_keras()
+    return tf
+
+
+def row_error(e: Exception) -> str:
+    """A row that cannot run here (e.g. XLA without ptxas), in one line."""
+    return f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:200]}"
+
+
+def worker(args) -> None:
+    """One device's rows, as JSON lines on stdout."""
+    tf = start_tensorflow()
     on_gpu = args.worker == "gpu"
     if on_gpu and not tf.config.list_physical_devices("GPU"):
         print(json.dumps({"skipped": "gpu", "why": "TensorFlow sees no GPU on this machine"}), flush=True)
@@ -256,8 +269,8 @@ def worker(args) -> None:
             row = dict(row, steps_per_execution=2)  # seconds per step here: a short execution
         try:
             result = measure(info, files, row, args.seconds, on_gpu)
-        except Exception as e:  # a row that cannot run here (e.g. XLA without ptxas) is reported
-            result = dict(row, error=f"{type(e).__name__}: {str(e).splitlines()[0][:200]}")
+        except Exception as e:  # reported in the row, the bench goes on
+            result = dict(row, error=row_error(e))
         print(json.dumps(dict(result, device=args.worker)), flush=True)
 
 

@@ -82,17 +82,7 @@ def main(argv=None) -> int:
     if args.device == "cpu":
         os.environ["CUDA_VISIBLE_DEVICES"] = ""
     info, files = gpu_bench.find_run(args.output)
-    from pipeline.quiet import import_tensorflow_quietly, quiet_libraries
-
-    quiet_libraries()
-    import_tensorflow_quietly()
-    import tensorflow as tf
-
-    from trainer.keras_compat import skip_autograph_for_tf_keras
-    from trainer.strategy import enable_memory_growth
-
-    enable_memory_growth()
-    skip_autograph_for_tf_keras()
+    tf = gpu_bench.start_tensorflow()
     device = "gpu" if tf.config.list_physical_devices("GPU") else "cpu"
     if device != args.device:
         print("TensorFlow sees no GPU here: profiling the CPU", flush=True)
@@ -103,9 +93,8 @@ def main(argv=None) -> int:
             result = profile_row(info, files, name, ROWS[name], args.steps, traces, device == "gpu")
             result["device"] = device
             print(f"== {name} ({device}): " + profile.format_summary(result), flush=True)
-        except Exception as e:  # one row that cannot run here (XLA without ptxas) is reported
-            result = {"name": name, **ROWS[name], "device": device,
-                      "error": f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"}
+        except Exception as e:  # reported in the row, the bench goes on
+            result = {"name": name, **ROWS[name], "device": device, "error": gpu_bench.row_error(e)}
             print(f"== {name} ({device}): {result['error']}", flush=True)
         results.append(result)
     os.makedirs(os.path.dirname(os.path.abspath(args.results)), exist_ok=True)
