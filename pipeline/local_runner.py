@@ -18,7 +18,7 @@ import sys
 import time
 from typing import Iterator, List, Optional, TextIO
 
-from pipeline import data_source, files, stack_compat, store as store_lib, summary as summary_lib
+from pipeline import beam_packaging, data_source, files, stack_compat, store as store_lib, summary as summary_lib
 from pipeline.config import PipelineConfig
 
 _RUNNING = re.compile(r"Component (\S+) is running\.")
@@ -133,7 +133,8 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
             print(f"pipeline {cfg.name}, run {run_id}: {len(paths.data_files)} {cfg.data.format.upper()} "
                   f"file(s){span} from {paths.data_root}; log: {log_path}", file=stream, flush=True)
             try:
-                tfx.orchestration.LocalDagRunner().run_with_ir(ir)
+                with beam_packaging.no_sdist_for_local_runners():
+                    tfx.orchestration.LocalDagRunner().run_with_ir(ir)
             except Exception as e:
                 logging.getLogger(__name__).exception("pipeline %s failed", cfg.name)
                 error = e
