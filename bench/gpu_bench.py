@@ -41,6 +41,7 @@ os.environ["TF_USE_LEGACY_KERAS"] = "1"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+from trainer.settings import TRAINING_RUN_FILE  # noqa: E402  (no TensorFlow: the parent process stays light)
 RESULTS = os.path.join(ROOT, "bench", "results", "gpu_bench.json")
 WIDE = (2048, 2048, 2048)
 
@@ -85,7 +86,7 @@ QUICK = [r for r in ROWS if r["model"] in ("input", "default") and r["precision"
 def find_run(output_root: str):
     """(training_run.json of the newest Trainer run, train TFRecords of its Transform output)."""
     infos = sorted(glob.glob(os.path.join(output_root, "pipeline_root", "Trainer", "model_run", "*",
-                                          "training_run.json")), key=os.path.getmtime)
+                                          TRAINING_RUN_FILE)), key=os.path.getmtime)
     infos = [p for p in infos if "model_inputs" in json.load(open(p))]
     examples = sorted(glob.glob(os.path.join(output_root, "pipeline_root", "Transform",
                                              "transformed_examples", "*", "Split-train")), key=os.path.getmtime)

@@ -31,6 +31,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
 
+from trainer.settings import TRAINING_RUN_FILE  # noqa: E402
+
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "quality.json")
 TREES = {"max_iter": 300, "learning_rate": 0.05, "random_state": 0}
 
@@ -252,7 +254,7 @@ def training_run(run) -> dict:
     """The Trainer's own record of the run (epochs, steps, history), when there is one."""
     trainer = run.component("Trainer")
     for uri in (trainer.outputs.get("model_run") or []) if trainer else []:
-        path = os.path.join(uri, "training_run.json")
+        path = os.path.join(uri, TRAINING_RUN_FILE)
         if os.path.isfile(path):
             with open(path) as f:
                 info = json.load(f)

@@ -33,6 +33,7 @@ sys.path.insert(0, ROOT)
 
 from pipeline import data_source  # noqa: E402
 from pipeline.summary import collect_run  # noqa: E402
+from trainer.settings import TRAINING_RUN_FILE  # noqa: E402
 
 # Numeric columns and their jitter: relative for amounts, absolute for coordinates.
 RELATIVE = {"fare": 0.03, "tips": 0.03, "trip_miles": 0.03, "trip_seconds": 0.03}
@@ -128,7 +129,7 @@ def main():
         wall, peak = run_pipeline(data, out, overrides, os.path.join(work, f"run_{rows}.log"))
         summary = collect_run(os.path.join(out, "metadata.sqlite"), "taxi")
         with open(os.path.join(summary.model_uri, "..", "..", "model_run",
-                               os.path.basename(summary.model_uri), "training_run.json")) as f:
+                               os.path.basename(summary.model_uri), TRAINING_RUN_FILE)) as f:
             training = json.load(f)
         run = {"rows": rows, "wall_seconds": round(wall, 1), "peak_rss_gb": round(peak / 2**30, 2),
                "rows_per_second": round(rows / wall), "train_steps": training["steps"],

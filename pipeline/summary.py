@@ -13,6 +13,7 @@ from ml_metadata.proto import metadata_store_pb2
 from pipeline import files
 from pipeline.store import (INPUT_EVENTS, describe_store, execution_artifacts, latest_run_id, node_id_of,
                             open_store, spans_of)
+from trainer.settings import TRAINING_RUN_FILE
 
 STATE_NAMES = {
     metadata_store_pb2.Execution.COMPLETE: "complete",
@@ -112,7 +113,7 @@ def collect_run(metadata_store: Any, pipeline_name: str, run_id: Optional[str] =
 def step_profile_line(model_run_uri: str) -> str:
     """'6.02 ms per step over 50 steps traced; compute-bound ...' from the Trainer's
     training_run.json when it profiled (runtime.profile_steps), else ''."""
-    path = os.path.join(model_run_uri, "training_run.json")
+    path = os.path.join(model_run_uri, TRAINING_RUN_FILE)
     if not os.path.isfile(path):  # a cloud model_run, or a Trainer that failed: no line
         return ""
     with open(path) as f:

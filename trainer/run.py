@@ -22,11 +22,10 @@ import tensorflow_transform as tft
 from trainer import (batch as batch_lib, data, export, model as model_lib, optimizer as optimizer_lib,
                      precision, profile as profile_lib, resume, strategy as strategy_lib)
 from trainer.train_step import training_model
-from trainer.settings import TrainerSettings, TrainingConfig
+from trainer.settings import TRAINING_RUN_FILE, TrainerSettings, TrainingConfig
 from trainer.keras_compat import keras, skip_autograph_for_tf_keras
 from transforms import features as F
 
-RUN_INFO_FILE = "training_run.json"
 
 
 def model_inputs(spec: F.FeatureSpec, tf_transform_output) -> List[model_lib.ModelInput]:
@@ -241,7 +240,7 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
         "model": dataclasses.asdict(settings.model),
     }
     if strategy_lib.is_chief():
-        with tf.io.gfile.GFile(os.path.join(fn_args.model_run_dir, RUN_INFO_FILE), "w") as f:
+        with tf.io.gfile.GFile(os.path.join(fn_args.model_run_dir, TRAINING_RUN_FILE), "w") as f:
             json.dump(info, f, indent=2)
     logging.info("training finished: %s", {k: v for k, v in info.items() if k != "history"})
     return info

@@ -19,6 +19,9 @@ PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
 TRAINING_MODES = ("steps", "epochs")
 BATCH_SCALINGS = ("auto", "always", "off")
 READERS = ("tfrecord", "tfxio")
+# The Trainer's record of a training run, in its model_run directory (trainer/run.py writes it;
+# the run report, the run summary and the bench scripts read it).
+TRAINING_RUN_FILE = "training_run.json"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,6 +11,7 @@ from components import serving_baseline
 from pipeline import store as store_lib
 from pipeline import summary as summary_lib
 from pipeline.report.artifacts import RunArtifacts
+from trainer.settings import TRAINING_RUN_FILE
 
 
 def training_section(run: RunArtifacts) -> Dict[str, Any]:
@@ -20,7 +21,7 @@ def training_section(run: RunArtifacts) -> Dict[str, Any]:
     if model_run is None:
         return section
     section["curves"] = tensorboard_scalars(model_run.uri)
-    info_path = os.path.join(model_run.uri, "training_run.json")
+    info_path = os.path.join(model_run.uri, TRAINING_RUN_FILE)
     if os.path.isfile(info_path):
         with open(info_path) as f:
             info = json.load(f)
