@@ -289,23 +289,37 @@ def main(argv=None) -> int:
         worker(args)
         return 0
     find_run(args.output)  # fail here, with the fix, not in every worker
+    # Each row is printed, and the results file rewritten, as soon as it is measured: a run cut
+    # off (the GPU machine's per-command limit) keeps every row it finished.
     rows = []
+    print(HEADER, flush=True)
     for device in args.devices.split(","):
         env = dict(os.environ, **({"CUDA_VISIBLE_DEVICES": ""} if device == "cpu" else {}))
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", device, "--output", args.output,
                "--seconds", str(args.seconds), "--models", args.models] + (["--quick"] if args.quick else [])
-        proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True)
-        for line in proc.stdout.splitlines():
-            if line.startswith("{"):
-                rows.append(json.loads(line))
+        with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True) as proc:
+            for line in proc.stdout:
+                if line.startswith("{"):
+                    record(rows, json.loads(line), args.results)
         if proc.returncode:
-            rows.append({"device": device, "error": f"worker exited {proc.returncode}"})
-    print(table(rows))
-    os.makedirs(os.path.dirname(args.results), exist_ok=True)
-    with open(args.results, "w") as f:
-        json.dump({"machine": machine(), "rows": rows}, f, indent=2)
+            record(rows, {"device": device, "error": f"worker exited {proc.returncode}"}, args.results)
     print(f"results: {args.results}")
     return 0
+
+
+def record(rows: list, row: dict, results: str) -> None:
+    """Rewrite the results file with every row so far, then print the row's line of the table."""
+    rows.append(row)
+    write_results(results, rows)  # first: a row on the screen is a row in the file
+    print(table_row(row), flush=True)
+
+
+def write_results(path: str, rows: list) -> None:
+    """The results file with every row so far (replaced whole: never half-written)."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path + ".tmp", "w") as f:
+        json.dump({"machine": machine(), "rows": rows}, f, indent=2)
+    os.replace(path + ".tmp", path)
 
 
 def machine() -> dict:
@@ -320,28 +334,25 @@ def variant(r) -> str:
             + ("" if strategy == "default" else f", {strategy}"))
 
 
-def table(rows) -> str:
-    lines = [f"{'device':<7}{'model':<8}{'batch':>6} {'precision':<15}{'spe':>4} {'xla':<4}{'input':<30}"
-             f"{'examples/s':>11}{'ms/step':>9}{'ops':>6}{'vars':>5}{'gpu%':>6}{'TFLOP/s':>8}"]
-    for r in rows:
-        if "skipped" in r:
-            lines.append(f"{r['skipped']}: skipped ({r['why']})")
-            continue
-        if "model" not in r:
-            lines.append(f"{r['device']}: {r['error']}")
-            continue
-        head = (f"{r['device']:<7}{r['model']:<8}{r['batch']:>6} {r['precision']:<15}"
-                f"{r['steps_per_execution']:>4} {'on' if r['xla'] else 'off':<4}{variant(r):<30}")
-        if "error" in r:
-            lines.append(head + r["error"])
-        elif r["model"] == "input":
-            lines.append(f"{r['device']:<7}{'input pipeline alone (batches from the cached TFRecords)':<69}"
-                         f"{r['examples_per_s']:>11}{r['ms_per_step']:>9}")
-        else:
-            ops = "-" if r.get("step_ops") is None else r["step_ops"]
-            lines.append(head + f"{r['examples_per_s']:>11}{r['ms_per_step']:>9}{ops:>6}{r['variables']:>5}"
-                         f"{'-' if r['gpu_util_percent'] is None else r['gpu_util_percent']:>6}{r.get('tflops', '-'):>8}")
-    return "\n".join(lines)
+HEADER = (f"{'device':<7}{'model':<8}{'batch':>6} {'precision':<15}{'spe':>4} {'xla':<4}{'input':<30}"
+          f"{'examples/s':>11}{'ms/step':>9}{'ops':>6}{'vars':>5}{'gpu%':>6}{'TFLOP/s':>8}")
+
+
+def table_row(r) -> str:
+    if "skipped" in r:
+        return f"{r['skipped']}: skipped ({r['why']})"
+    if "model" not in r:
+        return f"{r['device']}: {r['error']}"
+    head = (f"{r['device']:<7}{r['model']:<8}{r['batch']:>6} {r['precision']:<15}"
+            f"{r['steps_per_execution']:>4} {'on' if r['xla'] else 'off':<4}{variant(r):<30}")
+    if "error" in r:
+        return head + r["error"]
+    if r["model"] == "input":
+        return (f"{r['device']:<7}{'input pipeline alone (batches from the cached TFRecords)':<69}"
+                f"{r['examples_per_s']:>11}{r['ms_per_step']:>9}")
+    ops = "-" if r.get("step_ops") is None else r["step_ops"]
+    return head + (f"{r['examples_per_s']:>11}{r['ms_per_step']:>9}{ops:>6}{r['variables']:>5}"
+                   f"{'-' if r['gpu_util_percent'] is None else r['gpu_util_percent']:>6}{r.get('tflops', '-'):>8}")
 
 
 if __name__ == "__main__":

@@ -1,21 +1,25 @@
 #!/usr/bin/env bash
-# bench/gpu_bench.py on the lent GPU machine, in as few device calls as possible
-# (../shared/gpu/README.md: TensorFlow travels there as a chunked TF-only bundle).
+# bench/gpu_bench.py and bench/step_profile.py on the lent GPU machine, in as few device calls
+# as possible (../shared/gpu/README.md: TensorFlow travels there as a chunked TF-only bundle).
 #
 #   Here, once:   bash bench/gpu_machine.sh prepare [OUTPUT_ROOT]   (default output/quality)
 #     copies what the bench reads (the newest training_run.json and the Transform output's
-#     train split, under 1 MB for the taxi data) into .gpu/run/, keeping the layout; and
-#     bash ../shared/gpu/build_bundle.sh .gpu   (the TF bundle's chunks, about 2 minutes).
+#     train split, under 1 MB for the taxi data) into .gpu/run/, keeping the layout; fetches
+#     CUPTI (libcupti.so.12, 7 MB; not in the bundle, and without it the profiler sees no GPU
+#     kernels) into .gpu/cupti; and builds the TF bundle's chunks into .gpu/ with
+#     ../shared/gpu/build_bundle.sh when they are not there yet (about 2 minutes, 15 chunks).
 #   Then one device call per chunk:  mkdir -p /tmp/stage && mv .gpu/p.NN /tmp/stage/
-#     (carry [".gpu/p.NN"]), back to back, and last:
+#     (carry [".gpu/p.NN"]), back to back (the machine forgets /tmp 30 s after a call), and:
 #   There:        bash bench/gpu_machine.sh run [gpu_bench.py options]
 #     (carry [".gpu/bin", ".gpu/run", ".gpu/cupti"]): unpacks the bundle into /tmp/site once,
-#     checks that TensorFlow sees the GPU, and runs the bench; table and JSON go to $OUT.
+#     checks that TensorFlow sees the GPU, and runs the bench: each row is printed and added
+#     to $OUT/gpu_bench.json as it is measured, so a call cut off at its limit keeps them.
+#     About 4 minutes on this 2-core machine with the GPU rows skipped (2026-11-23).
 #                 bash bench/gpu_machine.sh profile [step_profile.py options]
-#     (same carry): bench/step_profile.py, where the step's time goes (kernels per step, the
-#     GPU's busy fraction, input waits); summaries, JSON and the traces go to $OUT.
-#   prepare also puts CUPTI (libcupti.so.12, 8 MB; not in the bundle) into .gpu/cupti: without
-#   it the profiler sees no GPU kernels.
+#     (same carry, the next call): bench/step_profile.py, where the step's time goes (kernels
+#     per step, host-to-device copies, the GPU's busy fraction, input waits); summaries and
+#     JSON go to $OUT, the traces packed into $OUT/profiles.tar.zst (pack_traces: a call
+#     returns at most 8 files of 16 MiB, two folders down).
 set -euo pipefail
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO"
@@ -40,10 +44,15 @@ prepare() {
   echo "carry .gpu/run: $(du -sh "$RUN" | cut -f1) (from $output)"
   cupti
   echo "carry .gpu/cupti: $(du -sh .gpu/cupti | cut -f1)"
+  local bundle="$REPO/../shared/gpu/build_bundle.sh"
+  if ! ls .gpu/p.* >/dev/null 2>&1 && [[ -f "$bundle" ]]; then
+    bash "$bundle" "$REPO/.gpu" >/dev/null  # an absolute folder: the script changes directory
+  fi
   if ls .gpu/p.* >/dev/null 2>&1; then
     ls .gpu/p.* | sed 's/^/upload, one call each: /'
   else
-    echo "no bundle in .gpu/ yet: bash ../shared/gpu/build_bundle.sh .gpu"
+    echo "no bundle in .gpu/ and no ../shared/gpu/build_bundle.sh to make one (../shared/gpu/README.md)" >&2
+    exit 2
   fi
 }
 
@@ -85,17 +94,43 @@ run() {
 }
 
 profile() {
-  local out="${OUT:-$REPO/.gpu/out}"
+  local out="${OUT:-$REPO/.gpu/out}" traces=/tmp/tfxline-profiles rc=0
   mkdir -p "$out"
+  rm -rf "$traces"
   tensorflow_env
-  python3 bench/step_profile.py --output "$RUN" --results "$out/step_profile.json" --traces "$out/profiles" "$@" \
-    2>&1 | tee "$out/step_profile.log"
+  python3 bench/step_profile.py --output "$RUN" --results "$out/step_profile.json" --traces "$traces" "$@" \
+    2>&1 | tee "$out/step_profile.log" || rc=$?
+  pack_traces "$traces" "$out/profiles.tar.zst"
+  return "$rc"
+}
+
+# What comes back from the GPU machine's $OUT: at most 8 files of 16 MiB, two folders down. A
+# trace is five folders down and 1 to 130 MB (a CPU row at batch 4096), so the rows' traces
+# travel as one zstd archive under TRACE_CAP_KB (15 MiB): the largest are left out first, each
+# named. Unpack here with: zstd -d -c profiles.tar.zst | tar -x
+pack_traces() {
+  local src="$1" dest="$2" cap=$(( ${TRACE_CAP_KB:-15360} * 1024 )) zstd rows
+  zstd="$(command -v zstd || echo "$REPO/.gpu/bin/zstd")"
+  rm -f "$dest"
+  [[ -d "$src" ]] || return 0
+  mapfile -t rows < <(cd "$src" && du -s -- */ 2>/dev/null | sort -n | awk '{print $2}' | tr -d /)
+  while ((${#rows[@]})); do
+    tar -C "$src" -cf - -- "${rows[@]}" | "$zstd" -T0 -10 -q -c > "$dest"
+    if (( $(stat -c %s "$dest") <= cap )); then
+      echo "traces: ${rows[*]} in $dest ($(du -h "$dest" | cut -f1))"
+      return 0
+    fi
+    echo "traces: ${rows[-1]} left out (with it the archive is over the $((cap / 1024)) KB a returned file may hold)"
+    unset 'rows[-1]'
+  done
+  rm -f "$dest"
 }
 
 case "${1:-}" in
   prepare) shift; prepare "$@" ;;
   run) shift; run "$@" ;;
   profile) shift; profile "$@" ;;
+  pack-traces) shift; pack_traces "$@" ;;
   *) echo "usage: bash bench/gpu_machine.sh prepare [OUTPUT_ROOT] | run [gpu_bench.py options]" \
           "| profile [step_profile.py options]" >&2; exit 2 ;;
 esac

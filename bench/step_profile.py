@@ -21,7 +21,6 @@ and written to --results.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -97,9 +96,7 @@ def main(argv=None) -> int:
             result = {"name": name, **ROWS[name], "device": device, "error": gpu_bench.row_error(e)}
             print(f"== {name} ({device}): {result['error']}", flush=True)
         results.append(result)
-    os.makedirs(os.path.dirname(os.path.abspath(args.results)), exist_ok=True)
-    with open(args.results, "w") as f:
-        json.dump({"machine": gpu_bench.machine(), "rows": results}, f, indent=2)
+        gpu_bench.write_results(args.results, results)  # after each row: a cut-off run keeps them
     print(f"results: {args.results}; traces: {traces}")
     return 0
 

@@ -3,6 +3,7 @@ a profiler trace, on a hand-built trace with a GPU plane (known answers) and on 
 traces of the model; the bench on the TF-only path the GPU machine has."""
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -21,8 +22,8 @@ MS = 10 ** 9  # picoseconds per millisecond
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The GPU machine's bundle has TensorFlow and tf_keras only (../shared/gpu/README.md): run a
 # script with this stack's other packages unimportable.
-TF_ONLY = """
-import importlib.abc, runpy, sys
+BLOCK = """
+import importlib.abc, sys
 BLOCKED = {"tensorflow_transform", "tfx", "tfx_bsl", "apache_beam", "tensorflow_model_analysis",
            "tensorflow_data_validation", "ml_metadata", "tensorflow_metadata", "pyarrow", "yaml", "kfp"}
 class Block(importlib.abc.MetaPathFinder):
@@ -30,6 +31,9 @@ class Block(importlib.abc.MetaPathFinder):
         if name.split(".")[0] in BLOCKED:
             raise ImportError("not in the GPU bundle: " + name)
 sys.meta_path.insert(0, Block())
+"""
+TF_ONLY = BLOCK + """
+import runpy
 sys.argv = sys.argv[1:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
@@ -161,6 +165,37 @@ def test_the_gpu_path_runs_with_tensorflow_alone(pipeline_run, tmp_path):
     script = tmp_path / "uses_tft.py"
     script.write_text("import tensorflow_transform\n")
     assert "not in the GPU bundle" in tf_only(str(script)).stderr
+
+
+@pytest.mark.e2e
+def test_gpu_bench_cut_off_keeps_the_rows_it_measured(pipeline_run, tmp_path):
+    """bench/gpu_bench.py on the shared run's output with every non-TensorFlow package blocked in
+    all its processes (a sitecustomize on PYTHONPATH reaches the worker processes too): the GPU
+    rows are skipped with their line, and killed after its third measured row (as the GPU
+    machine's per-command limit would), it has printed those rows and its results file holds them."""
+    cfg, _, _ = pipeline_run
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(BLOCK)
+    results = tmp_path / "bench.json"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), ROOT]))
+    cmd = [sys.executable, "bench/gpu_bench.py", "--output", cfg.output_root, "--quick", "--seconds", "0.3",
+           "--results", str(results)]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    lines = []
+    try:
+        for line in proc.stdout:
+            lines.append(line.rstrip())
+            if sum(x.startswith("cpu ") for x in lines) == 3:
+                break
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert lines[0].startswith("device") and lines[1].startswith("gpu: skipped (TensorFlow sees no GPU"), lines
+    rows = json.loads(results.read_text())["rows"]
+    assert [r.get("model") for r in rows] == [None, "input", "input", "default"], rows
+    assert all(r["examples_per_s"] > 0 for r in rows[1:]) and rows[3]["step_ops"] > 50, rows
+    assert len(lines) == 5  # the header, the skipped line and the three rows: nothing after the kill
 
 
 def test_the_trainer_callback_keeps_the_profile_inside_one_epoch(tmp_path):

@@ -14,8 +14,8 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DIR="${TFXLINE_ROOT_DIR:-$REPO/.roots/debian13}"
 SUITE=trixie
 # python3-dev and g++: pyfarmhash has no cp313 wheel and builds from source. make: the
-# README's commands.
-PACKAGES="python3,python3-venv,python3-pip,python3-dev,g++,make,ca-certificates"
+# README's commands. zstd: bench/gpu_machine.sh's trace archive (tests/test_gpu_machine.py).
+PACKAGES="python3,python3-venv,python3-pip,python3-dev,g++,make,ca-certificates,zstd"
 # Installed with apt inside the new root (debootstrap's resolver does not take virtual
 # packages such as chromium's dbus-session-bus): the run report's real-browser test.
 APT_PACKAGES="chromium"
