@@ -132,5 +132,5 @@ case "${1:-}" in
   profile) shift; profile "$@" ;;
   pack-traces) shift; pack_traces "$@" ;;
   *) echo "usage: bash bench/gpu_machine.sh prepare [OUTPUT_ROOT] | run [gpu_bench.py options]" \
-          "| profile [step_profile.py options]" >&2; exit 2 ;;
+          "| profile [step_profile.py options] | pack-traces TRACES_DIR ARCHIVE" >&2; exit 2 ;;
 esac
