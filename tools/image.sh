@@ -70,13 +70,35 @@ local_wheels() {
   echo "$want" > "$stamp"
 }
 
+# The default bridge's gateway address: IPAM's, or where the engine leaves it out of the IPAM
+# config (Docker 20.10 from Debian 12, freshly started, 2026-11-23: Subnet only) the bridge
+# interface's own IPv4 address.
+bridge_gateway() {
+  local gateway name
+  gateway="$(docker network inspect bridge -f '{{range .IPAM.Config}}{{.Gateway}}{{end}}')"
+  if [[ -z "$gateway" ]]; then
+    name="$(docker network inspect bridge -f '{{index .Options "com.docker.network.bridge.name"}}')"
+    gateway="$(python3 - "${name:-docker0}" <<'PY' 2>/dev/null || true
+import fcntl, socket, struct, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+print(socket.inet_ntoa(fcntl.ioctl(s.fileno(), 0x8915, struct.pack("256s", sys.argv[1][:15].encode()))[20:24]))
+PY
+)"
+  fi
+  if [[ -z "$gateway" ]]; then
+    echo "error: found no address of Docker's default bridge (docker network inspect bridge); start dockerd with its default bridge, or build with a registry: BASE_IMAGE=python:3.13-slim-trixie tools/image.sh" >&2
+    exit 1
+  fi
+  echo "$gateway"
+}
+
 # Serve $WHEELS to the build's containers: a plain HTTP listing on the bridge's gateway
 # address (reachable from build containers, not from outside this machine). A fixed port
 # where it is free: WHEELS_URL is part of the install step's cache key, so the same URL lets
 # a rebuild after a source change reuse the venv layer (the lock, copied, decides the rest).
 serve_wheels() {
   local gateway port="${TFXLINE_WHEELS_PORT:-38765}"
-  gateway="$(docker network inspect bridge -f '{{(index .IPAM.Config 0).Gateway}}')"
+  gateway="$(bridge_gateway)"
   if ! python3 -c "import socket, sys; socket.socket().bind(('$gateway', int(sys.argv[1])))" "$port" 2>/dev/null; then
     port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])')"
   fi
