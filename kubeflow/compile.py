@@ -17,6 +17,7 @@ import os
 from typing import Any, Dict, Optional, Tuple
 
 from kubeflow.spec import TRAIN_ARGS_PARAM
+from pipeline import stack_compat
 from pipeline.config import ConfigError, PipelineConfig
 from pipeline.data_source import DEFAULT_PATTERNS, PACKAGE_PREFIX
 
@@ -81,7 +82,7 @@ def build_pipeline(cfg: PipelineConfig, pipeline_root: str, image: str, data_roo
         pipeline_root=pipeline_root,
         serving_dir=f"{serving_root}/{cfg.serving.model_name or cfg.name}",
         metadata_connection_config=None,  # the cluster's metadata store
-        beam_pipeline_args=cfg.runtime.beam_args,
+        beam_pipeline_args=stack_compat.image_beam_args(cfg.runtime.beam_args),
         train_args=params[TRAIN_ARGS_PARAM],
         trainer_factory=vertex.trainer_factory(cfg, image),
     )

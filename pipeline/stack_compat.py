@@ -44,6 +44,20 @@ def local_beam_args(args: Sequence[str]) -> Tuple[str, ...]:
     args = tuple(args)
     if _beam_version() < PRISM_BY_DEFAULT_SINCE:
         return args
+    return pin_fn_api_runner(args)
+
+
+def image_beam_args(args: Sequence[str]) -> Tuple[str, ...]:
+    """Beam args for the compiled Kubeflow / Vertex pipeline. Its components run in the
+    pipeline image, whose Beam is the TFX 1.21 lock's (2.77, kubeflow/Dockerfile) whatever
+    Beam compiled it: the same pin as a local run on that stack, so a cluster with internet
+    access does not download Prism into every Beam component's pod and run on it."""
+    return pin_fn_api_runner(args)
+
+
+def pin_fn_api_runner(args: Sequence[str]) -> Tuple[str, ...]:
+    """The in-memory mode on the FnApiRunner; any other runner or mode as given."""
+    args = tuple(args)
     if any(a.startswith("--runner") for a in args) or "--direct_running_mode=in_memory" not in args:
         return args
     return (f"--runner={FN_API_RUNNER}",) + args

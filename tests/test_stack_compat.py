@@ -22,6 +22,14 @@ def test_older_beam_keeps_the_direct_runner(monkeypatch):
     assert stack_compat.local_beam_args(IN_MEMORY) == IN_MEMORY
 
 
+def test_the_compiled_pipeline_pins_the_runner_whatever_beam_compiles_it(monkeypatch):
+    """Its components run in the image (Beam 2.77), not on the compiling machine."""
+    monkeypatch.setattr(stack_compat, "_beam_version", lambda: (2, 59))
+    assert stack_compat.image_beam_args(IN_MEMORY) == (f"--runner={stack_compat.FN_API_RUNNER}",) + IN_MEMORY
+    dataflow = ("--runner=DataflowRunner", "--project=p")
+    assert stack_compat.image_beam_args(dataflow) == dataflow
+
+
 def test_the_pinned_runner_exists_in_the_installed_beam():
     from apache_beam.runners.runner import create_runner
 
