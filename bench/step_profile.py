@@ -29,6 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from bench import gpu_bench  # noqa: E402
+from bench.results_table import write_results  # noqa: E402
 from trainer import profile  # noqa: E402
 
 ROWS = {
@@ -96,7 +97,7 @@ def main(argv=None) -> int:
             result = {"name": name, **ROWS[name], "device": device, "error": gpu_bench.row_error(e)}
             print(f"== {name} ({device}): {result['error']}", flush=True)
         results.append(result)
-        gpu_bench.write_results(args.results, results)  # after each row: a cut-off run keeps them
+        write_results(args.results, results)  # after each row: a cut-off run keeps them
     print(f"results: {args.results}; traces: {traces}")
     return 0
 
