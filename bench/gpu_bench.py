@@ -41,7 +41,7 @@ os.environ["TF_USE_LEGACY_KERAS"] = "1"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-from bench.results_table import HEADER, record  # noqa: E402
+from bench.results_table import HEADER, record, row_error  # noqa: E402
 from trainer.settings import TRAINING_RUN_FILE  # noqa: E402  (no TensorFlow: the parent process stays light)
 RESULTS = os.path.join(ROOT, "bench", "results", "gpu_bench.json")
 WIDE = (2048, 2048, 2048)
@@ -247,11 +247,6 @@ def start_tensorflow():
     enable_memory_growth()
     skip_autograph_for_tf_keras()
     return tf
-
-
-def row_error(e: Exception) -> str:
-    """A row that cannot run here (e.g. XLA without ptxas), in one line."""
-    return f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:200]}"
 
 
 def worker(args) -> None:

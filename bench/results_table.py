@@ -15,6 +15,11 @@ def record(rows: list, row: dict, results: str) -> None:
     print(table_row(row), flush=True)
 
 
+def row_error(e: Exception) -> str:
+    """A row that cannot run here (e.g. XLA without ptxas), in one line."""
+    return f"{type(e).__name__}: {(str(e).splitlines() or [''])[0][:200]}"
+
+
 def write_results(path: str, rows: list) -> None:
     """The results file with every row so far (replaced whole: never half-written)."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)

@@ -29,7 +29,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from bench import gpu_bench  # noqa: E402
-from bench.results_table import write_results  # noqa: E402
+from bench.results_table import row_error, write_results  # noqa: E402
 from trainer import profile  # noqa: E402
 
 ROWS = {
@@ -94,7 +94,7 @@ def main(argv=None) -> int:
             result["device"] = device
             print(f"== {name} ({device}): " + profile.format_summary(result), flush=True)
         except Exception as e:  # reported in the row, the bench goes on
-            result = {"name": name, **ROWS[name], "device": device, "error": gpu_bench.row_error(e)}
+            result = {"name": name, **ROWS[name], "device": device, "error": row_error(e)}
             print(f"== {name} ({device}): {result['error']}", flush=True)
         results.append(result)
         write_results(args.results, results)  # after each row: a cut-off run keeps them
