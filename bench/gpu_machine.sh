@@ -46,6 +46,7 @@ prepare() {
   echo "carry .gpu/cupti: $(du -sh .gpu/cupti | cut -f1)"
   local bundle="$REPO/../shared/gpu/build_bundle.sh"
   if ! ls .gpu/p.* >/dev/null 2>&1 && [[ -f "$bundle" ]]; then
+    echo "building the TF bundle into .gpu/ (../shared/gpu/build_bundle.sh, about 2 minutes)"
     bash "$bundle" "$REPO/.gpu" >/dev/null  # an absolute folder: the script changes directory
   fi
   if ls .gpu/p.* >/dev/null 2>&1; then
