@@ -4,7 +4,8 @@ Code is referenced by import path (``transforms.preprocessing.preprocessing_fn``
 ``trainer.run.run_fn``) of the project installed in the container image, never by
 ``module_file`` (which would package and upload user code at compile time). Paths that
 the pipeline reads are paths inside the image (see ``kubeflow/Dockerfile``) or in cloud
-storage; the metadata store is the one the cluster provides.
+storage; the metadata store is the one the cluster provides. Every task runs TFX's
+entrypoint through ``kubeflow/entrypoint.py`` (no TFX sdist for in-pod Beam runners).
 
 Runtime parameters, settable at submission without recompiling:
 ``data_root`` (the directory of input files; ``data.pattern`` selects them) and ``train_args`` (a JSON TrainArgs, e.g.
@@ -16,6 +17,7 @@ import json
 import os
 from typing import Any, Dict, Optional, Tuple
 
+from kubeflow import entrypoint
 from kubeflow.spec import TRAIN_ARGS_PARAM
 from pipeline import stack_compat
 from pipeline.config import ConfigError, PipelineConfig
@@ -105,7 +107,8 @@ def compile_pipeline(cfg: PipelineConfig, *, image: str, pipeline_root: str, out
     # read them; a submission overrides any of them.
     defaults = {name: p.default for name, p in runtime_parameters(cfg, data_root).items()}
     runner = tfx.orchestration.experimental.KubeflowV2DagRunner(
-        config=tfx.orchestration.experimental.KubeflowV2DagRunnerConfig(default_image=image),
+        config=tfx.orchestration.experimental.KubeflowV2DagRunnerConfig(
+            default_image=image, default_commands=list(entrypoint.COMMAND)),
         output_dir=os.path.dirname(os.path.abspath(output)),
         output_filename=os.path.basename(output))
     return runner.run(pipeline, parameter_values=defaults, write_out=True)

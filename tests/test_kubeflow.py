@@ -6,13 +6,14 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from unittest import mock
 
 import pytest
 from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 
-from kubeflow import compile as kfp_compile, spec as kfp_spec, submit as kfp_submit
+from kubeflow import compile as kfp_compile, entrypoint as kfp_entrypoint, spec as kfp_spec, submit as kfp_submit
 from pipeline import cli
 from pipeline.config_loader import load_config
 
@@ -85,6 +86,27 @@ def test_compiled_spec_runs_on_open_source_kfp(compiled):
     assert kinds and set(kinds.values()) <= set(kfp_spec.PORTABLE_EXECUTORS), kinds
     assert kfp_spec.non_portable_executors(job) == []
     kfp_spec.check_open_source_kfp(job)
+
+
+def test_every_task_runs_tfx_entrypoint_through_the_projects(compiled):
+    """Every container executor runs kubeflow/entrypoint.py (TFX's entrypoint, without TFX's
+    sdist for in-pod Beam runners); ExampleGen's Vertex driver hook keeps TFX's command."""
+    _, _, job = compiled
+    containers = {label: e["container"] for label, e in job["pipelineSpec"]["deploymentSpec"]["executors"].items()
+                  if "container" in e}
+    assert len(containers) >= 9
+    for label, container in containers.items():
+        assert container["command"] == list(kfp_entrypoint.COMMAND), label
+        for hook in container.get("lifecycle", {}).values():
+            assert hook["command"][:2] == ["python", "-m"] and hook["command"][2].startswith("tfx."), label
+
+
+def test_project_entrypoint_runs_tfx_entrypoint_with_its_arguments():
+    """The command as the image runs it: TFX's absl app gets the arguments (its own flags'
+    help), with TFX's packaging replaced only while it runs."""
+    proc = subprocess.run([sys.executable, "-m", "kubeflow.entrypoint", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "--executor_class_path" in proc.stdout and "--json_serialized_invocation_args" in proc.stdout
 
 
 RESOLVER_LABEL = "latest_blessed_model_resolver-model-resolver_executor"

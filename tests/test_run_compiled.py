@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from kubeflow import compile as kfp_compile, run_compiled as rc, spec
+from kubeflow import compile as kfp_compile, launcher, run_compiled as rc, spec
 from pipeline import cli
 from pipeline.config_loader import load_config
 
@@ -35,7 +35,7 @@ def executor_input(job, task, values=None):
     body = pipeline["root"]["dag"]["tasks"][task]
     component = pipeline["components"][body["componentRef"]["name"]]
     values = {**spec.declared_parameters(job), **(values or {})}
-    return rc.build_executor_input(body, component, values, produced, f"/run/{task}", "r", task)
+    return launcher.build_executor_input(body, component, values, produced, f"/run/{task}", "r", task)
 
 
 def test_tasks_run_after_everything_they_read(local_job):
@@ -85,12 +85,12 @@ def test_integer_parameters_are_typed(local_job):
 def test_placeholders_are_filled():
     ei = {"inputs": {"parameterValues": {"n": 3, "s": "x"}, "artifacts": {}},
           "outputs": {"outputFile": "/o/out.json", "artifacts": {"m": {"artifacts": [{"uri": "/o/m"}]}}}}
-    assert json.loads(rc.fill_placeholders("{{$}}", ei)) == ei
-    assert rc.fill_placeholders("--n={{$.inputs.parameters['n']}}", ei) == "--n=3"
-    assert rc.fill_placeholders("{{$.outputs.artifacts['m'].uri}}/f", ei) == "/o/m/f"
-    assert rc.fill_placeholders("{{$.outputs.output_file}}", ei) == "/o/out.json"
-    with pytest.raises(rc.RunCompiledError, match="unsupported placeholder"):
-        rc.fill_placeholders("{{$.pipeline_job_resource_name}}", ei)
+    assert json.loads(launcher.fill_placeholders("{{$}}", ei)) == ei
+    assert launcher.fill_placeholders("--n={{$.inputs.parameters['n']}}", ei) == "--n=3"
+    assert launcher.fill_placeholders("{{$.outputs.artifacts['m'].uri}}/f", ei) == "/o/m/f"
+    assert launcher.fill_placeholders("{{$.outputs.output_file}}", ei) == "/o/out.json"
+    with pytest.raises(launcher.UnsupportedSpec, match="unsupported placeholder"):
+        launcher.fill_placeholders("{{$.pipeline_job_resource_name}}", ei)
 
 
 def test_outputs_take_the_metadata_the_executor_wrote(tmp_path):
@@ -99,7 +99,7 @@ def test_outputs_take_the_metadata_the_executor_wrote(tmp_path):
         "blessing": {"artifacts": [{"name": "r/E/blessing", "uri": "/u", "metadata": {}, "type": {}}]}}}}
     out_file.write_text(json.dumps({"artifacts": {"blessing": {"artifacts": [
         {"uri": "/u", "metadata": {"blessed": 1.0}}]}}}))
-    got = rc.read_outputs(ei)
+    got = launcher.read_outputs(ei)
     assert got["blessing"]["metadata"] == {"blessed": 1.0} and got["blessing"]["name"] == "r/E/blessing"
 
 
