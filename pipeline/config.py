@@ -17,8 +17,7 @@ from typing import Any, Dict, Tuple
 
 from transforms.features import FeatureSpec
 # The sections the Trainer reads live with the model code (trainer/ never imports pipeline/).
-from trainer.settings import (BATCH_SCALINGS, PRECISIONS, READERS, STRATEGIES, TRAINING_MODES,  # noqa: F401
-                              ModelConfig, RuntimeConfig, TrainingConfig)
+from trainer.settings import ModelConfig, RuntimeConfig, TrainingConfig
 
 DEFAULT_CONFIG = "taxi"
 

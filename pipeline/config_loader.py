@@ -14,9 +14,9 @@ from typing import Any, Dict, Mapping, Optional, Sequence
 
 import yaml
 
-from pipeline.config import (BATCH_SCALINGS, DEFAULT_CONFIG, PRECISIONS, READERS, STRATEGIES,
-                             TRAINING_MODES, ConfigError, PipelineConfig)
+from pipeline.config import DEFAULT_CONFIG, ConfigError, PipelineConfig
 from pipeline.data_source import FORMATS, PACKAGE_PREFIX, DataError, has_span_spec, resolve_data_path
+from trainer.settings import BATCH_SCALINGS, PRECISIONS, READERS, STRATEGIES, TRAINING_MODES
 from transforms.features import FeatureSpec, FeatureSpecError
 
 
