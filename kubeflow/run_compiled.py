@@ -37,6 +37,7 @@ from kubeflow import spec
 from kubeflow.launcher import (UnsupportedSpec, build_executor_input, fill_placeholders, import_artifact,
                                parameter_value, read_outputs)
 
+
 class RunCompiledError(RuntimeError):
     """The compiled pipeline cannot run locally (bad input: nothing ran)."""
 
