@@ -132,7 +132,8 @@ def test_first_containerised_run_is_blessed_and_pushed(container_runs):
     # The Beam components ran TFX's entrypoint (its INFO lines are in their logs) through
     # kubeflow/entrypoint.py: no TFX sdist built in the pod for the in-pod Beam runner.
     for task in ("CsvExampleGen", "StatisticsGen", "Transform", "Evaluator"):
-        log = open(next(t["log"] for t in record["tasks"] if t["name"] == task)).read()
+        with open(next(t["log"] for t in record["tasks"] if t["name"] == task)) as f:
+            log = f.read()
         assert "Starting executor" in log and "Attempting to infer TFX Python dependency" not in log, task
     pushed = outputs_of(record, "Pusher")["pushed_model"]["metadata"]
     version = int(pushed["pushed_version"])

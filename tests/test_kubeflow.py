@@ -102,9 +102,11 @@ def test_every_task_runs_tfx_entrypoint_through_the_projects(compiled):
 
 
 def test_project_entrypoint_runs_tfx_entrypoint_with_its_arguments():
-    """The command as the image runs it: TFX's absl app gets the arguments (its own flags'
-    help), with TFX's packaging replaced only while it runs."""
-    proc = subprocess.run([sys.executable, "-m", "kubeflow.entrypoint", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    """The command as the image runs it reaches TFX's absl app with its arguments: ``--help``
+    lists TFX's own flags. (That no sdist is built is checked on the containerised run's
+    logs, tests/test_containers.py.)"""
+    proc = subprocess.run([sys.executable, "-m", "kubeflow.entrypoint", "--help"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "--executor_class_path" in proc.stdout and "--json_serialized_invocation_args" in proc.stdout
 
