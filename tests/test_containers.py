@@ -24,7 +24,7 @@ from kubeflow import compile as kfp_compile, spec
 from pipeline import cli, data_source
 from pipeline.config_loader import load_config
 from pipeline.examples import read_csv_rows, serialize_rows
-from tests.conftest import E2E_TRAIN_STEPS, SLICE_ROWS, write_taxi_slice
+from tests.conftest import E2E_TRAIN_STEPS, SLICE_ROWS, missing, write_taxi_slice
 
 pytestmark = pytest.mark.e2e
 
@@ -48,9 +48,7 @@ def image():
     except FileNotFoundError:
         why = "no docker command"
     if why:
-        if os.environ.get("TFXLINE_REQUIRE_DOCKER") == "1":
-            pytest.fail(f"TFXLINE_REQUIRE_DOCKER=1 but {why}")
-        pytest.skip(why)
+        missing(why, required_by="TFXLINE_REQUIRE_DOCKER")
     return IMAGE
 
 

@@ -6,9 +6,16 @@ import tarfile
 
 import pytest
 
+from tests.conftest import missing
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# .ci/run installs zstd on the host and the Debian 13 root has it: under CI a missing zstd fails.
-needs_zstd = pytest.mark.skipif(not shutil.which("zstd") and not os.environ.get("CI"), reason="needs zstd")
+
+
+@pytest.fixture
+def zstd():
+    """.ci/run installs zstd on the host and the Debian 13 root has it: under CI a missing zstd fails."""
+    if not shutil.which("zstd"):
+        missing("no zstd command (apt-get install zstd)")
 
 
 def trace_row(root, name, kb):
@@ -18,8 +25,7 @@ def trace_row(root, name, kb):
     (d / "vm.xplane.pb").write_bytes(os.urandom(kb * 1024))
 
 
-@needs_zstd
-def test_traces_travel_in_one_archive_under_the_cap_largest_left_out(tmp_path):
+def test_traces_travel_in_one_archive_under_the_cap_largest_left_out(zstd, tmp_path):
     src = tmp_path / "profiles"
     for name, kb in (("b256", 40), ("b256-spe", 60), ("b4096", 400)):
         trace_row(src, name, kb)
@@ -40,8 +46,7 @@ def test_traces_travel_in_one_archive_under_the_cap_largest_left_out(tmp_path):
                              "b256/plugins/profile/2026_11_23_21_12_54/vm.xplane.pb"]
 
 
-@needs_zstd
-def test_no_archive_when_no_trace_fits_or_there_are_none(tmp_path):
+def test_no_archive_when_no_trace_fits_or_there_are_none(zstd, tmp_path):
     src = tmp_path / "profiles"
     trace_row(src, "b4096", 400)
     dest = tmp_path / "profiles.tar.zst"

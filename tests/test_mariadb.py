@@ -18,6 +18,7 @@ from components import serving_push
 from pipeline.config_loader import load_config
 from pipeline.store import open_store, run_ids
 from pipeline.summary import collect_run
+from tests.conftest import missing
 from tests.mariadb_server import PASSWORD, MariaDB, binaries
 
 pytestmark = pytest.mark.e2e
@@ -28,9 +29,7 @@ TFXLINE = os.path.join(os.path.dirname(sys.executable), "tfxline")
 @pytest.fixture(scope="module")
 def mariadb(tmp_path_factory):
     if binaries() is None:
-        if os.environ.get("TFXLINE_REQUIRE_MARIADB") == "1":
-            pytest.fail("TFXLINE_REQUIRE_MARIADB=1 but there are no MariaDB server binaries")
-        pytest.skip("no MariaDB server binaries (apt-get install mariadb-server)")
+        missing("no MariaDB server binaries (apt-get install mariadb-server)", required_by="TFXLINE_REQUIRE_MARIADB")
     server = MariaDB(str(tmp_path_factory.mktemp("mariadb"))).start()
     yield server
     server.stop()
