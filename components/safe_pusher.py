@@ -19,6 +19,7 @@ from tfx.utils import path_utils
 
 from components import serving_push
 from components.spans import span_of, version_of
+from components.tfma_results import load_slice_metrics
 
 MODEL_KEY, BLESSING_KEY, EVALUATION_KEY, EXAMPLES_KEY = "model", "model_blessing", "evaluation", "examples"
 STATISTICS_KEY = "statistics"
@@ -30,8 +31,6 @@ def _metadata(input_dict: Dict[str, List[types.Artifact]], run_id: str) -> Dict[
     meta: Dict[str, Any] = {"model_uri": model.uri, "pipeline_run_id": run_id,
                             "pushed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     if input_dict.get(EVALUATION_KEY):
-        from pipeline.summary import load_slice_metrics
-
         meta["metrics"] = load_slice_metrics(input_dict[EVALUATION_KEY][0].uri).get("overall", {})
     if input_dict.get(EXAMPLES_KEY):  # the training data: today's span, or the window of spans
         examples = sorted(input_dict[EXAMPLES_KEY], key=span_of)

@@ -106,7 +106,7 @@ def cmd_run_compiled(args, stream: TextIO) -> int:
     if evaluation:  # TFMA's output, read as for a local run
         quiet_tensorflow()
         from pipeline.console import format_metrics
-        from pipeline.summary import read_evaluation
+        from components.tfma_results import read_evaluation
 
         overall, _, failed = read_evaluation(evaluation["uri"])
         metrics = format_metrics(overall)

@@ -22,7 +22,9 @@ EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tfxline", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="tfxline", description="The TFX pipeline: run it locally, or compile it for Kubeflow Pipelines v2 / "
+        "Vertex AI and submit it.", epilog=__doc__.split("\n\n")[-1].strip().replace("``", "'"))
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run the whole pipeline locally (LocalDagRunner + SQLite MLMD)")

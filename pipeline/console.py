@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import List
 
-from pipeline.summary import RunSummary, both_classes, describe_spans, undefined_metrics
+from components.tfma_results import both_classes, undefined_metrics
+from pipeline.summary import RunSummary, describe_spans
 
 HEADLINE_METRICS = ("auc", "accuracy", "binary_accuracy", "pr_auc", "precision", "recall",
                     "loss", "example_count", "mean_absolute_error")

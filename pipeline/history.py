@@ -7,6 +7,7 @@ import datetime
 import os
 from typing import List, Optional
 
+from components import tfma_results
 from pipeline import store as store_lib
 from pipeline import summary as summary_lib
 
@@ -40,7 +41,7 @@ def status_of(summary: summary_lib.RunSummary) -> str:
 
 def row_of(summary: summary_lib.RunSummary) -> RunRow:
     name = main_metric(summary.metrics)
-    undefined = summary_lib.undefined_metrics(summary.metrics)
+    undefined = tfma_results.undefined_metrics(summary.metrics)
     value = summary.metrics.get(name) if name and name not in undefined else None
     metric = "-" if name is None else (f"{name} undefined" if name in undefined else f"{name} {value:.4f}")
     if summary.blessed is None:

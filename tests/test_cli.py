@@ -32,6 +32,16 @@ def test_unknown_subcommand_is_a_usage_error(capsys):
     assert e.value.code == 2
 
 
+def test_help_says_what_the_command_is_and_its_exit_codes(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--help"])
+    assert e.value.code == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "The TFX pipeline: run it locally, or compile it for Kubeflow" in out
+    assert "one 'error:' line naming the problem and the fix and exit 2" in out
+    assert "``" not in out
+
+
 def mutate_fare(row):
     if row["trip_start_hour"] == "19":
         row["fare"] = "twelve"

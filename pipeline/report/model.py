@@ -7,7 +7,7 @@ import math
 import os
 from typing import Any, Dict, List
 
-from components import serving_baseline
+from components import serving_baseline, tfma_results
 from pipeline import store as store_lib
 from pipeline import summary as summary_lib
 from pipeline.report.artifacts import RunArtifacts
@@ -75,7 +75,7 @@ def evaluation_section(run: RunArtifacts) -> Dict[str, Any]:
         return section
     metrics = load_metrics(evaluation.uri)
     section["overall"] = metrics.get("overall", {}).get("value", {})
-    section["undefined"] = summary_lib.undefined_metrics(section["overall"])
+    section["undefined"] = tfma_results.undefined_metrics(section["overall"])
     section["baseline_diff"] = metrics.get("overall", {}).get("diff", {})
     baseline = run.input_artifact("Evaluator", "baseline_model")
     held = serving_baseline.describe(baseline.uri) if baseline is not None else {}
@@ -90,7 +90,7 @@ def evaluation_section(run: RunArtifacts) -> Dict[str, Any]:
         if name == "overall" or metric not in m["value"]:
             continue
         # AUC is undefined on a slice whose labels are all one class (TFMA reports 0 there).
-        one_class = metric == "auc" and not summary_lib.both_classes(m["value"])
+        one_class = metric == "auc" and not tfma_results.both_classes(m["value"])
         (undefined if one_class or m["value"][metric] is None else slices).append(
             {"slice": name, "metrics": m["value"]})
     slices.sort(key=lambda x: x["metrics"][metric] * (1 if higher_is_better else -1))  # worst first
@@ -116,7 +116,7 @@ def metric_history(run: RunArtifacts):
     points = []
     for run_id in reversed(ids[mine:mine + HISTORY_RUNS]):
         s = summary_lib.collect_run(run.info["metadata_store"], run.info["pipeline_name"], run_id, store=run.store)
-        defined = metric in s.metrics and metric not in summary_lib.undefined_metrics(s.metrics)
+        defined = metric in s.metrics and metric not in tfma_results.undefined_metrics(s.metrics)
         points.append({"run_id": run_id, "value": s.metrics[metric] if defined else None})
     return metric, points
 
@@ -128,7 +128,7 @@ def load_metrics(evaluation_uri: str) -> Dict[str, Dict[str, Dict[str, float]]]:
 
     out: Dict[str, Dict[str, Dict[str, float]]] = {}
     for per_slice in tfma.load_metrics(evaluation_uri):
-        name = summary_lib.slice_name(per_slice.slice_key)
+        name = tfma_results.slice_name(per_slice.slice_key)
         entry = out.setdefault(name, {"value": {}, "diff": {}})
         for kv in per_slice.metric_keys_and_values:
             key = kv.key
