@@ -56,6 +56,18 @@ def describe(artifact_uri: str) -> Dict[str, Any]:
         return json.loads(f.read())
 
 
+def describe_recorded(artifact: types.Artifact) -> Dict[str, Any]:
+    """``describe`` from what the executor recorded in MLMD (custom properties), which outlives
+    the artifact's files (retention deletes the copy); the file for artifacts without them."""
+    if not artifact.has_custom_property("baseline_found"):
+        return describe(artifact.uri)
+    info: Dict[str, Any] = {"found": bool(artifact.get_int_custom_property("baseline_found"))}
+    if info["found"]:
+        info["serving_version"] = int(artifact.get_string_custom_property("serving_version"))
+        info["source_model_uri"] = artifact.get_string_custom_property("source_model_uri")
+    return info
+
+
 def has_model(artifact: types.Artifact) -> bool:
     return bool(describe(artifact.uri).get("found"))
 

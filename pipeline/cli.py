@@ -5,6 +5,7 @@
     tfxline predict --input rows.csv --predictions out.csv
     tfxline runs [--last N]  |  tfxline runs show RUN_ID
     tfxline report [RUN_DIR]
+    tfxline gc [--keep-runs N] [--dry-run]
     tfxline compile | submit | run-compiled ...   (Kubeflow / Vertex AI: kubeflow/cli.py)
 
 Errors in input or config print one ``error:`` line naming the problem and the fix and
@@ -55,6 +56,13 @@ def build_parser() -> argparse.ArgumentParser:
     show = runs_sub.add_parser("show", help="one run's summary and report path")
     add_config_args(show, default=argparse.SUPPRESS)  # given before or after 'show', the same
     show.add_argument("run_id", metavar="RUN_ID")
+
+    gc = sub.add_parser("gc", help="delete the examples, transform outputs and models of old runs")
+    add_config_args(gc)
+    gc.add_argument("--keep-runs", type=int, metavar="N",
+                    help="keep the newest N complete runs and the runs since (default: retention.keep_runs)")
+    gc.add_argument("--dry-run", action="store_true", help="list what would be deleted, delete nothing")
+    gc.set_defaults(func=cmd_gc)
 
     pr = sub.add_parser("predict", help="predict a CSV of raw rows with the newest pushed model")
     add_config_args(pr)
@@ -164,14 +172,20 @@ def cmd_run(args, stream: TextIO) -> int:
 
 
 def cmd_report(args, stream: TextIO) -> int:
-    from pipeline.report import render
-
     run_dir = args.run_dir or _latest_run_dir(config_or_bad_input(args))
-    quiet_tensorflow()
+    quiet_tensorflow()  # before the report's modules, which import TensorFlow
+    from pipeline.report import collect, render
+
     try:
-        path = render.write_report(run_dir)
+        data = collect.collect(run_dir)
     except (FileNotFoundError, LookupError) as e:  # not a run dir / its MLMD store lost the run
         raise BadInput(str(e)) from None
+    existing = os.path.join(run_dir, render.REPORT_FILE)
+    if data["run"]["collected"] and os.path.isfile(existing):
+        raise BadInput(f"retention deleted {len(data['run']['collected'])} artifact(s) of run {data['run']['run_id']} "
+                       f"(tfxline gc); its report from when it ran, {existing}, shows them and is kept (delete it "
+                       "to write a reduced one)")
+    path = render.write_report(run_dir, data)
     print(f"report: {path}", file=stream, flush=True)
     return EXIT_OK
 
@@ -210,6 +224,23 @@ def cmd_runs(args, stream: TextIO) -> int:
         print(f"no runs of pipeline {cfg.name} in {describe_store(cfg.metadata_store)}", file=stream)
         return EXIT_OK
     print(history.format_table(rows), file=stream, flush=True)
+    return EXIT_OK
+
+
+def cmd_gc(args, stream: TextIO) -> int:
+    from pipeline import local_runner, retention
+    from pipeline.store import store_exists
+
+    cfg = config_or_bad_input(args)
+    keep = args.keep_runs if args.keep_runs is not None else cfg.retention.keep_runs
+    if keep < 1:
+        raise BadInput(f"--keep-runs must be >= 1, got {keep}" if args.keep_runs is not None else
+                       "say how many runs to keep: --keep-runs N, or retention.keep_runs in the config")
+    if not store_exists(cfg.metadata_store):
+        raise BadInput(f"no metadata store at {cfg.metadata_path}; run the pipeline first (tfxline run), "
+                       "or pass the --output it used")
+    with local_runner.one_run_at_a_time(cfg, stream):  # never under a run writing the same store
+        retention.run_retention(cfg, stream, keep_runs=keep, dry_run=args.dry_run)
     return EXIT_OK
 
 

@@ -3,7 +3,8 @@
 Sections keep concerns apart: ``data`` (what to read), ``features`` (the feature spec),
 ``model`` (hyperparameters), ``training`` (how long and in what batches), ``runtime``
 (strategy, precision, Beam: how it runs, not what it learns), ``evaluation`` (the
-blessing gates), ``drift`` (the data gate against the serving model's data) and ``serving`` (where a blessed model goes).
+blessing gates), ``drift`` (the data gate against the serving model's data), ``serving`` (where a
+blessed model goes) and ``retention`` (how many runs' artifacts a local output root keeps).
 
 A config is YAML: ``pipeline.config_loader.load_config`` reads the file, applies
 ``section.key=value`` overrides, and checks every key and value, raising ``ConfigError``
@@ -103,6 +104,14 @@ class ServingConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class RetentionConfig:
+    """Local runs: after each run, delete the bulky artifacts (examples, transform outputs,
+    models, TensorBoard logs) of runs older than the newest ``keep_runs`` complete ones
+    (pipeline/retention.py; ``tfxline gc`` does it on demand). 0 keeps everything, as TFX does."""
+    keep_runs: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
 class VertexTrainingConfig:
     """Kubeflow/Vertex only: run the Trainer as a Vertex AI Training job. With more than
     one replica the job runs MultiWorkerMirroredStrategy across machines."""
@@ -128,6 +137,7 @@ class PipelineConfig:
     drift: DriftConfig = DriftConfig()
     serving: ServingConfig = ServingConfig()
     metadata: MetadataConfig = MetadataConfig()
+    retention: RetentionConfig = RetentionConfig()
     vertex_training: VertexTrainingConfig = VertexTrainingConfig()
 
     # Paths derived from output_root; runners own them, create_pipeline receives them.

@@ -147,6 +147,7 @@ def validate(cfg: PipelineConfig) -> None:
          "must be > 0 (drift.enabled=false turns the check off)"),
         (all(v >= 0 for v in cfg.drift.features.values()), "drift.features", "thresholds must be >= 0 (0: not checked)"),
         (cfg.serving.keep_versions >= 1, "serving.keep_versions", "must be >= 1"),
+        (cfg.retention.keep_runs >= 0, "retention.keep_runs", "must be >= 0 (0 keeps every run's artifacts)"),
         (cfg.metadata.backend in ("sqlite", "mysql"), "metadata.backend", "use sqlite or mysql"),
         (1 <= cfg.metadata.port <= 65535, "metadata.port", "must be a TCP port (1-65535)"),
         (bool(cfg.metadata.password_env), "metadata.password_env",

@@ -146,9 +146,24 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
                     raise
                 logging.getLogger(__name__).exception("could not record the failed run")
                 result = None
+            if cfg.retention.keep_runs:
+                apply_retention(cfg, stream)
     if error is not None:
         raise RunFailed(result, message) from error
     return result
+
+
+def apply_retention(cfg: PipelineConfig, stream: TextIO) -> None:
+    """retention.keep_runs after a run (under the run lock): one console line. A failure is
+    reported, never raised over the run's own outcome."""
+    from pipeline import retention
+
+    try:
+        retention.run_retention(cfg, stream)
+    except Exception as e:
+        logging.getLogger(__name__).exception("retention failed")
+        print(f"retention: failed ({type(e).__name__}: {e}); nothing is lost, 'tfxline gc' retries", file=stream,
+              flush=True)
 
 
 def compile_with_run_id(pipeline):

@@ -42,8 +42,8 @@ def store_exists(store: Any) -> bool:
     return os.path.isfile(store) if isinstance(store, str) else True
 
 
-def open_store(store: Any) -> mlmd.MetadataStore:
-    return mlmd.MetadataStore(connection_config(store))
+def open_store(store: Any, readonly: bool = True) -> mlmd.MetadataStore:
+    return mlmd.MetadataStore(connection_config(store, readonly=readonly))
 
 
 def run_ids(store: mlmd.MetadataStore, pipeline_name: str) -> List[str]:

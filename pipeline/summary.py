@@ -98,9 +98,9 @@ def collect_run(metadata_store: Any, pipeline_name: str, run_id: Optional[str] =
         if node_id == "Trainer" and outputs.get("model_run"):
             summary.step_profile = step_profile_line(outputs["model_run"][0].uri)
         if node_id == "ServingBaseline" and outputs.get("baseline_model"):
-            from components.serving_baseline import describe
-
-            summary.baseline_version = describe(outputs["baseline_model"][0].uri).get("serving_version")
+            # from MLMD, not the artifact's baseline.json: retention may have deleted the copy
+            version = _str_prop(outputs["baseline_model"][0], "serving_version")
+            summary.baseline_version = int(version) if version else None
         if node_id == "Evaluator":
             _read_evaluation(summary, outputs)
         if node_id == "Pusher" and outputs.get("pushed_model"):

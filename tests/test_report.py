@@ -8,6 +8,8 @@ import io
 import json
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 import tensorflow as tf
@@ -43,6 +45,21 @@ def test_run_writes_the_report_and_the_summary_says_where(pipeline_run):
     assert f"report: {summary.report_path}" in console.getvalue()
     trainer_run = summary.component("Trainer").outputs["model_run"][0]
     assert f"tensorboard --logdir {trainer_run}" in console.getvalue()
+
+
+@pytest.mark.parametrize("command", ["report", "runs", "gc"])
+def test_read_commands_print_no_library_noise(pipeline_run, command):
+    """The commands a user runs beside the pipeline, as a user runs them (a fresh process):
+    their output only, no TensorFlow import-time lines (`report` once imported TensorFlow
+    before quieting it)."""
+    cfg, summary, _ = pipeline_run
+    args = {"report": [run_dir_of(cfg, summary)], "runs": ["--output", cfg.output_root],
+            "gc": ["--output", cfg.output_root, "--keep-runs", "100", "--dry-run"]}[command]
+    done = subprocess.run([sys.executable, "-m", "pipeline.cli", command, *args], capture_output=True, text=True,
+                          timeout=300, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith({"report": "report: ", "runs": "run ", "gc": "retention: nothing to delete"}[command])
+    assert done.stderr == "", done.stderr
 
 
 def test_report_command_rewrites_the_latest_run(pipeline_run, tmp_path, capsys):

@@ -5,6 +5,7 @@ span that drifted from the previous one stops before Transform."""
 import contextlib
 import io
 import json
+import os
 import re
 
 import pytest
@@ -99,3 +100,67 @@ def test_a_day_at_a_time(days):
     stopped = collect_run(cfg.metadata_store, cfg.name)
     assert stopped.spans == [3] and "Transform" not in states(stopped)
     assert serving_push.versions(cfg.serving_dir) == versions  # nothing pushed
+
+
+def test_retention_after_the_week(days):
+    """tfxline gc on the week above, then a run that collects after itself: the bulky
+    artifacts of old runs go, what the kept runs and the next window read stays, the history
+    still reads every run, and the pipeline runs on (TFX sees only the live artifacts)."""
+    data, output, cfg = days
+    week = [r.run_id for r in list_runs(cfg.metadata_store, cfg.name)][::-1]
+    assert len(week) == 5, "run the whole module: this test collects the runs of test_a_day_at_a_time"
+    first, second, _, both, stopped = (collect_run(cfg.metadata_store, cfg.name, r) for r in week)
+    history = {r.run_id: (r.metric, r.blessed) for r in list_runs(cfg.metadata_store, cfg.name)}
+    args = ["gc", "--data", str(data), "--output", str(output), "--set", f"data.pattern={PATTERN}", "--keep-runs", "1"]
+
+    out = io.StringIO()
+    assert cli.main(args + ["--dry-run"], stream=out) == cli.EXIT_OK
+    text = out.getvalue()
+    assert re.search(r"retention: would delete \d+ artifact\(s\), [\d.]+ [KM]B, of 2 older run\(s\); kept the "
+                     r"newest 1 complete run\(s\) and the runs since \(2 run\(s\)\)", text), text
+    assert first.model_uri in text and second.model_uri in text and both.model_uri not in text
+    assert os.path.isdir(first.model_uri)  # a dry run deletes nothing
+
+    out = io.StringIO()
+    assert cli.main(args, stream=out) == cli.EXIT_OK
+    assert "retention: deleted" in out.getvalue(), out.getvalue()
+
+    def uris(summary, node, key):
+        return summary.component(node).outputs.get(key, [])
+
+    for old in (first, second):
+        assert not os.path.exists(old.model_uri)
+        assert not any(map(os.path.exists, uris(old, "Transform", "transformed_examples")))
+        assert all(map(os.path.isdir, uris(old, "StatisticsGen", "statistics")))  # small: kept
+    # what the kept window run read and wrote, and every span's examples (read by a kept run, or the newest)
+    assert os.path.isdir(both.model_uri) and all(map(os.path.isdir, uris(both, "Transform", "transformed_examples")))
+    for summary in (first, second, stopped):
+        assert all(map(os.path.isdir, uris(summary, "CsvExampleGen", "examples")))
+    # the history reads every run as before (evaluations and MLMD properties are kept)
+    assert {r.run_id: (r.metric, r.blessed) for r in list_runs(cfg.metadata_store, cfg.name)} == history
+    assert collect_run(cfg.metadata_store, cfg.name, second.run_id).baseline_version == second.baseline_version
+    # a collected run's report from when it ran is kept; without it, a reduced one says what went
+    first_dir = os.path.join(cfg.output_root, "runs", first.run_id)
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        assert cli.main(["report", first_dir], stream=io.StringIO()) == cli.EXIT_BAD_INPUT
+    assert f"artifact(s) of run {first.run_id} (tfxline gc); its report from when it ran" in err.getvalue()
+    os.remove(os.path.join(first_dir, "report.html"))
+    assert cli.main(["report", first_dir], stream=io.StringIO()) == cli.EXIT_OK
+    with open(os.path.join(first_dir, "report.html")) as f:
+        page = f.read()
+    assert "Deleted by retention" in page and "(deleted by retention)" in page
+
+    # The next day's run on the newest window, collecting after itself: SpanWindow and the
+    # cache see only live artifacts, so it recomputes what it needs; then span 1 (out of the
+    # window, read by no kept run) and the week's models go.
+    window = e2e_config(data, output, f"data.pattern={PATTERN}", "data.spans={window: 2}", "drift.enabled=false",
+                        "retention.keep_runs=1")
+    after, text = run(window)
+    assert after.spans == [2, 3] and states(after)["Transform"] == "complete", states(after)
+    assert re.search(r"retention: deleted \d+ artifact\(s\), .* of 2 older run\(s\); kept the newest 1 complete "
+                     r"run\(s\) and the runs since \(1 run\(s\)\) and the examples of span\(s\) 2, 3", text), text
+    assert os.path.isdir(after.model_uri) and not os.path.exists(both.model_uri)
+    assert not any(map(os.path.exists, uris(first, "CsvExampleGen", "examples")))
+    for summary in (second, stopped):
+        assert all(map(os.path.isdir, uris(summary, "CsvExampleGen", "examples")))

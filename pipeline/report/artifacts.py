@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict
+from typing import Any, Dict, List
+
+from ml_metadata.proto import metadata_store_pb2
 
 from pipeline import store as store_lib
 from pipeline import summary as summary_lib
@@ -51,6 +53,18 @@ class RunArtifacts:
         """The artifact the node consumed under ``key`` in this run."""
         found = self._artifacts(node_id, store_lib.INPUT_EVENTS).get(key) or []
         return found[0] if found else None
+
+    def deleted(self, artifact) -> bool:
+        """Whether retention (pipeline/retention.py) deleted the artifact's files."""
+        return artifact.mlmd_artifact.state != metadata_store_pb2.Artifact.LIVE
+
+    def collected(self) -> List[str]:
+        """The URIs of this run's outputs that retention deleted."""
+        ids = [c.execution_id for c in self.summary.components]
+        events = self.store.get_events_by_execution_ids(ids) if ids else []
+        return sorted(a.uri for a in self.store.get_artifacts_by_id(
+            [e.artifact_id for e in events if e.type in store_lib.OUTPUT_EVENTS])
+            if a.state != metadata_store_pb2.Artifact.LIVE)
 
     def example_gen_id(self) -> str:
         return next((n["id"] for n in self.info["graph"] if n["id"].endswith("ExampleGen")), "")

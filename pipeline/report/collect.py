@@ -23,7 +23,7 @@ def collect(run_dir: str) -> Dict[str, Any]:
     return {
         "run": dict({k: info.get(k) for k in ("pipeline_name", "run_id", "started", "wall_seconds", "error",
                                                "output_root")},
-                    spans=describe_spans(run.summary.spans), drift=run.summary.drift),
+                    spans=describe_spans(run.summary.spans), drift=run.summary.drift, collected=run.collected()),
         "pipeline": pipeline_section(run),
         "data": data_section(run),
         "training": training_section(run),

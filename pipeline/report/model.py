@@ -16,9 +16,10 @@ from trainer.settings import TRAINING_RUN_FILE
 
 def training_section(run: RunArtifacts) -> Dict[str, Any]:
     model_run = run.artifact("Trainer", "model_run")
-    section: Dict[str, Any] = {"available": model_run is not None, "curves": {}, "settings": {},
-                               "logdir": model_run.uri if model_run else ""}
-    if model_run is None:
+    deleted = model_run is not None and run.deleted(model_run)
+    section: Dict[str, Any] = {"available": model_run is not None and not deleted, "deleted": deleted,
+                               "curves": {}, "settings": {}, "logdir": model_run.uri if model_run else ""}
+    if not section["available"]:
         return section
     section["curves"] = tensorboard_scalars(model_run.uri)
     info_path = os.path.join(model_run.uri, TRAINING_RUN_FILE)
@@ -78,7 +79,7 @@ def evaluation_section(run: RunArtifacts) -> Dict[str, Any]:
     section["undefined"] = tfma_results.undefined_metrics(section["overall"])
     section["baseline_diff"] = metrics.get("overall", {}).get("diff", {})
     baseline = run.input_artifact("Evaluator", "baseline_model")
-    held = serving_baseline.describe(baseline.uri) if baseline is not None else {}
+    held = serving_baseline.describe_recorded(baseline) if baseline is not None else {}
     if held.get("found"):  # the model serving when the run evaluated (a copy, and where it came from)
         section["baseline_uri"] = baseline.uri
         section["baseline_version"] = held.get("serving_version")

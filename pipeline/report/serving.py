@@ -20,6 +20,7 @@ def serving_section(run: RunArtifacts) -> Dict[str, Any]:
                                "model_name": run.info.get("model_name", "")}
     if not s.pushed:
         section["reason"] = _not_pushed_reason(run, pushed)
+    section["deleted"] = bool(not s.pushed and model is not None and run.deleted(model))
     model_dir = s.pushed_to if s.pushed else (os.path.join(model.uri, "Format-Serving") if model else "")
     if not model_dir or not os.path.isdir(model_dir):
         return section
@@ -59,7 +60,7 @@ def signature_io(model_dir: str):
 def example_request(run: RunArtifacts, input_names: List[str]) -> Optional[Dict[str, Any]]:
     """A TF Serving REST :predict body for one eval example, serving columns only."""
     examples = run.artifact(run.example_gen_id(), "examples")
-    if examples is None or len(input_names) != 1:
+    if examples is None or run.deleted(examples) or len(input_names) != 1:
         return None
     import tensorflow as tf
     from tfx.types import artifact_utils
@@ -93,7 +94,8 @@ def lineage_section(run: RunArtifacts) -> List[Dict[str, Any]]:
     for label, node, key in chain:
         artifact = run.artifact(node, key) if node else None
         row = {"label": label, "producer": node, "uri": artifact.uri if artifact else "",
-               "id": artifact.id if artifact else None, "type": artifact.type_name if artifact else ""}
+               "id": artifact.id if artifact else None, "type": artifact.type_name if artifact else "",
+               "deleted": bool(artifact and run.deleted(artifact))}
         if key == "pushed_model" and run.summary.pushed:
             row["destination"] = run.summary.pushed_to
         out.append(row)
