@@ -179,11 +179,11 @@ def _newest_spans(store, runs: List[Run], window: int):
     """The newest live ExampleGen artifact of each of the newest ``window`` spans ingested:
     what the next run's window reads (a span ingested long ago stays in it while no newer
     span lands), and the spans."""
-    execution_ids = [i for r in runs for i in r.execution_ids]
-    if not execution_ids:
+    in_runs = {i for r in runs for i in r.execution_ids}
+    gens = {e.id for ctx in store.get_contexts_by_type("node") if ctx.name.endswith("ExampleGen")
+            for e in store.get_executions_by_context(ctx.id) if e.id in in_runs}  # '<pipeline>.<node id>'
+    if not gens:
         return set(), []
-    gens = {e.id for e in store.get_executions_by_id(execution_ids)
-            if store_lib.node_id_of(store, e).endswith("ExampleGen")}
     outputs = [e.artifact_id for e in store.get_events_by_execution_ids(sorted(gens))
                if e.type in store_lib.OUTPUT_EVENTS]
     newest: Dict[int, int] = {}  # span -> its newest artifact (the newest version; data without spans is span 0)
