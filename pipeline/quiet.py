@@ -24,10 +24,12 @@ def quiet_libraries() -> None:
 
 # What TensorFlow's C++ side writes to stderr while it is imported, before any log level applies
 # (absl logs before InitializeLog; the CUDA plugins registered twice by the CPU wheel; no CUDA
-# driver on a CPU machine, which the run says anyway: the Trainer's device is in the summary).
+# driver on a CPU machine, which the run says anyway: the Trainer's device is in the summary;
+# TF 2.21 says that at the first device lookup, as cuInit error 303, so the import looks once).
 TF_IMPORT_NOISE = re.compile(
     r"Unable to register cu(FFT|DNN|BLAS) factory|All log messages before absl::InitializeLog|"
-    r"cudart_stub\.cc.*Could not find cuda drivers|TF-TRT Warning: Could not find TensorRT")
+    r"cudart_stub\.cc.*Could not find cuda drivers|TF-TRT Warning: Could not find TensorRT|"
+    r"failed call to cuInit: .*\(303\)")
 
 
 def import_tensorflow_quietly() -> None:
@@ -42,7 +44,9 @@ def import_tensorflow_quietly() -> None:
         with tempfile.TemporaryFile() as captured:
             os.dup2(captured.fileno(), 2)
             try:
-                import tensorflow  # noqa: F401
+                import tensorflow
+
+                tensorflow.config.list_physical_devices()  # the platforms' start-up lines, here
             finally:
                 os.dup2(saved, 2)
                 os.close(saved)

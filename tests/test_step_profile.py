@@ -131,7 +131,10 @@ def test_real_cpu_trace_of_the_model(tmp_path):
     assert s["steps"] == 4
     assert 20 < s["host_ops_per_step"] < 400
     assert {"MatMul", "_FusedMatMul"} & {t for t, _, _ in s["top_host_ops"]}
-    assert not s["devices"] and not s["verdict"].startswith("input-bound")
+    # No verdict asserted: on a busy 2-core CI machine even this in-memory input waited 41 % of
+    # a ~1 ms step (TFX 1.21 suite beside the host's). The verdicts' rules are checked on the
+    # built traces above, and a real input-bound trace below.
+    assert not s["devices"] and 0 <= s["input_wait_fraction"] < 1
 
 
 def test_real_cpu_trace_of_a_slow_input_is_input_bound(tmp_path):
