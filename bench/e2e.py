@@ -159,8 +159,9 @@ def main():
               f"{last['tfx_example']['components'].get(node, ''):>8}")
     print(f"\nshared eval rows: {last['shared_eval_rows']}")
     for who in ("ours", "tfx_example"):
+        own = {k: round(v, 4) for k, v in last[who]['own_eval'].items() if k in ('auc', 'binary_accuracy', 'accuracy')}
         print(f"{who:12s} wall {last[who]['wall_seconds']:7.1f} s   shared eval {last[who]['shared_eval']}"
-              f"   own eval {json.dumps({k: round(v, 4) for k, v in last[who]['own_eval'].items() if k in ('auc', 'binary_accuracy', 'accuracy')})}")
+              f"   own eval {json.dumps(own)}")
     print(f"ratio ours/example (median of {len(ratios)}): {results['median_ratio']}  (goal <= 0.7)")
     if not args.keep:
         shutil.rmtree(work_root, ignore_errors=True)

@@ -142,7 +142,8 @@ def describe(plan_: Plan, dry_run: bool = False) -> str:
         kept += f" and the examples of span(s) {', '.join(map(str, plan_.kept_spans))}"
     if not plan_.doomed:
         return f"retention: nothing to delete; {kept}"
-    return f"retention: {verb} {len(plan_.doomed)} artifact(s), {format_size(plan_.size)}, of {runs} older run(s); {kept}"
+    return (f"retention: {verb} {len(plan_.doomed)} artifact(s), {format_size(plan_.size)}, "
+            f"of {runs} older run(s); {kept}")
 
 
 def list_doomed(plan_: Plan, stream: TextIO) -> None:

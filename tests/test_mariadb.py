@@ -1,5 +1,6 @@
 """A shared MLMD store on a real MariaDB server (tests/mariadb_server.py starts one on a free
-port): two runs at once on one output root, then a cached re-run, all recorded correctly.
+port): two runs at once on one output root, then a cached re-run, all recorded correctly, then
+``tfxline gc`` on that store.
 
 Its own runs for a reason: the store is what is under test. Skips without the server
 binaries unless TFXLINE_REQUIRE_MARIADB=1 (.ci/run sets it for the host suite, which has
@@ -75,3 +76,19 @@ def test_runs_share_a_mariadb_store(mariadb, taxi_slice, tmp_path, monkeypatch):
         ids.append(run_id)
     assert sorted(run_ids(open_store(cfg.metadata_store), "taxi")) == sorted(ids)  # all three, nothing else
     assert not os.path.exists(out / "metadata.sqlite")  # nothing went to SQLite
+
+    # Retention on the server store: the cached run is the newest complete one; the model it
+    # reused stays, the other concurrent run's model goes, and every run still reads.
+    runs = {run_id: collect_run(cfg.metadata_store, "taxi", run_id) for run_id in ids}
+    kept = runs[ids[2]].model_uri
+    doomed = {runs[i].model_uri for i in ids[:2]} - {kept}
+    assert doomed, "both concurrent runs trained: one of their models is not the cached run's"
+    gc = subprocess.run([TFXLINE, "gc", "--output", str(out), "--keep-runs", "1", *sets],
+                        capture_output=True, text=True, env=env, timeout=300)
+    assert gc.returncode == 0 and gc.stderr == "", gc.stderr[-2000:]
+    assert re.search(r"^retention: deleted \d+ artifact\(s\), [\d.]+ [KM]B, of [12] older run\(s\); kept the "
+                     r"newest 1 complete run\(s\) and the runs since \(1 run\(s\)\)", gc.stdout, flags=re.M), gc.stdout
+    assert os.path.isdir(kept) and not any(map(os.path.exists, doomed))
+    for run_id in ids:
+        again = collect_run(cfg.metadata_store, "taxi", run_id)
+        assert (again.blessed, again.model_uri) == (runs[run_id].blessed, runs[run_id].model_uri)
