@@ -12,6 +12,11 @@ removed, then it is marked DELETED. TFX's cache and input resolution only use LI
 so a later run never reuses a deleted artifact: it recomputes it. An interrupted collection is
 finished by the next one (MARKED_FOR_DELETION is collected again).
 
+A run going meanwhile on a shared store (MySQL) may pick an old artifact as a cached output or
+a resolved input between this plan and the marking: it records an event on it a moment after
+reading it LIVE. So a collection marks first, waits ``SETTLE_S`` on such a store, looks again,
+and puts back to LIVE (and keeps) any artifact an execution took since the plan.
+
 Deleted: the types in ``COLLECTED_TYPES`` (examples, transform graph and cache, models,
 TensorBoard logs). Kept whatever their age: statistics, schemas, anomalies, evaluations,
 blessings and pushed-model records (small; ``tfxline runs``, the drift gate and the history
@@ -25,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import time
 from typing import Dict, Iterable, List, Optional, Set, TextIO
 
 from ml_metadata.proto import metadata_store_pb2
@@ -36,6 +42,10 @@ _LIVE, _MARKED, _DELETED = (metadata_store_pb2.Artifact.LIVE, metadata_store_pb2
                             metadata_store_pb2.Artifact.DELETED)
 _DONE = (metadata_store_pb2.Execution.COMPLETE, metadata_store_pb2.Execution.CACHED)
 _FAILED = (metadata_store_pb2.Execution.FAILED, metadata_store_pb2.Execution.CANCELED)
+# How long a collection that may overlap runs (a shared store) waits between marking and
+# removing: TFX records the event on a cached output or resolved input milliseconds after it
+# read the artifact LIVE (launcher: resolve, register the execution; look the cache up, publish).
+SETTLE_S = 2.0
 
 
 @dataclasses.dataclass
@@ -51,6 +61,7 @@ class Doomed:
     type_name: str
     run_id: str                # the run whose execution wrote it
     size: int                  # bytes on disk
+    users: frozenset = frozenset()  # the executions with an event on it when planned
 
 
 @dataclasses.dataclass
@@ -60,6 +71,8 @@ class Plan:
     old: List[Run]             # the runs whose artifacts may go, newest first
     doomed: List[Doomed]
     kept_spans: List[int]      # ExampleGen spans kept for the next run's window
+    runs_may_be_going: bool = False
+    spared: List[Doomed] = dataclasses.field(default_factory=list)  # taken by a run during the collection
 
     @property
     def size(self) -> int:
@@ -99,23 +112,37 @@ def plan(store, pipeline_name: str, pipeline_root: str, keep_runs: int, window: 
     written = _written_by(store, old)
     types = {t.id: t.name for t in store.get_artifact_types()}
     root = os.path.realpath(pipeline_root) + os.sep
-    doomed = []
-    for artifact in store.get_artifacts_by_id(sorted(written)):
-        if (types.get(artifact.type_id) in COLLECTED_TYPES and artifact.state in (_LIVE, _MARKED)
-                and artifact.id not in protected and _inside(artifact.uri, root)):
-            doomed.append(Doomed(artifact, types[artifact.type_id], written[artifact.id], _size(artifact.uri)))
-    return Plan(keep_runs, kept, old, doomed, kept_spans)
+    candidates = [a for a in store.get_artifacts_by_id(sorted(written))
+                  if types.get(a.type_id) in COLLECTED_TYPES and a.state in (_LIVE, _MARKED)
+                  and a.id not in protected and _inside(a.uri, root)]
+    users = _users(store, [a.id for a in candidates])
+    doomed = [Doomed(a, types[a.type_id], written[a.id], _size(a.uri), users.get(a.id, frozenset()))
+              for a in candidates]
+    return Plan(keep_runs, kept, old, doomed, kept_spans, runs_may_be_going)
 
 
 def collect(store, plan_: Plan) -> List[str]:
-    """Delete what ``plan_`` names: mark, remove, mark deleted. Returns one line per artifact
-    that could not be removed (it stays MARKED_FOR_DELETION; the next collection retries)."""
+    """Delete what ``plan_`` names: mark, look again, remove, mark deleted. An artifact an
+    execution took since the plan goes back to LIVE and moves from ``plan_.doomed`` to
+    ``plan_.spared``. Returns one line per artifact that could not be removed (it stays
+    MARKED_FOR_DELETION; the next collection retries)."""
     if not plan_.doomed:
         return []
     artifacts = [d.artifact for d in plan_.doomed]
     for a in artifacts:
         a.state = _MARKED
     store.put_artifacts(artifacts)  # from here on TFX's cache and resolvers no longer see them
+    if plan_.runs_may_be_going:
+        time.sleep(SETTLE_S)
+    users = _users(store, [a.id for a in artifacts])
+    plan_.spared = [d for d in plan_.doomed if users.get(d.artifact.id, frozenset()) - d.users]
+    if plan_.spared:
+        for d in plan_.spared:
+            d.artifact.state = _LIVE
+        store.put_artifacts([d.artifact for d in plan_.spared])
+        taken = {d.artifact.id for d in plan_.spared}
+        plan_.doomed = [d for d in plan_.doomed if d.artifact.id not in taken]
+        artifacts = [d.artifact for d in plan_.doomed]
     done, errors = [], []
     for a in artifacts:
         try:
@@ -140,6 +167,8 @@ def describe(plan_: Plan, dry_run: bool = False) -> str:
     kept = f"kept the newest {plan_.keep_runs} complete run(s) and the runs since ({len(plan_.kept)} run(s))"
     if plan_.kept_spans not in ([], [0]):  # [0]: data without spans
         kept += f" and the examples of span(s) {', '.join(map(str, plan_.kept_spans))}"
+    if plan_.spared:
+        kept += f"; kept {len(plan_.spared)} artifact(s) a run took during the collection"
     if not plan_.doomed:
         return f"retention: nothing to delete; {kept}"
     return (f"retention: {verb} {len(plan_.doomed)} artifact(s), {format_size(plan_.size)}, "
@@ -163,6 +192,14 @@ def _touched(store, execution_ids: Iterable[int]) -> Set[int]:
     """Every artifact the executions read or wrote."""
     ids = list(execution_ids)
     return {e.artifact_id for e in store.get_events_by_execution_ids(ids)} if ids else set()
+
+
+def _users(store, artifact_ids: List[int]) -> Dict[int, frozenset]:
+    """{artifact id: the executions with an event on it}."""
+    out: Dict[int, set] = {}
+    for e in store.get_events_by_artifact_ids(artifact_ids) if artifact_ids else []:
+        out.setdefault(e.artifact_id, set()).add(e.execution_id)
+    return {k: frozenset(v) for k, v in out.items()}
 
 
 def _written_by(store, runs: List[Run]) -> Dict[int, str]:

@@ -209,6 +209,40 @@ def test_collect_deletes_marks_and_tfx_cache_no_longer_serves_it(tmp_path, monke
     assert s.plan(keep=1).doomed == []
 
 
+def test_an_artifact_a_going_run_takes_during_the_collection_is_kept(tmp_path, monkeypatch):
+    """A shared store: a run going meanwhile reads r1's model as LIVE (a cache hit) just before
+    the marking and records its cached execution while the collection waits: the model goes
+    back to LIVE and stays on disk; the rest of r1 goes."""
+    s = Store(tmp_path)
+    d1, _ = s.day("r1", 1), s.day("r2", 2)
+    p = s.plan(keep=1, runs_may_be_going=True)
+    assert d1["model"] in doomed_ids(p)
+    s.run("r3")
+    waits = []
+
+    def a_run_publishes_its_cache_hit(seconds):
+        waits.append(seconds)
+        assert s.state(d1["model"]) == MARKED  # marked before the wait
+        s.execute("r3", "Trainer", state=CACHED, reuse=[d1["model"]])
+
+    monkeypatch.setattr(retention.time, "sleep", a_run_publishes_its_cache_hit)
+    assert retention.collect(s.store, p) == []
+    assert waits == [retention.SETTLE_S]
+    model = s.store.get_artifacts_by_id([d1["model"]])[0]
+    assert model.state == LIVE and os.path.isdir(model.uri)
+    assert [d.artifact.id for d in p.spared] == [d1["model"]] and d1["model"] not in doomed_ids(p)
+    for key in ("examples", "graph", "transformed"):
+        assert s.state(d1[key]) == DELETED
+    assert "deleted 3 artifact(s)" in retention.describe(p)
+    assert "kept 1 artifact(s) a run took during the collection" in retention.describe(p)
+    # a SQLite store (the caller holds the run lock): no wait, the same look again
+    (tmp_path / "locked").mkdir()
+    q = Store(tmp_path / "locked")
+    q.day("r1", 1), q.day("r2", 2)
+    waits.clear()
+    assert retention.collect(q.store, q.plan(keep=1)) == [] and waits == []
+
+
 def test_gc_command_errors_are_one_line(tmp_path, capsys):
     out = ["--output", str(tmp_path / "nothing")]
     assert cli.main(["gc", *out], stream=io.StringIO()) == cli.EXIT_BAD_INPUT
