@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from typing import Any, Dict, List, Tuple
 
 from absl import logging
@@ -65,8 +66,13 @@ def record_span(ledger: str, examples, statistics_uri: str, run_id: str) -> None
     record = {"span": span, "version": version_of(examples), "examples_uri": examples.uri,
               "statistics_uri": statistics_uri, "pipeline_run_id": run_id}
     path = f"{ledger.rstrip('/')}/{span}.json"
-    io_utils.write_string_file(path + ".partial", json.dumps(record, indent=2, sort_keys=True))
-    fileio.rename(path + ".partial", path, overwrite=True)
+    partial = f"{path}.{uuid.uuid4().hex}.partial"  # its own: runs on a shared store may record a span at once
+    io_utils.write_string_file(partial, json.dumps(record, indent=2, sort_keys=True))
+    try:
+        fileio.rename(partial, path, overwrite=True)
+    except Exception:
+        fileio.remove(partial)
+        raise
 
 
 def previous_span(ledger: str, span: int) -> Dict[str, Any]:

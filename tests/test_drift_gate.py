@@ -137,3 +137,23 @@ def test_previous_span_and_serving_model_both_compared(taxi, tmp_path):
         json.dumps({"data": {"statistics_uri": str(tmp_path / "s5")}}))
     out = gate(tmp_path, statistics(tmp_path, "s6", new), schema, serving, span=6)
     assert out.get_string_custom_property("compared_with") == "the previous span (span 5)"
+
+
+def test_two_runs_recording_a_span_at_once(tmp_path, monkeypatch):
+    """Runs on a shared store record the same span at once: one writer's rename lands between
+    the other's write and rename (a fixed temporary name made the second rename fail:
+    NotFoundError on spans/0.json.partial). Both succeed; no temporary file is left."""
+    ledger = str(tmp_path / "spans")
+    rename, calls = dg.fileio.rename, []
+
+    def the_other_run_records_meanwhile(src, dst, overwrite=False):
+        calls.append(src)
+        if len(calls) == 1:
+            dg.record_span(ledger, examples_of_span(0), "/stats/b", "run-b")
+        rename(src, dst, overwrite=overwrite)
+
+    monkeypatch.setattr(dg.fileio, "rename", the_other_run_records_meanwhile)
+    dg.record_span(ledger, examples_of_span(0), "/stats/a", "run-a")
+    assert len(calls) == 2 and calls[0] != calls[1]
+    assert os.listdir(ledger) == ["0.json"]
+    assert dg.previous_span(ledger, 1)["pipeline_run_id"] == "run-a"  # the later rename wins
