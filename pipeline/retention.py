@@ -7,9 +7,10 @@ under the pipeline root, so a daily pipeline grows without bound. This keeps the
 the newest ``keep_runs`` complete runs (every component finished, blessed or not) and of every
 run since (failed ones too: they are the ones someone debugs), and deletes the bulky artifacts
 of older runs, following TFX's own garbage-collection states: an artifact is marked
-MARKED_FOR_DELETION in MLMD, its directory is removed, then it is marked DELETED. TFX's cache and input resolution only use LIVE artifacts,
-so a later run never reuses a deleted artifact: it recomputes it. An interrupted collection is
-finished by the next one (MARKED_FOR_DELETION is collected again).
+MARKED_FOR_DELETION in MLMD, its directory is removed, then it is marked DELETED. TFX's cache
+and input resolution only use LIVE artifacts, so a later run never reuses a deleted artifact:
+it recomputes it. An interrupted collection is finished by the next one (MARKED_FOR_DELETION
+is collected again).
 
 A run going meanwhile on a shared store (MySQL) may pick an old artifact as a cached output or
 a resolved input between this plan and the marking: it records an event on it a moment after
