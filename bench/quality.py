@@ -7,9 +7,16 @@ Runs the pipeline into DIR (default output/quality) unless a finished run is the
 
 * the run's trained model, through its exported ``serving_default`` signature with serialized
   raw tf.Examples of the serving columns, as a client calls it;
-* scikit-learn's ``HistGradientBoostingClassifier`` (300 iterations, learning rate 0.05)
-  fitted on the same run's train split, on the raw columns as they are: every column the
-  model may read (string columns as categoricals), never the label's source columns.
+* scikit-learn's ``HistGradientBoostingClassifier`` fitted on the same run's train split, on
+  the raw columns as they are: every column the model may read (string columns as
+  categoricals), never the label's source columns.
+
+Both sides select on the run's validation split and nothing else, so the eval split is
+held out from both: the Trainer early-stops on it (the best epoch's weights), the trees take
+the best of a small grid (learning rate x leaves x leaf size, ``TREE_GRID``) with the best
+number of boosting rounds (up to ``TREE_ROUNDS``), each by validation AUC. A run without a
+validation split (``data.validation_buckets=0``) early-stopped on eval; the trees then use
+scikit-learn's own early stopping on 10% of train and the results say so.
 
 The label of both is the one Transform computes (the transform graph applied to the raw
 rows). Prints AUC, PR-AUC, accuracy and log loss overall and AUC per value of the slice
@@ -31,10 +38,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
 
+from pipeline.config import EVAL_SPLIT, TRAIN_SPLIT, VALIDATION_SPLIT  # noqa: E402
 from trainer.settings import TRAINING_RUN_FILE  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "quality.json")
-TREES = {"max_iter": 300, "learning_rate": 0.05, "random_state": 0}
+TREE_ROUNDS = 1000
+TREE_GRID = {"learning_rate": (0.03, 0.1), "max_leaf_nodes": (15, 31, 63), "min_samples_leaf": (20, 50)}
 
 
 def finished_run(cfg):
@@ -134,6 +143,39 @@ def tree_matrix(cols, names, categories=None):
     return np.asarray(matrix, dtype=np.float64).T, np.asarray(is_cat), categories
 
 
+def fit_trees(x_train, y_train, is_cat, x_val, y_val):
+    """The gradient-boosted trees with the best validation AUC over TREE_GRID and the number of
+    rounds (scored after every round, up to TREE_ROUNDS). Returns (predict_proba, settings)."""
+    import itertools
+
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.metrics import roc_auc_score
+
+    if x_val is None:  # no validation split: scikit-learn's own early stopping on 10% of train
+        trees = HistGradientBoostingClassifier(categorical_features=is_cat, max_iter=TREE_ROUNDS,
+                                               learning_rate=0.05, early_stopping=True, random_state=0)
+        trees.fit(x_train, y_train)
+        return (lambda x: trees.predict_proba(x)[:, 1]), {"selection": "10% of train", "rounds": trees.n_iter_}
+    best = None
+    for values in itertools.product(*TREE_GRID.values()):
+        params = dict(zip(TREE_GRID, values))
+        trees = HistGradientBoostingClassifier(categorical_features=is_cat, max_iter=TREE_ROUNDS,
+                                               early_stopping=False, random_state=0, **params)
+        trees.fit(x_train, y_train)
+        for rounds, p in enumerate(trees.staged_predict_proba(x_val), start=1):
+            auc = roc_auc_score(y_val, p[:, 1])
+            if best is None or auc > best[0]:
+                best = (auc, rounds, params, trees)
+    auc, rounds, params, trees = best
+
+    def predict(x):  # the prediction after the best number of rounds
+        for i, p in enumerate(trees.staged_predict_proba(x), start=1):
+            if i == rounds:
+                return p[:, 1]
+
+    return predict, dict(params, selection="validation split", rounds=rounds, validation_auc=round(auc, 4))
+
+
 def metrics(y: np.ndarray, p: np.ndarray, slice_values) -> dict:
     from sklearn.metrics import accuracy_score, average_precision_score, log_loss, roc_auc_score
 
@@ -149,19 +191,55 @@ def metrics(y: np.ndarray, p: np.ndarray, slice_values) -> dict:
     return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in out.items()}
 
 
+BOOTSTRAP_ROUNDS = 1000
+
+
+def paired_bootstrap(y: np.ndarray, p_model: np.ndarray, p_trees: np.ndarray, rounds=BOOTSTRAP_ROUNDS) -> dict:
+    """Model minus trees per metric, with a 95% interval from resampling the eval rows (both
+    scored on the same resample): a difference whose interval holds 0 is within the noise of
+    this eval split. Lower is better for log loss, so a negative difference there favours the model."""
+    from sklearn.metrics import accuracy_score, average_precision_score, log_loss, roc_auc_score
+
+    scores = {"auc": roc_auc_score, "pr_auc": average_precision_score,
+              "accuracy": lambda t, p: accuracy_score(t, p > 0.5), "log_loss": log_loss}
+    p_model, p_trees = (np.clip(p.astype(np.float64), 1e-7, 1 - 1e-7) for p in (p_model, p_trees))
+    rng = np.random.default_rng(0)
+    diffs = {k: [] for k in scores}
+    for _ in range(rounds):
+        i = rng.integers(0, len(y), len(y))
+        if 0 < y[i].sum() < len(i):
+            for k, score in scores.items():
+                diffs[k].append(score(y[i], p_model[i]) - score(y[i], p_trees[i]))
+    out = {}
+    for k, score in scores.items():
+        lo, hi = np.percentile(diffs[k], [2.5, 97.5])
+        out[k] = {"difference": round(float(score(y, p_model) - score(y, p_trees)), 4),
+                  "low": round(float(lo), 4), "high": round(float(hi), 4)}
+    return out
+
+
 def fmt(v) -> str:
     return "-" if v is None else f"{v:.4f}"
 
 
 def report(results, slice_column: str) -> str:
     model, trees = results["model"], results["trees"]
-    lines = [f"{'metric':<12}{'model':>10}{'trees':>10}"]
+    lines = [f"{'metric':<12}{'model':>10}{'trees':>10}   model - trees, 95% paired bootstrap over the eval rows"]
     for key in ("auc", "pr_auc", "accuracy", "log_loss"):
-        lines.append(f"{key:<12}{fmt(model[key]):>10}{fmt(trees[key]):>10}")
+        d = results["difference"][key]
+        lines.append(f"{key:<12}{fmt(model[key]):>10}{fmt(trees[key]):>10}   "
+                     f"{d['difference']:+.4f} [{d['low']:+.4f}, {d['high']:+.4f}]")
     lines.append(f"AUC per {slice_column} (eval rows, positives):")
     for value, m in sorted(model["slices"].items(), key=lambda kv: -kv[1]["n"]):
         t = trees["slices"][value]
         lines.append(f"  {value[:24]:<24}{m['n']:>6}{m['positives']:>6}{fmt(m['auc']):>10}{fmt(t['auc']):>10}")
+    training, settings = results["training"], results["trees_settings"]
+    held_out = ("eval held out from both" if results["validation_rows"]
+                else "the model early-stopped on eval: its figures are optimistic")
+    lines.append(f"rows: train {results['train_rows']}, validation {results['validation_rows']}, "
+                 f"eval {results['eval_rows']} ({held_out})")
+    lines.append(f"model: best epoch {training.get('best_epoch')} of {training.get('epochs')} run")
+    lines.append("trees: " + ", ".join(f"{k} {v}" for k, v in settings.items() if k not in ("columns", "selection")))
     return "\n".join(lines)
 
 
@@ -175,9 +253,10 @@ def main(argv=None) -> int:
     ap.add_argument("--results", default=RESULTS)
     args = ap.parse_args(argv)
 
-    from pipeline.quiet import quiet_libraries
+    from pipeline.quiet import import_tensorflow_quietly, quiet_libraries
 
     quiet_libraries()
+    import_tensorflow_quietly()
     from pipeline import local_runner
     from pipeline.config_loader import load_config
     from transforms import features as F
@@ -196,7 +275,8 @@ def main(argv=None) -> int:
     model_dir = os.path.join(run.model_uri, "Format-Serving")
     slice_column = args.slice or (cfg.evaluation.slices[0] if cfg.evaluation.slices else None)
 
-    train, evals = split_records(examples, "train"), split_records(examples, "eval")
+    train, evals = split_records(examples, TRAIN_SPLIT), split_records(examples, EVAL_SPLIT)
+    valid = split_records(examples, VALIDATION_SPLIT) if VALIDATION_SPLIT in cfg.data.splits else None
     label = cfg.features.label.name
     y_train, y_eval = labels(train, graph, label), labels(evals, graph, label)
     # Every raw column the trees may use: the data's columns minus the label's sources.
@@ -207,22 +287,24 @@ def main(argv=None) -> int:
     p_model = model_scores(model_dir, serving_requests(evals, cfg.features.serving_columns))
     model_seconds = time.monotonic() - started
 
-    from sklearn.ensemble import HistGradientBoostingClassifier
-
     x_train, is_cat, cats = tree_matrix(columns(train, tree_columns), tree_columns)
     x_eval, _, _ = tree_matrix(columns(evals, tree_columns), tree_columns, cats)
+    x_val = tree_matrix(columns(valid, tree_columns), tree_columns, cats)[0] if valid else None
+    y_val = labels(valid, graph, label) if valid else None
     started = time.monotonic()
-    trees = HistGradientBoostingClassifier(categorical_features=is_cat, **TREES).fit(x_train, y_train)
+    predict_trees, tree_settings = fit_trees(x_train, y_train, is_cat, x_val, y_val)
     tree_seconds = time.monotonic() - started
-    p_trees = trees.predict_proba(x_eval)[:, 1]
+    p_trees = predict_trees(x_eval)
 
     slice_values = columns(evals, [slice_column])[slice_column] if slice_column else [None] * len(evals)
     results = {
         "config": args.config or "taxi", "overrides": args.set, "run_id": run.run_id,
-        "train_rows": len(train), "eval_rows": len(evals), "eval_positive_rate": round(float(y_eval.mean()), 4),
+        "train_rows": len(train), "validation_rows": len(valid) if valid else 0, "eval_rows": len(evals),
+        "eval_positive_rate": round(float(y_eval.mean()), 4),
         "model": metrics(y_eval, p_model, slice_values),
         "trees": metrics(y_eval, p_trees, slice_values),
-        "trees_settings": dict(TREES, columns=tree_columns), "trees_fit_seconds": round(tree_seconds, 1),
+        "difference": paired_bootstrap(y_eval, p_model, p_trees),
+        "trees_settings": dict(tree_settings, columns=tree_columns), "trees_fit_seconds": round(tree_seconds, 1),
         "model_scoring_seconds": round(model_seconds, 1), "training": training_run(run),
     }
     print(report(results, slice_column))

@@ -66,6 +66,10 @@ def input_pipeline(graph, examples):
 
 def train_speed(graph, examples, precision, cpus=1):
     """Run run_fn-equivalent training in a fresh process; return examples/s and steps/s."""
+    # The split the pipeline's Trainer validates on: validation (eval in a run without one).
+    validation = os.path.join(examples, "Split-validation")
+    if not os.path.isdir(validation):
+        validation = os.path.join(examples, "Split-eval")
     code = f"""
 import os, json, glob, tempfile
 os.environ["TF_USE_LEGACY_KERAS"] = "1"
@@ -80,7 +84,7 @@ from trainer.run import run_fn
 cfg = load_config(overrides=["runtime.precision={precision}", "runtime.strategy={'mirrored' if cpus > 1 else 'default'}",
                              "training.epochs=2", "training.early_stopping_patience=0", "training.batch_size={BATCH}"])
 out = tempfile.mkdtemp()
-run_fn(FnArgs(train_files=[{examples!r} + "/Split-train/*"], eval_files=[{examples!r} + "/Split-eval/*"],
+run_fn(FnArgs(train_files=[{examples!r} + "/Split-train/*"], eval_files=[{validation!r} + "/*"],
        transform_output={graph!r}, serving_model_dir=out + "/serving", model_run_dir=out + "/run",
        train_steps={STEPS}, eval_steps=5, custom_config=trainer_custom_config(cfg)))
 print("RESULT", open(out + "/run/training_run.json").read().replace(chr(10), " "))

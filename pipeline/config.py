@@ -21,6 +21,8 @@ from transforms.features import FeatureSpec
 from trainer.settings import ModelConfig, RuntimeConfig, TrainingConfig
 
 DEFAULT_CONFIG = "taxi"
+# ExampleGen's split names (TFX's defaults for train and eval).
+TRAIN_SPLIT, VALIDATION_SPLIT, EVAL_SPLIT = "train", "validation", "eval"
 
 
 class ConfigError(ValueError):
@@ -48,9 +50,23 @@ class DataConfig:
     spans: str = "latest"
     # A schema name in the schema/ package (schema/<name>.pbtxt) or a .pbtxt path.
     schema: str = "taxi"
-    # CsvExampleGen hash split: train:eval buckets.
-    train_buckets: int = 4
-    eval_buckets: int = 1
+    # ExampleGen's hash split, train : validation : eval buckets (70% / 10% / 20%). The
+    # Trainer fits on train and picks its epoch (early stopping) on validation; the Evaluator
+    # judges and gates on eval, which nothing trained or selected on. validation_buckets: 0
+    # drops the validation split and early stopping then watches eval (optimistic figures).
+    train_buckets: int = 7
+    validation_buckets: int = 1
+    eval_buckets: int = 2
+
+    @property
+    def splits(self) -> Tuple[str, ...]:
+        """ExampleGen's output splits, in order."""
+        return (TRAIN_SPLIT, VALIDATION_SPLIT, EVAL_SPLIT) if self.validation_buckets else (TRAIN_SPLIT, EVAL_SPLIT)
+
+    @property
+    def trainer_eval_split(self) -> str:
+        """The split the Trainer validates on (early stopping): validation when there is one."""
+        return VALIDATION_SPLIT if self.validation_buckets else EVAL_SPLIT
 
     @property
     def window(self) -> int:

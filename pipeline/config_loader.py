@@ -114,6 +114,8 @@ def validate(cfg: PipelineConfig) -> None:
          "a window of spans needs TFX's {SPAN} placeholder in data.pattern, e.g. span-{SPAN}/*.csv"),
         (cfg.data.train_buckets >= 1 and cfg.data.eval_buckets >= 1, "data.train_buckets",
          "train_buckets and eval_buckets must both be >= 1"),
+        (cfg.data.validation_buckets >= 0, "data.validation_buckets",
+         "must be >= 0 (0: no validation split; early stopping then watches eval)"),
         (cfg.training.batch_size >= 1, "training.batch_size", "must be >= 1"),
         (cfg.training.batch_scaling in BATCH_SCALINGS, "training.batch_scaling",
          f"use one of {', '.join(BATCH_SCALINGS)}"),

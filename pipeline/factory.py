@@ -10,13 +10,13 @@ import posixpath
 from typing import Optional, Sequence
 
 from tfx import v1 as tfx
-from tfx.proto import example_gen_pb2, range_config_pb2
+from tfx.proto import example_gen_pb2, range_config_pb2, transform_pb2
 
 from components.anomalies_gate import AnomaliesGate
 from components.drift_gate import SPAN_LEDGER, DriftGate
 from components.safe_pusher import SafePusher
 from components.serving_baseline import GatedEvaluator, ServingBaseline
-from pipeline.config import PipelineConfig
+from pipeline.config import EVAL_SPLIT, TRAIN_SPLIT, VALIDATION_SPLIT, PipelineConfig
 from pipeline.eval_config import build_eval_config
 
 PREPROCESSING_FN = "transforms.preprocessing.preprocessing_fn"
@@ -28,10 +28,10 @@ WINDOW_ID = "SpanWindow"
 def example_gen_configs(cfg: PipelineConfig, data_pattern: str):
     input_config = example_gen_pb2.Input(splits=[
         example_gen_pb2.Input.Split(name="single_split", pattern=data_pattern)])
+    buckets = {TRAIN_SPLIT: cfg.data.train_buckets, VALIDATION_SPLIT: cfg.data.validation_buckets,
+               EVAL_SPLIT: cfg.data.eval_buckets}
     output_config = example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(splits=[
-        example_gen_pb2.SplitConfig.Split(name="train", hash_buckets=cfg.data.train_buckets),
-        example_gen_pb2.SplitConfig.Split(name="eval", hash_buckets=cfg.data.eval_buckets),
-    ]))
+        example_gen_pb2.SplitConfig.Split(name=name, hash_buckets=buckets[name]) for name in cfg.data.splits]))
     return input_config, output_config
 
 
@@ -118,7 +118,11 @@ def create_pipeline(
     transform = tfx.components.Transform(
         examples=training_examples, schema=schema_gen.outputs["schema"],
         preprocessing_fn=PREPROCESSING_FN, custom_config={"features": cfg.features.to_dict()},
-        disable_statistics=not cfg.runtime.transform_statistics)
+        disable_statistics=not cfg.runtime.transform_statistics,
+        # Analyze train only; transform what the Trainer reads. The Evaluator reads the raw
+        # eval split through the exported model's own transform.
+        splits_config=transform_pb2.SplitsConfig(
+            analyze=[TRAIN_SPLIT], transform=[TRAIN_SPLIT, cfg.data.trainer_eval_split]))
     transform.add_upstream_node(anomalies_gate)  # no training on data that fails validation
     transform.add_upstream_node(drift_gate)      # ... or that drifted from the serving model's data
 
@@ -127,8 +131,10 @@ def create_pipeline(
         examples=transform.outputs["transformed_examples"],
         transform_graph=transform.outputs["transform_graph"],
         schema=schema_gen.outputs["schema"],
-        train_args=train_args or tfx.proto.TrainArgs(num_steps=train_steps_arg(cfg)),
-        eval_args=tfx.proto.EvalArgs(num_steps=cfg.training.eval_steps),
+        # Fit on train, early-stop on validation; eval is the Evaluator's alone. (A runtime
+        # train_args names no splits: TFX's default is train.)
+        train_args=train_args or tfx.proto.TrainArgs(num_steps=train_steps_arg(cfg), splits=[TRAIN_SPLIT]),
+        eval_args=tfx.proto.EvalArgs(num_steps=cfg.training.eval_steps, splits=[cfg.data.trainer_eval_split]),
         custom_config=trainer_custom_config(cfg),
     )
     trainer = (trainer_factory or tfx.components.Trainer)(**trainer_kwargs)
@@ -141,6 +147,7 @@ def create_pipeline(
         model=trainer.outputs["model"],
         baseline_model=baseline.outputs["baseline_model"],
         eval_config=build_eval_config(cfg.evaluation, cfg.features),
+        example_splits=[EVAL_SPLIT],  # held out: nothing trained or early-stopped on it
     ).with_id("Evaluator")
     pusher = SafePusher(
         model=trainer.outputs["model"],

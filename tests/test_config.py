@@ -65,6 +65,7 @@ def test_overrides_and_explicit_values_are_typed():
     ("data.spans=window:0", "data.spans: 'window:0'"),
     ("data.spans={window: two}", "data.spans: {'window': 'two'}"),
     ("data.spans={days: 2}", "data.spans: {'days': 2}"),
+    ("data.validation_buckets=-1", "data.validation_buckets: -1; must be >= 0"),
     ("data.spans=window:3", "a window of spans needs TFX's {SPAN} placeholder in data.pattern"),
 ])
 def test_bad_keys_and_values_name_the_problem(override, message):

@@ -69,6 +69,34 @@ def test_config_reaches_the_components(built):
     assert c["DriftGate"].exec_properties["serving_dir"] == c["Pusher"].exec_properties["serving_dir"]
 
 
+def split_config(component, prop, field=None):
+    value = json.loads(component.exec_properties[prop] or "null")
+    return value.get(field, []) if field else value
+
+
+def test_each_split_has_one_job(built):
+    """Train fits, validation picks the epoch (early stopping), eval is the Evaluator's alone:
+    no model selection on the data the gate judges."""
+    _, _, c = built
+    gen = json.loads(c["CsvExampleGen"].exec_properties["output_config"])["split_config"]["splits"]
+    assert [(s["name"], s["hash_buckets"]) for s in gen] == [("train", 3), ("validation", 1), ("eval", 2)]
+    assert split_config(c["Trainer"], "train_args", "splits") == ["train"]
+    assert split_config(c["Trainer"], "eval_args", "splits") == ["validation"]
+    assert split_config(c["Transform"], "splits_config") == {"analyze": ["train"], "transform": ["train", "validation"]}
+    assert split_config(c["Evaluator"], "example_splits") == ["eval"]
+
+
+def test_without_a_validation_split_the_trainer_validates_on_eval(tmp_path):
+    cfg = load_config(overrides=[f"output_root={tmp_path}", "data.validation_buckets=0"])
+    assert cfg.data.splits == ("train", "eval")
+    p = create_pipeline(cfg, data_root="/data", data_pattern="taxi.csv", schema_path="/s/taxi.pbtxt",
+                        pipeline_root=str(tmp_path / "pr"), serving_dir=str(tmp_path / "serving"))
+    c = {c.id: c for c in p.components}
+    assert "validation" not in c["CsvExampleGen"].exec_properties["output_config"]
+    assert split_config(c["Trainer"], "eval_args", "splits") == ["eval"]
+    assert split_config(c["Transform"], "splits_config")["transform"] == ["train", "eval"]
+
+
 def test_epochs_mode_gives_the_trainer_no_step_budget():
     from pipeline.factory import train_steps_arg
 

@@ -1,7 +1,7 @@
 """Training/serving skew, on the shared run: the features training read (Transform's
 ``transformed_examples``, computed by Beam) equal the features the exported model computes
 at serving time (the Transform layer inside the SavedModel, fed raw examples without the
-label columns), row for row over the whole eval split.
+label columns), row for row over the whole split the Trainer validated on.
 
 The two sides come out of different systems in no common order, so each side's rows are
 sorted into a canonical order and compared value by value.
@@ -41,17 +41,18 @@ def test_transformed_examples_equal_the_serving_transform(pipeline_run):
     names = list(spec.model_feature_names)
 
     # Training side: what the Trainer read.
-    _, trained = read_split(transform["transformed_examples"][0], "eval",
+    split = cfg.data.trainer_eval_split  # transformed: train and this one
+    _, trained = read_split(transform["transformed_examples"][0], split,
                             tf_transform_output.transformed_feature_spec())
 
-    # Serving side: the raw eval examples, label columns dropped as a client would, through
+    # Serving side: the same raw examples, label columns dropped as a client would, through
     # the Transform layer that serving_default calls inside the exported model.
     raw_spec = tf_transform_output.raw_feature_spec()
     serving_spec = {k: raw_spec[k] for k in spec.serving_columns}
     label_only = set(spec.label.source_columns) - set(spec.serving_columns)
     assert label_only and not label_only & set(serving_spec)  # e.g. tips: never sent to serving
     raw_uri = summary.component("CsvExampleGen").outputs["examples"][0]
-    _, raw = read_split(raw_uri, "eval", serving_spec)
+    _, raw = read_split(raw_uri, split, serving_spec)
     model = tf.saved_model.load(summary.model_uri + "/Format-Serving")
     served = model.tft_layer(raw)
 

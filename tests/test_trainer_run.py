@@ -31,7 +31,7 @@ def fn_args(t, out_dir, overrides=(), steps=60):
                                  "training.batch_size=64", *overrides])
     return {
         "train_files": [os.path.join(t["examples"], "Split-train", "*")],
-        "eval_files": [os.path.join(t["examples"], "Split-eval", "*")],
+        "eval_files": [os.path.join(t["examples"], f"Split-{t['cfg'].data.trainer_eval_split}", "*")],
         "transform_output": t["graph"],
         "examples_uri": t["examples"],
         "serving_model_dir": os.path.join(out_dir, "Trainer", "model", "1", "Format-Serving"),

@@ -132,9 +132,10 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
                             "available memory; reading the files every epoch", data_bytes / 1e9)
     train_ds = input_dataset(fn_args, settings, fn_args.train_files, tf_transform_output, global_batch,
                              shuffle=True, cache=cache).skip(resume.skip_batches(state, steps_per_epoch))
-    # Validation only runs forward passes: micro-batches, not the accumulated batch. Every
-    # epoch validates on the same rows (the first eval_steps batches of the eval split, each
-    # row once), so early stopping compares like with like, also across a restart.
+    # fn_args.eval_files: the validation split (the pipeline's EvalArgs), never the split the
+    # Evaluator gates on. Validation only runs forward passes: micro-batches, not the
+    # accumulated batch. Every epoch validates on the same rows (the first eval_steps batches,
+    # each row once), so early stopping compares like with like, also across a restart.
     eval_batch = batch.per_replica * replicas
     eval_steps = int(fn_args.eval_steps or training.eval_steps)
     eval_rows = data.count_records(fn_args.eval_files, limit=eval_steps * eval_batch)
