@@ -19,7 +19,7 @@ import time
 from typing import Iterator, List, Optional, TextIO
 
 from pipeline import beam_packaging, data_source, files, stack_compat, store as store_lib, summary as summary_lib
-from pipeline.config import PipelineConfig
+from pipeline.config import TRAIN_SPLIT, PipelineConfig
 
 _RUNNING = re.compile(r"Component (\S+) is running\.")
 _FINISHED = re.compile(r"Component (\S+) is finished\.")
@@ -75,7 +75,31 @@ def resolve_inputs(cfg: PipelineConfig) -> LocalPaths:
     cfg.features.validate(schema_columns)
     check = data_source.check_csv if cfg.data.format == "csv" else data_source.check_tfrecords
     check(found.files, schema, required=cfg.features.raw_columns)
+    check_window_splits(cfg, found.span)
     return LocalPaths(found.root, found.pattern, found.files, schema_path, found.span)
+
+
+def check_window_splits(cfg: PipelineConfig, span: Optional[int]) -> None:
+    """A window of spans trains on spans that earlier runs ingested, with the splits of their
+    day: each must hold the splits Transform and the Trainer read now (train and the split the
+    Trainer validates on). After a change of the split config (e.g. the validation split
+    added) the old spans lack one, and TFX would fail deep inside Transform; raise DataError
+    naming the span and the way out instead."""
+    window = cfg.data.window
+    if window < 2 or not store_lib.store_exists(cfg.metadata_store):
+        return
+    newest = store_lib.ingested_spans(store_lib.open_store(cfg.metadata_store), cfg.name)
+    earlier = [s for s in sorted(newest) if span is None or s < span][-(window - 1):]
+    needed = (TRAIN_SPLIT, cfg.data.trainer_eval_split)
+    for s in earlier:
+        have = store_lib.split_names_of(newest[s])
+        missing = [n for n in needed if n not in have]
+        if missing:
+            raise data_source.DataError(
+                f"span {s} was ingested with the splits {', '.join(have) or 'none'}, without "
+                f"{', '.join(missing)}, which this config's data.*_buckets make and the newest {window} "
+                f"spans are trained on; use a new --output, or --set data.spans=latest for the next "
+                f"{window - 1} span(s) so the window holds only spans with the new splits")
 
 
 def build_pipeline(cfg: PipelineConfig, paths: LocalPaths, enable_cache: bool = True):

@@ -217,20 +217,9 @@ def _newest_spans(store, runs: List[Run], window: int):
     """The newest live ExampleGen artifact of each of the newest ``window`` spans ingested:
     what the next run's window reads (a span ingested long ago stays in it while no newer
     span lands), and the spans."""
-    in_runs = {i for r in runs for i in r.execution_ids}
-    gens = {e.id for ctx in store.get_contexts_by_type("node") if ctx.name.endswith("ExampleGen")
-            for e in store.get_executions_by_context(ctx.id) if e.id in in_runs}  # '<pipeline>.<node id>'
-    if not gens:
-        return set(), []
-    outputs = [e.artifact_id for e in store.get_events_by_execution_ids(sorted(gens))
-               if e.type in store_lib.OUTPUT_EVENTS]
-    newest: Dict[int, int] = {}  # span -> its newest artifact (the newest version; data without spans is span 0)
-    for a in store.get_artifacts_by_id(outputs):
-        if a.state == _LIVE:
-            for span in store_lib.spans_of([a]) or [0]:
-                newest[span] = max(newest.get(span, 0), a.id)
+    newest = store_lib.ingested_spans(store, execution_ids={i for r in runs for i in r.execution_ids})
     spans = sorted(newest)[-window:]
-    return {newest[s] for s in spans}, spans
+    return {newest[s].id for s in spans}, spans
 
 
 def _inside(uri: str, root: str) -> bool:

@@ -74,6 +74,37 @@ def spans_of(examples) -> List[int]:
     return sorted(found)
 
 
+def split_names_of(artifact) -> List[str]:
+    """The split names of an MLMD Examples artifact (TFX's ``split_names`` property, a JSON list)."""
+    import json
+
+    for props in (artifact.properties, artifact.custom_properties):
+        if "split_names" in props:
+            return list(json.loads(props["split_names"].string_value or "[]"))
+    return []
+
+
+def ingested_spans(store, pipeline_name: Optional[str] = None,
+                   execution_ids: Optional[set] = None) -> Dict[int, metadata_store_pb2.Artifact]:
+    """{span: the newest live Examples artifact an ExampleGen wrote for it} (data without spans
+    is span 0): what TFX's span-window resolver reads for that span. Over one pipeline's
+    ExampleGen executions, or only those in ``execution_ids``."""
+    prefix = f"{pipeline_name}." if pipeline_name else ""
+    gens = {e.id for ctx in store.get_contexts_by_type("node")  # named '<pipeline>.<node id>'
+            if ctx.name.startswith(prefix) and ctx.name.endswith("ExampleGen")
+            for e in store.get_executions_by_context(ctx.id) if execution_ids is None or e.id in execution_ids}
+    if not gens:
+        return {}
+    outputs = [e.artifact_id for e in store.get_events_by_execution_ids(sorted(gens)) if e.type in OUTPUT_EVENTS]
+    newest: Dict[int, metadata_store_pb2.Artifact] = {}
+    for a in store.get_artifacts_by_id(outputs):
+        if a.state == metadata_store_pb2.Artifact.LIVE:
+            for span in spans_of([a]) or [0]:
+                if span not in newest or a.id > newest[span].id:
+                    newest[span] = a
+    return newest
+
+
 def node_id_of(store, execution) -> str:
     for ctx in store.get_contexts_by_execution(execution.id):
         if ctx.type == "node" or store.get_context_types_by_id([ctx.type_id])[0].name == "node":
