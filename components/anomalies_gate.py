@@ -1,9 +1,15 @@
-"""AnomaliesGate: stop the pipeline before training when ExampleValidator found anomalies.
+"""AnomaliesGate: stop the pipeline before training when the data is unfit to train on.
 
 TFX 1.16's ExampleValidator records anomalies but never fails, and Transform/Trainer do
 not read its output. This component reads the anomalies of every split and raises
 ``DataAnomaliesError`` naming them, so nothing is trained or pushed from bad data; the
 pipeline makes Transform depend on it (``add_upstream_node``).
+
+It also stops on the one defect TFDV does not report: a split that holds no rows (data too
+small for its hash buckets). ExampleValidator finds no anomaly in an empty split, even with
+the schema's ``min_examples_count``, yet an empty train split cannot train, an empty
+validation split silently turns early stopping off, and an empty eval split leaves nothing to
+judge the model on. The split sizes come from StatisticsGen's ``num_examples``.
 
 It is a class-based component (spec + executor) rather than a ``@component`` function:
 TFX packages the module of a function component into an ephemeral wheel at run time
@@ -12,7 +18,7 @@ TFX packages the module of a function component into an ephemeral wheel at run t
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import tensorflow as tf
 from tensorflow_metadata.proto.v0 import anomalies_pb2
@@ -22,11 +28,11 @@ from tfx.types import artifact_utils, standard_artifacts
 from tfx.types.component_spec import ChannelParameter
 
 ANOMALIES_FILE = "SchemaDiff.pb"
-ANOMALIES_KEY = "anomalies"
+ANOMALIES_KEY, STATISTICS_KEY = "anomalies", "statistics"
 
 
 class DataAnomaliesError(RuntimeError):
-    """The data violates the schema."""
+    """The data violates the schema, or a split of it is empty."""
 
 
 def anomaly_records(artifact: types.Artifact) -> List[Dict[str, str]]:
@@ -50,9 +56,33 @@ def read_anomalies(artifact: types.Artifact) -> List[str]:
     return [f"{a['split']}: {a['feature']}: {a['short'] or a['description']}" for a in anomaly_records(artifact)]
 
 
+def split_sizes(artifact: types.Artifact) -> Dict[str, int]:
+    """{split: rows} from an ExampleStatistics artifact, in the artifact's split order."""
+    from tfx.components.statistics_gen import stats_artifact_utils
+
+    return {split: sum(d.num_examples for d in stats_artifact_utils.load_statistics(artifact, split).proto().datasets)
+            for split in artifact_utils.decode_split_names(artifact.split_names)}
+
+
+def empty_split_message(sizes: Dict[str, int]) -> str:
+    """'' when every split holds rows, else one line naming the empty splits and the fix."""
+    empty = [split for split, rows in sizes.items() if rows == 0]
+    if not empty:
+        return ""
+    which = " and ".join(f"the {split} split" for split in empty)
+    counts = ", ".join(f"{split} {rows}" for split, rows in sizes.items())
+    return (f"{which} {'holds' if len(empty) == 1 else 'hold'} no rows (the data has {sum(sizes.values())} "
+            f"rows, hash-split {counts}); give it more rows, or change data.train_buckets / "
+            "data.validation_buckets / data.eval_buckets (validation_buckets: 0 drops the validation split)")
+
+
 class Executor(base_executor.BaseExecutor):
     def Do(self, input_dict: Dict[str, List[types.Artifact]], output_dict: Dict[str, List[types.Artifact]],
            exec_properties: Dict[str, Any]) -> None:
+        for artifact in input_dict.get(STATISTICS_KEY, []):
+            message = empty_split_message(split_sizes(artifact))
+            if message:
+                raise DataAnomaliesError(message)
         found = [a for artifact in input_dict[ANOMALIES_KEY] for a in read_anomalies(artifact)]
         if found:
             raise DataAnomaliesError(
@@ -63,7 +93,8 @@ class Executor(base_executor.BaseExecutor):
 
 class AnomaliesGateSpec(types.ComponentSpec):
     PARAMETERS: Dict[str, Any] = {}
-    INPUTS = {ANOMALIES_KEY: ChannelParameter(type=standard_artifacts.ExampleAnomalies)}
+    INPUTS = {ANOMALIES_KEY: ChannelParameter(type=standard_artifacts.ExampleAnomalies),
+              STATISTICS_KEY: ChannelParameter(type=standard_artifacts.ExampleStatistics, optional=True)}
     OUTPUTS: Dict[str, Any] = {}
 
 
@@ -71,5 +102,5 @@ class AnomaliesGate(base_component.BaseComponent):
     SPEC_CLASS = AnomaliesGateSpec
     EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(Executor)
 
-    def __init__(self, anomalies: types.BaseChannel):
-        super().__init__(spec=AnomaliesGateSpec(anomalies=anomalies))
+    def __init__(self, anomalies: types.BaseChannel, statistics: Optional[types.BaseChannel] = None):
+        super().__init__(spec=AnomaliesGateSpec(anomalies=anomalies, statistics=statistics))

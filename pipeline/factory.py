@@ -109,7 +109,8 @@ def create_pipeline(
     schema_gen = tfx.components.ImportSchemaGen(schema_file=schema_path)
     example_validator = tfx.components.ExampleValidator(
         statistics=statistics_gen.outputs["statistics"], schema=schema_gen.outputs["schema"])
-    anomalies_gate = AnomaliesGate(anomalies=example_validator.outputs["anomalies"])
+    anomalies_gate = AnomaliesGate(anomalies=example_validator.outputs["anomalies"],
+                                   statistics=statistics_gen.outputs["statistics"])  # empty splits
     drift_gate = DriftGate(statistics=statistics_gen.outputs["statistics"], schema=schema_gen.outputs["schema"],
                            examples=example_gen.outputs["examples"], serving_dir=serving_dir,
                            span_ledger=posixpath.join(str(pipeline_root), SPAN_LEDGER),

@@ -1,8 +1,9 @@
 """End to end: the real pipeline (real TFX components, Beam, MLMD, TFMA) on a taxi slice.
 
 One shared run (the session fixture ``pipeline_run``) serves every test that only reads
-its outputs. Extra runs, each for a reason: the cache check re-runs the same inputs, and
-the anomalies check needs data that violates the schema.
+its outputs. Extra runs, each for a reason: the cache check re-runs the same inputs, the
+anomalies check needs data that violates the schema, and the empty-split check data too small
+for its hash split.
 """
 import glob
 import io
@@ -110,6 +111,21 @@ def test_schema_violations_stop_the_run_before_training(anomalies_run):
     assert not (out_dir / "serving").exists()
     ran = {c.node_id for c in collect_run(str(out_dir / "metadata.sqlite"), "taxi").components}
     assert "Transform" not in ran and "Trainer" not in ran
+
+
+def test_data_too_small_for_its_split_stops_the_run_before_training(tmp_path, capsys):
+    """15 rows that hash to no validation row (9 train, 6 eval): TFDV reports nothing, and
+    Keras would train on without validation or early stopping; the AnomaliesGate stops it."""
+    data = write_taxi_slice(tmp_path / "d" / "t.csv", every=1000, offset=6, limit=15)
+    out_dir = tmp_path / "out"
+    code = cli.main(["run", "--data", data, "--output", str(out_dir)], stream=io.StringIO())
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
+    assert code == cli.EXIT_FAILED
+    assert len(errors) == 1 and "the validation split holds no rows (the data has 15 rows, " in errors[0], errors
+    assert "data.validation_buckets" in errors[0]
+    ran = {c.node_id for c in collect_run(str(out_dir / "metadata.sqlite"), "taxi").components}
+    assert "AnomaliesGate" in ran and "Transform" not in ran and "Trainer" not in ran
+    assert not (out_dir / "serving").exists()
 
 
 def test_push_metadata_next_to_the_version(pipeline_run):

@@ -36,6 +36,7 @@ def test_wiring(built):
     assert producer(c["StatisticsGen"].inputs["examples"]) == "CsvExampleGen"
     assert producer(c["ExampleValidator"].inputs["schema"]) == "ImportSchemaGen"
     assert producer(c["AnomaliesGate"].inputs["anomalies"]) == "ExampleValidator"
+    assert producer(c["AnomaliesGate"].inputs["statistics"]) == "StatisticsGen"  # its empty-split check
     assert c["AnomaliesGate"] in c["Transform"].upstream_nodes
     assert c["DriftGate"] in c["Transform"].upstream_nodes  # no training on drifted data
     assert producer(c["DriftGate"].inputs["statistics"]) == "StatisticsGen"

@@ -222,3 +222,21 @@ def predictions(model_dir, cfg):
     rows = list(itertools.islice(predict.read_csv_rows(data_source.default_data_path()), 20))
     schema = data_source.load_schema(data_source.schema_path(cfg.data.schema))
     return predict.predict_rows(predict.load_serving_fn(model_dir), rows, cfg, schema).tolist()
+
+
+@pytest.mark.parametrize("split, key", [("train", "train_files"), ("validation", "eval_files")])
+def test_an_empty_split_stops_the_trainer_with_its_name(transform_output, tmp_path, split, key):
+    """Keras trains on without validation data, and so without early stopping, and without a
+    word: the Trainer refuses an empty split and names it (the pipeline's AnomaliesGate stops
+    such data earlier; this guards run_fn used on its own)."""
+    import gzip
+
+    empty = tmp_path / f"Split-{split}"
+    empty.mkdir()
+    gzip.open(empty / "data_tfrecord-00000-of-00001.gz", "wb").close()  # a valid file of no records
+    args = dict(fn_args(transform_output, str(tmp_path / split)), **{key: [str(empty / "*")]})
+    proc = start(args, tmp_path, split)
+    assert proc.wait(timeout=300) != 0
+    log = (tmp_path / f"{split}.log").read_text()
+    assert "EmptySplitError" in log and "hold no rows" in log and str(empty) in log
+    assert not os.path.exists(args["serving_model_dir"])

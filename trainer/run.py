@@ -27,6 +27,9 @@ from trainer.keras_compat import keras, skip_autograph_for_tf_keras
 from transforms import features as F
 
 
+class EmptySplitError(ValueError):
+    """A split the Trainer reads holds no rows."""
+
 
 def model_inputs(spec: F.FeatureSpec, tf_transform_output) -> List[model_lib.ModelInput]:
     """Model inputs with their cardinalities, from the spec and the Transform output."""
@@ -111,6 +114,9 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
     budget = int(fn_args.train_steps or 0)
     train_examples = (data.count_records(fn_args.train_files)
                       if training.mode == "epochs" and not budget else None)
+    if not (train_examples if train_examples is not None else data.count_records(fn_args.train_files, limit=1)):
+        raise EmptySplitError(f"the Trainer's train files hold no rows ({', '.join(fn_args.train_files)}); "
+                              "give the data more rows or change its split (data.train_buckets)")
     device = strategy_lib.device_kind(strategy)
     batch = batch_lib.plan(training.batch_size, settings.model.learning_rate, training.batch_scaling,
                            device, train_examples, replicas, accumulation)
@@ -139,7 +145,11 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
     eval_batch = batch.per_replica * replicas
     eval_steps = int(fn_args.eval_steps or training.eval_steps)
     eval_rows = data.count_records(fn_args.eval_files, limit=eval_steps * eval_batch)
-    validation_steps = max(1, math.ceil(eval_rows / eval_batch))
+    if not eval_rows:  # Keras would skip validation without a word: no early stopping at all
+        raise EmptySplitError(f"the Trainer's eval files (the validation split) hold no rows "
+                              f"({', '.join(fn_args.eval_files)}); early stopping validates on them: give the "
+                              "data more rows or change its split (data.validation_buckets)")
+    validation_steps = math.ceil(eval_rows / eval_batch)
     eval_ds = input_dataset(fn_args, settings, fn_args.eval_files, tf_transform_output,
                             eval_batch, shuffle=False, cache=cache, repeat=False, limit=eval_rows)
 
