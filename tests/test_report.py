@@ -133,6 +133,9 @@ def test_training_section_equals_the_keras_history(pipeline_run, report):
     for key in ("strategy", "replicas", "precision", "examples_per_second", "epochs", "steps", "batch_reason"):
         assert settings[key] == info[key]
     assert settings["batch_reason"]  # e.g. "auto on a CPU: the written batch"
+    assert settings["early_stopping"] == info["early_stopping"] == "val_auc, patience 2"
+    with open(summary.report_path) as f:
+        assert "<p>Early stopping: val_auc, patience 2.</p>" in f.read()
     assert report["training"]["logdir"] == model_run
     # runtime.profile_steps=50 (the shared run): one execution of 50 steps traced after the first
     profile = report["training"]["profile"]

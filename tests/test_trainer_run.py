@@ -208,6 +208,7 @@ def test_same_seed_trains_the_same_model(transform_output, tmp_path):
         runs.append((args, start(args, tmp_path, name)))
     for (args, proc), name in zip(runs, ("seeded_a", "seeded_b")):
         finish(proc, tmp_path, name)
+    assert run_info(runs[0][0])["early_stopping"] == "val_auc, patience 2"
     a, b = (run_info(args)["history"] for args, _ in runs)
     assert a["loss"] == b["loss"] and a["val_auc"] == b["val_auc"]
     cfg = transform_output["cfg"]
@@ -240,3 +241,33 @@ def test_an_empty_split_stops_the_trainer_with_its_name(transform_output, tmp_pa
     log = (tmp_path / f"{split}.log").read_text()
     assert "EmptySplitError" in log and "hold no rows" in log and str(empty) in log
     assert not os.path.exists(args["serving_model_dir"])
+
+
+def test_validation_of_one_class_early_stops_on_the_loss(transform_output, tmp_path):
+    """Validation rows of one class: Keras' AUC reads 0 every epoch, and early stopping on it
+    would keep epoch 1's weights whatever came after. The Trainer watches val_loss instead and
+    says why (training_run.json, the log)."""
+    import tensorflow as tf
+
+    label = transform_output["cfg"].features.label.name
+    split = transform_output["cfg"].data.trainer_eval_split
+    negatives = []
+    for record in tf.data.TFRecordDataset(tf.io.gfile.glob(os.path.join(transform_output["examples"], f"Split-{split}", "*")),
+                                          compression_type="GZIP"):
+        example = tf.train.Example.FromString(record.numpy())
+        feature = example.features.feature[label]
+        if (feature.int64_list.value or feature.float_list.value)[0] == 0:
+            negatives.append(record.numpy())
+    folder = tmp_path / "Split-validation"
+    folder.mkdir()
+    with tf.io.TFRecordWriter(str(folder / "negatives.gz"), options="GZIP") as w:
+        for record in negatives[:200]:
+            w.write(record)
+    args = dict(fn_args(transform_output, str(tmp_path / "one_class")), eval_files=[str(folder / "*")])
+    finish(start(args, tmp_path, "one_class"), tmp_path, "one_class")
+    info = run_info(args)
+    assert info["early_stopping"] == ("val_loss, patience 2 (the validation split's 200 rows hold only label 0, "
+                                      "where AUC is undefined; more validation rows (data.validation_buckets) "
+                                      "bring back val_auc)")
+    assert set(info["history"]["val_auc"]) == {0.0} and len(set(info["history"]["val_loss"])) > 1
+    assert "early stopping watches val_loss" in (tmp_path / "one_class.log").read_text()

@@ -14,7 +14,7 @@ import math
 import os
 import tempfile
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import tensorflow as tf
 import tensorflow_transform as tft
@@ -77,6 +77,26 @@ def training_length(training: TrainingConfig, budget: int, train_examples: Optio
     total_steps = budget or training.train_steps
     epochs = max(1, min(training.epochs, total_steps))
     return "steps", epochs, math.ceil(total_steps / epochs)
+
+
+def early_stopping_monitor(task: str, validation) -> Tuple[str, str]:
+    """(metric early stopping watches, why it is not the usual one or ''): ``val_auc`` for a
+    binary head, ``val_loss`` otherwise, and ``val_loss`` when the validation rows hold one class
+    only: AUC is undefined there (Keras reports 0 every epoch, so early stopping would keep
+    the first epoch's weights, silently). Reads the validation batches' labels once, all of them
+    (a partly read cached dataset would discard its cache)."""
+    if task != F.TASK_BINARY:
+        return "val_loss", ""
+    classes, rows = set(), 0
+    for _, label in validation:
+        values = label.numpy().ravel()
+        classes.update(values.tolist())
+        rows += values.size
+    if len(classes) > 1:
+        return "val_auc", ""
+    only = ", ".join(f"{c:g}" for c in sorted(classes))
+    return "val_loss", (f"the validation split's {rows} rows hold only label {only}, where AUC is undefined; "
+                        "more validation rows (data.validation_buckets) bring back val_auc")
 
 
 def input_dataset(fn_args, settings: TrainerSettings, files, tf_transform_output, batch_size: int,
@@ -174,9 +194,12 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
     log_dir = (fn_args.model_run_dir if strategy_lib.is_chief()
                else tempfile.mkdtemp(prefix="tfxline-worker-logs-"))
     callbacks = [keras().callbacks.TensorBoard(log_dir=log_dir, update_freq="epoch")]
-    early_stopping = None
+    early_stopping, early_stopping_info = None, "off"
     if training.early_stopping_patience and epochs > 1:
-        monitor = "val_auc" if spec.task == F.TASK_BINARY else "val_loss"
+        monitor, why = early_stopping_monitor(spec.task, eval_ds)
+        if why:
+            logging.warning("early stopping watches val_loss: %s", why)
+        early_stopping_info = f"{monitor}, patience {training.early_stopping_patience}" + (f" ({why})" if why else "")
         early_stopping = resume.resumable_early_stopping_class()(
             monitor=monitor, mode="max" if monitor == "val_auc" else "min",
             patience=training.early_stopping_patience, restore_best_weights=True)
@@ -239,6 +262,7 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
         "epochs": epochs_run,
         "max_epochs": epochs,
         "best_epoch": (early_stopping.best_epoch + 1) if early_stopping else epochs_run,
+        "early_stopping": early_stopping_info,  # what it watched, and why when not the usual metric
         "train_seconds": round(seconds, 2),
         "examples_per_second": round(steps_per_epoch * (epochs_run - first_epoch) * global_batch
                                      / max(seconds, 1e-9), 1),

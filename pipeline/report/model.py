@@ -29,7 +29,7 @@ def training_section(run: RunArtifacts) -> Dict[str, Any]:
         section["settings"] = {k: info.get(k) for k in (
             "strategy", "device", "replicas", "precision", "examples_per_second", "mode", "epochs",
             "best_epoch", "resumed_at_epoch", "steps", "global_batch", "learning_rate",
-            "gradient_accumulation_steps", "jit_compile", "train_seconds")}
+            "gradient_accumulation_steps", "jit_compile", "train_seconds", "early_stopping")}
         # ("batch_scaling" in runs recorded before the key was renamed)
         section["settings"]["batch_reason"] = info.get("batch_reason") or info.get("batch_scaling")
         section["profile"] = info.get("profile")  # runtime.profile_steps
