@@ -266,7 +266,7 @@ def test_validation_of_one_class_early_stops_on_the_loss(transform_output, tmp_p
     args = dict(fn_args(transform_output, str(tmp_path / "one_class")), eval_files=[str(folder / "*")])
     finish(start(args, tmp_path, "one_class"), tmp_path, "one_class")
     info = run_info(args)
-    assert info["early_stopping"] == ("val_loss, patience 2 (the validation split's 200 rows hold only label 0, "
+    assert info["early_stopping"] == ("val_loss, patience 2 (the 200 validation rows hold only label 0, "
                                       "where AUC is undefined; more validation rows (data.validation_buckets) "
                                       "bring back val_auc)")
     assert set(info["history"]["val_auc"]) == {0.0} and len(set(info["history"]["val_loss"])) > 1

@@ -95,7 +95,7 @@ def early_stopping_monitor(task: str, validation) -> Tuple[str, str]:
     if len(classes) > 1:
         return "val_auc", ""
     only = ", ".join(f"{c:g}" for c in sorted(classes))
-    return "val_loss", (f"the validation split's {rows} rows hold only label {only}, where AUC is undefined; "
+    return "val_loss", (f"the {rows} validation rows hold only label {only}, where AUC is undefined; "
                         "more validation rows (data.validation_buckets) bring back val_auc")
 
 
@@ -166,7 +166,7 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
     eval_steps = int(fn_args.eval_steps or training.eval_steps)
     eval_rows = data.count_records(fn_args.eval_files, limit=eval_steps * eval_batch)
     if not eval_rows:  # Keras would skip validation without a word: no early stopping at all
-        raise EmptySplitError(f"the Trainer's eval files (the validation split) hold no rows "
+        raise EmptySplitError(f"the Trainer's validation files (EvalArgs) hold no rows "
                               f"({', '.join(fn_args.eval_files)}); early stopping validates on them: give the "
                               "data more rows or change its split (data.validation_buckets)")
     validation_steps = math.ceil(eval_rows / eval_batch)
