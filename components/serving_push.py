@@ -10,6 +10,10 @@ leaves only a hidden temporary directory, which the next push removes. (On objec
 such as GCS a rename is a copy: there, point TF Serving at the bucket only through
 versions that have a ``push_metadata.json``.) Existing versions are never overwritten; the
 newest ``keep_versions`` are kept.
+
+A rollback is a push too: the chosen older version is copied in again as a new, highest
+version (TF Serving serves the highest), with a ``rollback`` record in its metadata. The
+version rolled back from stays on disk, for the post-mortem, until retention prunes it.
 """
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ import json
 import os
 import shutil
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 METADATA_FILE = "push_metadata.json"
 TMP_PREFIX = ".tmp-"
@@ -25,6 +29,10 @@ TMP_PREFIX = ".tmp-"
 
 class PushError(RuntimeError):
     """A push could not be completed; the serving directory is unchanged."""
+
+
+class RollbackError(ValueError):
+    """A rollback that cannot be done as asked; the serving directory is unchanged."""
 
 
 def versions(serving_dir: str) -> List[int]:
@@ -107,3 +115,54 @@ def latest_version_dir(serving_dir: str) -> str:
         raise FileNotFoundError(
             f"no pushed model in {serving_dir}; run 'tfxline run' until a model is blessed and pushed")
     return os.path.join(serving_dir, str(found[-1]))
+
+
+def rolled_back_versions(serving_dir: str) -> Dict[int, int]:
+    """{version rolled back from: the version that replaced it} over the kept versions."""
+    out: Dict[int, int] = {}
+    for v in versions(serving_dir):
+        record = read_metadata(serving_dir, v).get("rollback")
+        if record:
+            out[int(record["from_version"])] = v
+    return out
+
+
+def rollback_target(serving_dir: str, to: Optional[int] = None) -> Tuple[int, int]:
+    """(the version serving now, the version to serve again). By default the newest older
+    version with another model that was not itself rolled back from; ``to`` picks one."""
+    found = versions(serving_dir)
+    if not found:
+        raise RollbackError(f"no pushed model in {serving_dir}; nothing to roll back")
+    current = found[-1]
+    current_model = read_metadata(serving_dir, current).get("model_uri")
+    listing = ", ".join(map(str, found))
+    if to is not None:
+        if to not in found:
+            raise RollbackError(f"version {to} is not in {serving_dir} (it holds {listing}); "
+                                "'tfxline serving' lists them")
+        if to == current or (current_model and read_metadata(serving_dir, to).get("model_uri") == current_model):
+            raise RollbackError(f"version {to} holds the model serving now (version {current}); "
+                                "pick an older one: 'tfxline serving' lists them")
+        return current, to
+    rolled_back = rolled_back_versions(serving_dir)
+    older = [v for v in found[:-1] if v not in rolled_back
+             and not (current_model and read_metadata(serving_dir, v).get("model_uri") == current_model)]
+    if not older:
+        raise RollbackError(f"no earlier model to roll back to in {serving_dir} (it holds {listing}, "
+                            "and the older versions were rolled back from or hold the serving model); "
+                            "serving.keep_versions sets how many versions are kept")
+    return current, older[-1]
+
+
+def rollback(serving_dir: str, keep_versions: int, to: Optional[int] = None, reason: str = "",
+             by: str = "", now: Optional[float] = None) -> Tuple[int, int, int]:
+    """Serve an older version again: copy it in as a new version. Returns (new version, the
+    version rolled back from, the version restored)."""
+    current, target = rollback_target(serving_dir, to)
+    meta = read_metadata(serving_dir, target)
+    meta.pop("version", None)
+    meta["rollback"] = {"from_version": current, "restored_version": target, "reason": reason, "by": by,
+                        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))}
+    # Keep the version rolled back from, whatever keep_versions says: it is the evidence.
+    new = push(os.path.join(serving_dir, str(target)), serving_dir, meta, max(keep_versions, 2), now=now)
+    return new, current, target

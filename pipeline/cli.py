@@ -6,6 +6,7 @@
     tfxline runs [--last N]  |  tfxline runs show RUN_ID
     tfxline report [RUN_DIR]
     tfxline gc [--keep-runs N] [--dry-run]
+    tfxline serving  |  tfxline serving rollback [--to VERSION] [--reason TEXT] [--dry-run]
     tfxline compile | submit | run-compiled ...   (Kubeflow / Vertex AI: kubeflow/cli.py)
 
 Errors in input or config print one ``error:`` line naming the problem and the fix and
@@ -63,6 +64,18 @@ def build_parser() -> argparse.ArgumentParser:
                     help="keep the newest N complete runs and the runs since (default: retention.keep_runs)")
     gc.add_argument("--dry-run", action="store_true", help="list what would be deleted, delete nothing")
     gc.set_defaults(func=cmd_gc)
+
+    serving = sub.add_parser("serving", help="the serving directory's versions, newest first")
+    add_config_args(serving)
+    serving.set_defaults(func=cmd_serving)
+    serving_sub = serving.add_subparsers(dest="serving_command")
+    rollback = serving_sub.add_parser(
+        "rollback", help="serve an older version again (copied in as a new version; the bad one is kept)")
+    add_config_args(rollback, default=argparse.SUPPRESS)
+    rollback.add_argument("--to", type=int, metavar="VERSION",
+                          help="the version to serve again (default: the one that served before the current)")
+    rollback.add_argument("--reason", default="", metavar="TEXT", help="recorded in the new version's metadata")
+    rollback.add_argument("--dry-run", action="store_true", help="say what would be served, change nothing")
 
     pr = sub.add_parser("predict", help="predict a CSV of raw rows with the newest pushed model")
     add_config_args(pr)
@@ -131,7 +144,7 @@ class BadInput(Exception):
     """Bad input or config: ``main`` prints it as one ``error:`` line and exits 2."""
 
 
-def config_or_bad_input(args):
+def config_or_bad_input(args, tensorflow: bool = True):
     from pipeline.config import ConfigError
     from pipeline.data_source import DataError
     from transforms.features import FeatureSpecError
@@ -140,7 +153,8 @@ def config_or_bad_input(args):
         cfg = config_from_args(args)
     except (ConfigError, DataError, FeatureSpecError) as e:
         raise BadInput(str(e)) from None
-    quiet_tensorflow()  # the config is good: the command goes on to TensorFlow
+    if tensorflow:
+        quiet_tensorflow()  # the config is good: the command goes on to TensorFlow
     return cfg
 
 
@@ -219,7 +233,7 @@ def cmd_runs(args, stream: TextIO) -> int:
         result.report_path = report if os.path.isfile(report) else ""
         print_summary(result, stream)
         return EXIT_OK
-    rows = history.list_runs(cfg.metadata_store, cfg.name, last=args.last)
+    rows = history.list_runs(cfg.metadata_store, cfg.name, last=args.last, serving_dir=cfg.serving_dir)
     if not rows:
         print(f"no runs of pipeline {cfg.name} in {describe_store(cfg.metadata_store)}", file=stream)
         return EXIT_OK
@@ -241,6 +255,26 @@ def cmd_gc(args, stream: TextIO) -> int:
                        "or pass the --output it used")
     with local_runner.one_run_at_a_time(cfg, stream):  # never under a run writing the same store
         retention.run_retention(cfg, stream, keep_runs=keep, dry_run=args.dry_run)
+    return EXIT_OK
+
+
+def cmd_serving(args, stream: TextIO) -> int:
+    from components.serving_push import RollbackError
+    from pipeline import local_runner, serving
+
+    cfg = config_or_bad_input(args, tensorflow=False)  # these commands read and copy files
+    if getattr(args, "serving_command", None) != "rollback":
+        print(serving.format_versions(cfg.serving_dir), file=stream, flush=True)
+        return EXIT_OK
+    try:
+        if args.dry_run or not os.path.isdir(cfg.output_root):
+            lines = serving.rollback(cfg.serving_dir, cfg.serving.keep_versions, args.to, args.reason, args.dry_run)
+        else:
+            with local_runner.one_run_at_a_time(cfg, stream):  # not between a run's baseline and its push
+                lines = serving.rollback(cfg.serving_dir, cfg.serving.keep_versions, args.to, args.reason, False)
+    except RollbackError as e:
+        raise BadInput(str(e)) from None
+    print(lines, file=stream, flush=True)
     return EXIT_OK
 
 

@@ -7,7 +7,7 @@ import datetime
 import os
 from typing import List, Optional
 
-from components import tfma_results
+from components import serving_push, tfma_results
 from pipeline import store as store_lib
 from pipeline import summary as summary_lib
 
@@ -23,7 +23,7 @@ class RunRow:
     metric: str           # e.g. 'auc 0.9512', 'auc undefined'
     metric_value: Optional[float]
     blessed: str          # 'yes', 'no: <first failed check>', '-' (no evaluation)
-    pushed: str           # the pushed version, or '-'
+    pushed: str           # the pushed version ('<v> (rolled back)' once rolled back from), or '-'
 
 
 def main_metric(metrics) -> Optional[str]:
@@ -54,12 +54,18 @@ def row_of(summary: summary_lib.RunSummary) -> RunRow:
                   pushed=os.path.basename(summary.pushed_to) if summary.pushed and summary.pushed_to else "-")
 
 
-def list_runs(metadata_store, pipeline_name: str, last: int = 20) -> List[RunRow]:
+def list_runs(metadata_store, pipeline_name: str, last: int = 20,
+              serving_dir: Optional[str] = None) -> List[RunRow]:
     """The newest ``last`` runs of the pipeline, newest first (``metadata_store`` as in
-    ``PipelineConfig.metadata_store``)."""
+    ``PipelineConfig.metadata_store``); with ``serving_dir``, pushes since rolled back say so."""
     store = store_lib.open_store(metadata_store)
-    return [row_of(summary_lib.collect_run(metadata_store, pipeline_name, run_id, store=store))
+    rows = [row_of(summary_lib.collect_run(metadata_store, pipeline_name, run_id, store=store))
             for run_id in store_lib.run_ids(store, pipeline_name)[:last]]
+    rolled_back = serving_push.rolled_back_versions(serving_dir) if serving_dir else {}
+    for row in rows:
+        if row.pushed.isdigit() and int(row.pushed) in rolled_back:
+            row.pushed += " (rolled back)"
+    return rows
 
 
 def format_table(rows: List[RunRow]) -> str:
