@@ -45,6 +45,17 @@ def write_taxi_slice(path, every=5, limit=SLICE_ROWS, mutate=None, offset=0):
     return str(path)
 
 
+@pytest.fixture
+def model_files(tmp_path):
+    """A directory laid out as a SavedModel (not a loadable one): what pushes copy."""
+    d = tmp_path / "model"
+    (d / "variables").mkdir(parents=True)
+    (d / "saved_model.pb").write_bytes(b"pb")
+    (d / "variables" / "variables.index").write_bytes(b"idx")
+    (d / "variables" / "variables.data-00000-of-00001").write_bytes(b"data" * 1000)
+    return str(d)
+
+
 @pytest.fixture(scope="session")
 def taxi_slice(tmp_path_factory):
     return write_taxi_slice(tmp_path_factory.mktemp("data") / "taxi.csv")

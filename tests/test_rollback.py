@@ -10,26 +10,17 @@ from components import serving_push as sp
 from pipeline import cli
 
 
-@pytest.fixture
-def model_dir(tmp_path):
-    d = tmp_path / "model"
-    (d / "variables").mkdir(parents=True)
-    (d / "saved_model.pb").write_bytes(b"pb")
-    (d / "variables" / "variables.index").write_bytes(b"idx")
-    return str(d)
-
-
-def push_runs(model_dir, serving_dir, n, keep=5):
+def push_runs(model_files, serving_dir, n, keep=5):
     """n pushes as the Pusher makes them, versions 100, 101, ...: model m<i> of run r<i>."""
     for i in range(n):
-        sp.push(model_dir, serving_dir, {"model_uri": f"m{i}", "pipeline_run_id": f"r{i}", "metrics": {"auc": 0.9 + i / 100},
+        sp.push(model_files, serving_dir, {"model_uri": f"m{i}", "pipeline_run_id": f"r{i}", "metrics": {"auc": 0.9 + i / 100},
                                          "pushed_at": f"2026-11-2{i}T02:00:00Z", "data": {"spans": [i + 1]}},
                 keep_versions=keep, now=100 + i)
 
 
-def test_rollback_serves_the_previous_model_as_a_new_version_and_keeps_the_bad_one(model_dir, tmp_path):
+def test_rollback_serves_the_previous_model_as_a_new_version_and_keeps_the_bad_one(model_files, tmp_path):
     d = str(tmp_path / "serving")
-    push_runs(model_dir, d, 3)
+    push_runs(model_files, d, 3)
     new, bad, restored = sp.rollback(d, keep_versions=5, reason="tips wrong at night", by="ana", now=200)
     assert (new, bad, restored) == (200, 102, 101)
     assert sp.versions(d) == [100, 101, 102, 200]  # the bad version is kept, not served
@@ -43,9 +34,9 @@ def test_rollback_serves_the_previous_model_as_a_new_version_and_keeps_the_bad_o
     assert sp.latest_version_dir(d).endswith("/200")  # what predict, the baseline and TF Serving take
 
 
-def test_rolling_back_twice_goes_one_model_further_back(model_dir, tmp_path):
+def test_rolling_back_twice_goes_one_model_further_back(model_files, tmp_path):
     d = str(tmp_path / "serving")
-    push_runs(model_dir, d, 3)
+    push_runs(model_files, d, 3)
     sp.rollback(d, keep_versions=5, now=200)   # 102 (m2) -> m1
     new, bad, restored = sp.rollback(d, keep_versions=5, now=300)
     # 200 holds m1, so 101 (m1 too) is not a step back, 102 was rolled back from: m0 serves
@@ -53,9 +44,9 @@ def test_rolling_back_twice_goes_one_model_further_back(model_dir, tmp_path):
     assert sp.read_metadata(d, 300)["model_uri"] == "m0"
 
 
-def test_rollback_to_a_chosen_version(model_dir, tmp_path):
+def test_rollback_to_a_chosen_version(model_files, tmp_path):
     d = str(tmp_path / "serving")
-    push_runs(model_dir, d, 3)
+    push_runs(model_files, d, 3)
     assert sp.rollback(d, keep_versions=5, to=100, now=200) == (200, 102, 100)
     with pytest.raises(sp.RollbackError, match=r"version 7 is not in .* \(it holds 100, 101, 102, 200\)"):
         sp.rollback(d, keep_versions=5, to=7)
@@ -64,28 +55,28 @@ def test_rollback_to_a_chosen_version(model_dir, tmp_path):
     assert sp.versions(d) == [100, 101, 102, 200]
 
 
-def test_nothing_to_roll_back_to_changes_nothing(model_dir, tmp_path):
+def test_nothing_to_roll_back_to_changes_nothing(model_files, tmp_path):
     d = str(tmp_path / "serving")
     with pytest.raises(sp.RollbackError, match="no pushed model in"):
         sp.rollback(d, keep_versions=5)
-    push_runs(model_dir, d, 1)
+    push_runs(model_files, d, 1)
     with pytest.raises(sp.RollbackError, match=r"no earlier model to roll back to .*serving.keep_versions"):
         sp.rollback(d, keep_versions=5)
     assert os.listdir(d) == ["100"]
 
 
-def test_rollback_keeps_the_bad_version_whatever_keep_versions_says(model_dir, tmp_path):
+def test_rollback_keeps_the_bad_version_whatever_keep_versions_says(model_files, tmp_path):
     d = str(tmp_path / "serving")
-    push_runs(model_dir, d, 2, keep=2)
+    push_runs(model_files, d, 2, keep=2)
     sp.rollback(d, keep_versions=1, now=200)
     assert sp.versions(d) == [101, 200]  # 100 (now copied as 200) pruned, the bad 101 kept
 
 
-def test_the_pushers_next_version_follows_a_rollback(model_dir, tmp_path):
+def test_the_pushers_next_version_follows_a_rollback(model_files, tmp_path):
     d = str(tmp_path / "serving")
-    push_runs(model_dir, d, 2)
+    push_runs(model_files, d, 2)
     sp.rollback(d, keep_versions=5, now=200)
-    assert sp.push(model_dir, d, {"model_uri": "m9"}, keep_versions=5, now=150) == 201
+    assert sp.push(model_files, d, {"model_uri": "m9"}, keep_versions=5, now=150) == 201
     assert sp.rolled_back_versions(d) == {101: 200}
 
 
@@ -95,10 +86,10 @@ def run_cli(argv, capsys):
     return code, captured.out, captured.err
 
 
-def test_cli_lists_versions_and_rolls_back(model_dir, tmp_path, capsys):
+def test_cli_lists_versions_and_rolls_back(model_files, tmp_path, capsys):
     out_root = tmp_path / "out"
     d = str(out_root / "serving" / "taxi")  # the taxi config's serving directory under --output
-    push_runs(model_dir, d, 3)
+    push_runs(model_files, d, 3)
     code, out, err = run_cli(["serving", "rollback", "--output", str(out_root), "--dry-run"], capsys)
     assert (code, err) == (0, "")
     assert "would roll back" in out and "version 101 (run r1, auc 0.9100)" in out
@@ -123,10 +114,10 @@ def test_cli_lists_versions_and_rolls_back(model_dir, tmp_path, capsys):
     (["--to", "5"], "error: version 5 is not in "),
     ([], "error: no earlier model to roll back to in "),
 ])
-def test_cli_refusals_are_one_line_and_change_nothing(model_dir, tmp_path, capsys, argv, message):
+def test_cli_refusals_are_one_line_and_change_nothing(model_files, tmp_path, capsys, argv, message):
     out_root = tmp_path / "out"
     d = str(out_root / "serving" / "taxi")
-    push_runs(model_dir, d, 1)
+    push_runs(model_files, d, 1)
     code, out, err = run_cli(["serving", "rollback", "--output", str(out_root), *argv], capsys)
     assert code == 2 and err.startswith(message) and len(err.strip().splitlines()) == 1 and out == ""
     assert sp.versions(d) == [100] and sorted(os.listdir(d)) == ["100"]
@@ -178,14 +169,14 @@ def test_a_bad_model_rolled_back_predicts_as_the_good_one_again(pipeline_run, ta
 
 
 @pytest.mark.e2e
-def test_runs_marks_the_push_that_was_rolled_back(pipeline_run, model_dir, tmp_path):
+def test_runs_marks_the_push_that_was_rolled_back(pipeline_run, model_files, tmp_path):
     from pipeline.history import list_runs
 
     cfg, summary, _ = pipeline_run
     pushed = int(os.path.basename(summary.pushed_to))
     d = str(tmp_path / "serving")  # the shared run's push, with an older model below it
-    sp.push(model_dir, d, {"model_uri": "older"}, keep_versions=5, now=pushed - 1)
-    sp.push(model_dir, d, {"model_uri": "the shared run's"}, keep_versions=5, now=pushed)
+    sp.push(model_files, d, {"model_uri": "older"}, keep_versions=5, now=pushed - 1)
+    sp.push(model_files, d, {"model_uri": "the shared run's"}, keep_versions=5, now=pushed)
 
     def row(**kw):
         return next(r for r in list_runs(cfg.metadata_store, cfg.name, **kw) if r.run_id == summary.run_id)
