@@ -1,6 +1,6 @@
 """The ``tfxline`` command.
 
-    tfxline run [--config FILE] [--data PATH] [--output DIR] [--set section.key=value ...]
+    tfxline run [--config FILE] [--data PATH] [--output DIR] [--set section.key=value ...] [--span N]
     tfxline schema draft --data PATH [--schema-output FILE] [--diff]
     tfxline predict --input rows.csv --predictions out.csv
     tfxline runs [--last N]  |  tfxline runs show RUN_ID
@@ -32,6 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run the whole pipeline locally (LocalDagRunner + SQLite MLMD)")
     add_config_args(run)
     run.add_argument("--no-cache", action="store_true", help="re-execute every component")
+    run.add_argument("--span", metavar="N|YYYY-MM-DD",
+                     help="ingest this span instead of the newest (a backfill, in span order: the run that "
+                          "day would have had); a date for a {YYYY}{MM}{DD} pattern")
     run.set_defaults(func=cmd_run)
 
     schema = sub.add_parser("schema", help="draft a schema from data, for review")
@@ -171,9 +174,10 @@ def cmd_run(args, stream: TextIO) -> int:
     from pipeline.data_source import DataError
     from transforms.features import FeatureSpecError
 
+    span = span_number(args.span)
     cfg = config_or_bad_input(args)
     try:
-        result = local_runner.run(cfg, stream=stream, enable_cache=not args.no_cache)
+        result = local_runner.run(cfg, stream=stream, enable_cache=not args.no_cache, span=span)
     except (DataError, FeatureSpecError) as e:
         raise BadInput(str(e)) from None
     except local_runner.RunFailed as e:  # a component failed: the root cause in one line
@@ -183,6 +187,21 @@ def cmd_run(args, stream: TextIO) -> int:
         return EXIT_FAILED
     print_summary(result, stream)
     return EXIT_OK
+
+
+def span_number(value: Optional[str]) -> Optional[int]:
+    """--span as TFX numbers spans: N for {SPAN}, days since 1970-01-01 for a date."""
+    if value is None:
+        return None
+    if value.isdigit():
+        return int(value)
+    import datetime
+
+    try:
+        return (datetime.date.fromisoformat(value) - datetime.date(1970, 1, 1)).days
+    except ValueError:
+        raise BadInput(f"--span {value!r} is neither a span number nor a date (YYYY-MM-DD); "
+                       "pass e.g. --span 7 or --span 2026-11-20") from None
 
 
 def cmd_report(args, stream: TextIO) -> int:

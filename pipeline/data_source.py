@@ -79,42 +79,54 @@ class DataLocation(NamedTuple):
     version: Optional[int] = None
 
 
-def locate(path: str, fmt: str, pattern: str = "") -> DataLocation:
-    """Where the ExampleGen reads, and the files it will read now (the newest span's)."""
+def locate(path: str, fmt: str, pattern: str = "", span: Optional[int] = None) -> DataLocation:
+    """Where the ExampleGen reads, and the files it will read now: the newest span's, or
+    ``span``'s (a backfill; its newest version)."""
     if not os.path.exists(path):
         raise DataError(f"data path {path} does not exist; pass an existing {fmt.upper()} file or "
                         "directory with --data (or data.path in the config)")
+    if span is not None and not has_span_spec(pattern or DEFAULT_PATTERNS[fmt]):
+        raise DataError(f"--span {span} picks a span, but data.pattern {pattern or DEFAULT_PATTERNS[fmt]!r} names "
+                        "none; set data.pattern with TFX's {SPAN} (or {YYYY}{MM}{DD}) placeholder, e.g. "
+                        "span-{SPAN}/*.csv, or drop --span")
     if not os.path.isdir(path):
         if has_span_spec(pattern):
             raise DataError(f"data.pattern {pattern!r} names spans, but the data path {path} is a file; "
                             "point --data at the directory that holds the spans")
         return DataLocation(os.path.dirname(path), os.path.basename(path), [path], os.path.basename(path))
     pattern = pattern or DEFAULT_PATTERNS[fmt]
-    span = version = None
+    found = version = None
     resolved = pattern
     if has_span_spec(pattern):
-        resolved, span, version = newest_span(path, pattern)
+        resolved, found, version = newest_span(path, pattern, span)
     files = sorted(f for f in glob.glob(os.path.join(path, resolved)) if os.path.isfile(f))
     if not files:
         raise DataError(f"data directory {path} holds no files matching {resolved!r}; point --data at "
                         f"a {fmt.upper()} file or a directory of them, or set data.pattern")
-    return DataLocation(path, pattern, files, resolved, span, version)
+    return DataLocation(path, pattern, files, resolved, found, version)
 
 
-def newest_span(root: str, pattern: str) -> Tuple[str, int, Optional[int]]:
-    """(pattern with the newest span and version filled in, span, version), found by TFX's
-    ExampleGen utilities, as ExampleGen's driver finds them."""
+def newest_span(root: str, pattern: str, span: Optional[int] = None) -> Tuple[str, int, Optional[int]]:
+    """(pattern with the newest span (or ``span``) and its newest version filled in, span,
+    version), found by TFX's ExampleGen utilities, as ExampleGen's driver finds them (a static
+    RangeConfig for ``span``)."""
     from tfx.components.example_gen import utils
-    from tfx.proto import example_gen_pb2
+    from tfx.proto import example_gen_pb2, range_config_pb2
 
     split = example_gen_pb2.Input.Split(name="single_split", pattern=pattern)
+    only = None if span is None else range_config_pb2.RangeConfig(
+        static_range=range_config_pb2.StaticRange(start_span_number=span, end_span_number=span))
     try:
-        _, span, version = utils.calculate_splits_fingerprint_span_and_version(root, [split])
+        _, found, version = utils.calculate_splits_fingerprint_span_and_version(root, [split], only)
+        return split.pattern, found, version
     except ValueError as e:
+        if span is not None:
+            _, newest, _ = newest_span(root, pattern)
+            raise DataError(f"data directory {root} holds no span {span} matching data.pattern {pattern!r} (the "
+                            f"newest there is span {newest}); pass a span that landed to --span") from None
         raise DataError(f"data directory {root} holds no span matching data.pattern {pattern!r} "
                         f"({str(e).splitlines()[0]}); write each span's files where the pattern says "
                         "(e.g. span-{SPAN}/data.csv) or fix data.pattern") from None
-    return split.pattern, span, version
 
 
 def csv_files(path: str) -> List[str]:

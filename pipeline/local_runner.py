@@ -62,13 +62,14 @@ class LocalPaths:
     data_pattern: str
     data_files: list
     schema_path: str
-    span: Optional[int] = None  # the newest span (what ExampleGen ingests), when the pattern names spans
+    span: Optional[int] = None  # the span ExampleGen ingests (the newest, or --span's), when the pattern names spans
 
 
-def resolve_inputs(cfg: PipelineConfig) -> LocalPaths:
-    """Locate data and schema and pre-flight check the input files (raises DataError)."""
+def resolve_inputs(cfg: PipelineConfig, span: Optional[int] = None) -> LocalPaths:
+    """Locate data and schema and pre-flight check the input files (raises DataError): the
+    newest span's, or ``span``'s (a backfill)."""
     data_path = data_source.resolve_data_path(cfg.data.path)
-    found = data_source.locate(data_path, cfg.data.format, cfg.data.pattern)
+    found = data_source.locate(data_path, cfg.data.format, cfg.data.pattern, span)
     schema_path = data_source.schema_path(cfg.data.schema)
     schema = data_source.load_schema(schema_path)
     schema_columns = [f.name for f in schema.feature]
@@ -89,7 +90,10 @@ def check_window_splits(cfg: PipelineConfig, span: Optional[int]) -> None:
     if window < 2 or not store_lib.store_exists(cfg.metadata_store):
         return
     newest = store_lib.ingested_spans(store_lib.open_store(cfg.metadata_store), cfg.name)
-    earlier = [s for s in sorted(newest) if span is None or s < span][-(window - 1):]
+    # The resolver's window: the newest N spans ingested, today's included (a backfill's span
+    # may be older than some of them).
+    in_window = sorted(set(newest) | ({span} if span is not None else set()))[-window:]
+    earlier = [s for s in in_window if s != span]
     needed = (TRAIN_SPLIT, cfg.data.trainer_eval_split)
     for s in earlier:
         have = store_lib.split_names_of(newest[s])
@@ -130,16 +134,17 @@ class RunFailed(Exception):
 
 
 def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
-        enable_cache: bool = True) -> summary_lib.RunSummary:
+        enable_cache: bool = True, span: Optional[int] = None) -> summary_lib.RunSummary:
     """Run the whole pipeline and record it (``<output>/runs/<run id>/``: run.json,
     summary.json, report.html); return the summary. Raises RunFailed when a component
-    failed, after recording how far the run got."""
+    failed, after recording how far the run got. ``span``: ingest that span instead of the
+    newest (a backfill: the run is the one that day would have had)."""
     from tfx import v1 as tfx
 
     from trainer.keras_compat import skip_autograph_for_tf_keras
 
     stream = stream or sys.stdout
-    paths = resolve_inputs(cfg)
+    paths = resolve_inputs(cfg, span)
     # Every component runs in this process: spare TFMA's tf_keras metric wrappers the
     # AutoGraph conversion too, not only the Trainer (see trainer/keras_compat.py).
     skip_autograph_for_tf_keras()
@@ -152,10 +157,10 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
         log_path = os.path.join(cfg.output_root, "logs", time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}.log")
         error = None
         with _logging_to(log_path, stream):
-            span = "" if paths.span is None else f" (span {paths.span}" + (
+            which = "" if paths.span is None else f" (span {paths.span}" + (" from --span" if span is not None else "") + (
                 f", training on the newest {cfg.data.window} spans)" if cfg.data.window > 1 else ")")
             print(f"pipeline {cfg.name}, run {run_id}: {len(paths.data_files)} {cfg.data.format.upper()} "
-                  f"file(s){span} from {paths.data_root}; log: {log_path}", file=stream, flush=True)
+                  f"file(s){which} from {paths.data_root}; log: {log_path}", file=stream, flush=True)
             try:
                 with beam_packaging.no_sdist_for_local_runners():
                     tfx.orchestration.LocalDagRunner().run_with_ir(ir)

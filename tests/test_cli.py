@@ -108,3 +108,18 @@ def test_missing_schema_names_the_draft_command(tmp_path, capsys):
     code, _, err = run_cli(["run", "--output", str(tmp_path), "--schema", "nosuch"], capsys)
     assert code == cli.EXIT_BAD_INPUT
     assert "tfxline schema draft" in err
+
+
+@pytest.mark.parametrize("span, message", [
+    ("2", "holds no span 2 matching data.pattern 'span-{SPAN}/*.csv' (the newest there is span 3)"),
+    ("yesterday", "--span 'yesterday' is neither a span number nor a date (YYYY-MM-DD)"),
+])
+def test_a_backfill_of_a_span_that_is_not_there_stops_before_anything(tmp_path, capsys, span, message):
+    for s in (1, 3):
+        write_taxi_slice(tmp_path / "d" / f"span-{s}" / "t.csv", limit=50)
+    out_dir = tmp_path / "out"
+    code, _, err = run_cli(["run", "--data", str(tmp_path / "d"), "--output", str(out_dir),
+                            "--set", "data.pattern=span-{SPAN}/*.csv", "--span", span], capsys)
+    lines = [line for line in err.splitlines() if line.startswith("error:")]
+    assert code == cli.EXIT_BAD_INPUT and len(lines) == 1 and message in lines[0], err
+    assert not out_dir.exists()

@@ -1,7 +1,8 @@
 """Daily spans, end to end on LocalDagRunner: span directories written by the test, one run a
-day. The newest span is ingested once (a re-run is served from the cache), a window trains on
-the newest N ingested spans (TFX's rolling range), each run records the spans it read, and a
-span that drifted from the previous one stops before Transform."""
+day (the first one a backfill: --span picks an older span). The newest span is ingested once
+(a re-run is served from the cache), a window trains on the newest N ingested spans (TFX's
+rolling range), each run records the spans it read, and a span that drifted from the previous
+one stops before Transform."""
 import contextlib
 import io
 import json
@@ -27,10 +28,10 @@ def write_span(root, span, mutate=None):
     return write_taxi_slice(root / f"span-{span}" / "data.csv", offset=span - 1, mutate=mutate)
 
 
-def run(cfg):
+def run(cfg, span=None):
     """The run's summary, and its console output: progress, then the end-of-run summary."""
     out = io.StringIO()
-    summary = local_runner.run(cfg, stream=out)
+    summary = local_runner.run(cfg, stream=out, span=span)
     return summary, out.getvalue() + format_summary(summary)
 
 
@@ -49,10 +50,12 @@ def test_a_day_at_a_time(days):
     with pytest.raises(DataError, match=r"holds no span matching data.pattern 'span-\{SPAN\}/\*.csv'"):
         local_runner.resolve_inputs(cfg)  # nothing landed yet: the pre-flight check says so
 
-    # Day 1: the first span; nothing to compare with; blessed on the value thresholds and pushed.
+    # Day 1, run late: spans 1 and 2 have landed, the backfill (--span 1) ingests span 1 as its
+    # day would have (nothing to compare with; blessed on the value thresholds and pushed).
     write_span(data, 1)
-    first, text = run(cfg)
-    assert first.spans == [1] and "  data: span 1" in text and "file(s) (span 1) from" in text
+    write_span(data, 2)
+    first, text = run(cfg, span=1)
+    assert first.spans == [1] and "  data: span 1" in text and "file(s) (span 1 from --span) from" in text
     assert first.drift == "nothing to compare with: nothing serving yet"
     assert first.pushed, text
     pushed = serving_push.read_metadata(cfg.serving_dir, serving_push.versions(cfg.serving_dir)[-1])
@@ -60,7 +63,6 @@ def test_a_day_at_a_time(days):
 
     # Day 2: the newest span only, compared with the previous span (which the serving model
     # was trained on: one comparison, not two of the same statistics).
-    write_span(data, 2)
     second, text = run(cfg)
     assert second.spans == [2] and states(second)["CsvExampleGen"] == "complete"
     assert second.drift == "the previous span (span 1)" and "drift: none vs the previous span (span 1)" in text

@@ -62,6 +62,17 @@ def test_which_spans_and_which_splits_are_checked(tmp_path):
     local_runner.check_window_splits(config(tmp_path / "fresh"), span=3)  # no store yet
 
 
+def test_a_backfill_checks_the_window_the_resolver_will_take(tmp_path):
+    """--span 2 after spans 1, 3 and 4: the newest 3 ingested with 2 are 2, 3 and 4 (span 1
+    is out of the window, span 4 in it although newer than today's)."""
+    ingested(tmp_path, {1: OLD, 3: NEW, 4: NEW})
+    local_runner.check_window_splits(config(tmp_path), span=2)
+    (tmp_path / "b").mkdir()
+    ingested(tmp_path / "b", {1: NEW, 3: NEW, 4: OLD})
+    with pytest.raises(DataError, match="span 4 was ingested"):
+        local_runner.check_window_splits(config(tmp_path / "b"), span=2)
+
+
 def test_the_run_stops_before_anything_with_exit_2(tmp_path):
     ingested(tmp_path, {1: OLD, 2: OLD})
     write_taxi_slice(tmp_path / "data" / "span-3" / "day.csv", limit=200)
