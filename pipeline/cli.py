@@ -16,6 +16,7 @@ including the evaluation gate, succeeds.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from typing import Optional, Sequence, TextIO
@@ -285,12 +286,12 @@ def cmd_serving(args, stream: TextIO) -> int:
     if getattr(args, "serving_command", None) != "rollback":
         print(serving.format_versions(cfg.serving_dir), file=stream, flush=True)
         return EXIT_OK
+    # Not between a run's baseline and its push (SQLite: one run at a time per output root).
+    lock = (contextlib.nullcontext() if args.dry_run or not os.path.isdir(cfg.output_root)
+            else local_runner.one_run_at_a_time(cfg, stream))
     try:
-        if args.dry_run or not os.path.isdir(cfg.output_root):
+        with lock:
             lines = serving.rollback(cfg.serving_dir, cfg.serving.keep_versions, args.to, args.reason, args.dry_run)
-        else:
-            with local_runner.one_run_at_a_time(cfg, stream):  # not between a run's baseline and its push
-                lines = serving.rollback(cfg.serving_dir, cfg.serving.keep_versions, args.to, args.reason, False)
     except RollbackError as e:
         raise BadInput(str(e)) from None
     print(lines, file=stream, flush=True)

@@ -1,6 +1,7 @@
 """Rolling the serving directory back: which version serves again, what is recorded, what is
 kept, the CLI's errors; and, on the shared run's real model, a bad model rolled back so that
 ``predict`` (and TF Serving, which serves the highest version) uses the good one again."""
+import io
 import json
 import os
 
@@ -185,3 +186,32 @@ def test_runs_marks_the_push_that_was_rolled_back(pipeline_run, model_files, tmp
     sp.rollback(d, keep_versions=5)
     assert row(serving_dir=d).pushed == f"{pushed} (rolled back)"
     assert row().pushed == str(pushed)
+
+
+def test_a_rollback_waits_for_a_run_on_the_same_output_root(model_files, tmp_path, capsys):
+    import threading
+    import time
+
+    from pipeline import local_runner
+    from pipeline.config_loader import load_config
+
+    out_root = tmp_path / "out"
+    d = str(out_root / "serving" / "taxi")
+    push_runs(model_files, d, 2)
+    held, release, seen = threading.Event(), threading.Event(), []
+
+    def a_run():
+        with local_runner.one_run_at_a_time(load_config(overrides=[f"output_root={out_root}"]), io.StringIO()):
+            held.set()
+            release.wait(10)
+            seen.append(sp.versions(d))  # what the run's Pusher would see at its end
+    thread = threading.Thread(target=a_run)
+    thread.start()
+    held.wait(10)
+    threading.Timer(1.0, release.set).start()
+    started = time.monotonic()
+    code, out, _ = run_cli(["serving", "rollback", "--output", str(out_root)], capsys)
+    thread.join()
+    assert seen == [[100, 101]]  # nothing moved under the run
+    assert code == 0 and time.monotonic() - started >= 0.9
+    assert out.startswith("waiting: run of pid") and "rolled back" in out and len(sp.versions(d)) == 3
