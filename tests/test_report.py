@@ -47,18 +47,20 @@ def test_run_writes_the_report_and_the_summary_says_where(pipeline_run):
     assert f"tensorboard --logdir {trainer_run}" in console.getvalue()
 
 
-@pytest.mark.parametrize("command", ["report", "runs", "gc"])
+@pytest.mark.parametrize("command", ["report", "runs", "gc", "serving"])
 def test_read_commands_print_no_library_noise(pipeline_run, command):
     """The commands a user runs beside the pipeline, as a user runs them (a fresh process):
     their output only, no TensorFlow import-time lines (`report` once imported TensorFlow
     before quieting it)."""
     cfg, summary, _ = pipeline_run
     args = {"report": [run_dir_of(cfg, summary)], "runs": ["--output", cfg.output_root],
-            "gc": ["--output", cfg.output_root, "--keep-runs", "100", "--dry-run"]}[command]
+            "gc": ["--output", cfg.output_root, "--keep-runs", "100", "--dry-run"],
+            "serving": ["--output", cfg.output_root]}[command]
     done = subprocess.run([sys.executable, "-m", "pipeline.cli", command, *args], capture_output=True, text=True,
                           timeout=300, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith({"report": "report: ", "runs": "run ", "gc": "retention: nothing to delete"}[command])
+    assert done.stdout.startswith({"report": "report: ", "runs": "run ", "gc": "retention: nothing to delete",
+                                   "serving": f"{cfg.serving_dir} (TF Serving serves the highest version)"}[command])
     assert done.stderr == "", done.stderr
 
 
