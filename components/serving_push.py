@@ -117,36 +117,45 @@ def latest_version_dir(serving_dir: str) -> str:
     return os.path.join(serving_dir, str(found[-1]))
 
 
+def metadata_by_version(serving_dir: str) -> Dict[int, Dict[str, Any]]:
+    """{version: its push_metadata.json}, oldest first."""
+    return {v: read_metadata(serving_dir, v) for v in versions(serving_dir)}
+
+
+def rolled_back(metadata: Dict[int, Dict[str, Any]]) -> Dict[int, int]:
+    """{version rolled back from: the version that replaced it}, from ``metadata_by_version``."""
+    return {int(meta["rollback"]["from_version"]): v for v, meta in metadata.items() if meta.get("rollback")}
+
+
 def rolled_back_versions(serving_dir: str) -> Dict[int, int]:
-    """{version rolled back from: the version that replaced it} over the kept versions."""
-    out: Dict[int, int] = {}
-    for v in versions(serving_dir):
-        record = read_metadata(serving_dir, v).get("rollback")
-        if record:
-            out[int(record["from_version"])] = v
-    return out
+    """``rolled_back`` over the kept versions of ``serving_dir``."""
+    return rolled_back(metadata_by_version(serving_dir))
 
 
 def rollback_target(serving_dir: str, to: Optional[int] = None) -> Tuple[int, int]:
     """(the version serving now, the version to serve again). By default the newest older
     version with another model that was not itself rolled back from; ``to`` picks one."""
-    found = versions(serving_dir)
+    metadata = metadata_by_version(serving_dir)
+    found = list(metadata)
     if not found:
         raise RollbackError(f"no pushed model in {serving_dir}; nothing to roll back")
     current = found[-1]
-    current_model = read_metadata(serving_dir, current).get("model_uri")
+    current_model = metadata[current].get("model_uri")
+
+    def serves_now(v: int) -> bool:
+        return v == current or bool(current_model and metadata[v].get("model_uri") == current_model)
+
     listing = ", ".join(map(str, found))
     if to is not None:
-        if to not in found:
+        if to not in metadata:
             raise RollbackError(f"version {to} is not in {serving_dir} (it holds {listing}); "
                                 "'tfxline serving' lists them")
-        if to == current or (current_model and read_metadata(serving_dir, to).get("model_uri") == current_model):
+        if serves_now(to):
             raise RollbackError(f"version {to} holds the model serving now (version {current}); "
                                 "pick an older one: 'tfxline serving' lists them")
         return current, to
-    rolled_back = rolled_back_versions(serving_dir)
-    older = [v for v in found[:-1] if v not in rolled_back
-             and not (current_model and read_metadata(serving_dir, v).get("model_uri") == current_model)]
+    replaced = rolled_back(metadata)
+    older = [v for v in found if v not in replaced and not serves_now(v)]
     if not older:
         raise RollbackError(f"no earlier model to roll back to in {serving_dir} (it holds {listing}, "
                             "and the older versions were rolled back from or hold the serving model); "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import os
-from typing import List, Optional
+from typing import List, Optional, Sequence, Tuple
 
 from components import serving_push, tfma_results
 from pipeline import store as store_lib
@@ -39,11 +39,16 @@ def status_of(summary: summary_lib.RunSummary) -> str:
     return "complete"
 
 
+def metric_text(metrics) -> Tuple[str, Optional[float]]:
+    """The main metric in words ('auc 0.9512', 'auc undefined', '-'), and its value when defined."""
+    name = main_metric(metrics)
+    undefined = tfma_results.undefined_metrics(metrics)
+    value = metrics.get(name) if name and name not in undefined else None
+    return "-" if name is None else (f"{name} undefined" if name in undefined else f"{name} {value:.4f}"), value
+
+
 def row_of(summary: summary_lib.RunSummary) -> RunRow:
-    name = main_metric(summary.metrics)
-    undefined = tfma_results.undefined_metrics(summary.metrics)
-    value = summary.metrics.get(name) if name and name not in undefined else None
-    metric = "-" if name is None else (f"{name} undefined" if name in undefined else f"{name} {value:.4f}")
+    metric, value = metric_text(summary.metrics)
     if summary.blessed is None:
         blessed = "-"
     else:
@@ -68,9 +73,14 @@ def list_runs(metadata_store, pipeline_name: str, last: int = 20,
     return rows
 
 
-def format_table(rows: List[RunRow]) -> str:
-    header = ("run", "started", "spans", "status", "metric", "pushed", "blessed")
-    cells = [header] + [(r.run_id, r.started, r.spans, r.status, r.metric, r.pushed, r.blessed) for r in rows]
+def format_columns(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Left-aligned columns two spaces apart, the last one unpadded (it may be long)."""
+    cells = [tuple(header)] + [tuple(r) for r in rows]
     widths = [max(len(c[i]) for c in cells) for i in range(len(header) - 1)]
     return "\n".join("  ".join(c[i].ljust(widths[i]) for i in range(len(header) - 1)) + "  " + c[-1]
                      for c in cells)
+
+
+def format_table(rows: List[RunRow]) -> str:
+    return format_columns(("run", "started", "spans", "status", "metric", "pushed", "blessed"),
+                          [(r.run_id, r.started, r.spans, r.status, r.metric, r.pushed, r.blessed) for r in rows])

@@ -9,16 +9,13 @@ import getpass
 from typing import Dict, List, Optional, Tuple
 
 from components import serving_push
-from pipeline.history import main_metric
+from pipeline.history import format_columns, metric_text
 
 HEADER = ("version", "pushed (UTC)", "run", "spans", "metric", "state")
 
 
 def _metric(meta: Dict) -> str:
-    metrics = meta.get("metrics") or {}
-    name = main_metric(metrics)
-    value = metrics.get(name) if name else None
-    return f"{name} {value:.4f}" if isinstance(value, (int, float)) else "-"
+    return metric_text(meta.get("metrics") or {})[0]
 
 
 def _state(version: int, newest: int, meta: Dict, rolled_back: Dict[int, int]) -> str:
@@ -34,15 +31,15 @@ def _state(version: int, newest: int, meta: Dict, rolled_back: Dict[int, int]) -
 
 def version_rows(serving_dir: str) -> List[Tuple[str, ...]]:
     """One row per kept version, newest first (``HEADER``'s columns)."""
-    found = serving_push.versions(serving_dir)
-    rolled_back = serving_push.rolled_back_versions(serving_dir)
+    metadata = serving_push.metadata_by_version(serving_dir)
+    rolled_back = serving_push.rolled_back(metadata)
+    newest = max(metadata, default=None)
     rows = []
-    for v in reversed(found):
-        meta = serving_push.read_metadata(serving_dir, v)
+    for v, meta in reversed(metadata.items()):
         pushed = (meta.get("rollback") or {}).get("at") or meta.get("pushed_at", "-")
         spans = ",".join(str(s) for s in (meta.get("data") or {}).get("spans", [])) or "-"
         rows.append((str(v), pushed.replace("T", " ").rstrip("Z"), meta.get("pipeline_run_id") or "-", spans,
-                     _metric(meta), _state(v, found[-1], meta, rolled_back)))
+                     _metric(meta), _state(v, newest, meta, rolled_back)))
     return rows
 
 
@@ -50,18 +47,15 @@ def format_versions(serving_dir: str) -> str:
     rows = version_rows(serving_dir)
     if not rows:
         return f"no pushed model in {serving_dir}; run 'tfxline run' until a model is blessed and pushed"
-    cells = [HEADER] + rows
-    widths = [max(len(c[i]) for c in cells) for i in range(len(HEADER) - 1)]
-    table = "\n".join("  ".join(c[i].ljust(widths[i]) for i in range(len(HEADER) - 1)) + "  " + c[-1]
-                      for c in cells)
-    return f"{serving_dir} (TF Serving serves the highest version)\n{table}"
+    return f"{serving_dir} (TF Serving serves the highest version)\n{format_columns(HEADER, rows)}"
 
 
 def describe_version(serving_dir: str, version: int) -> str:
     meta = serving_push.read_metadata(serving_dir, version)
     details = [f"run {meta['pipeline_run_id']}"] if meta.get("pipeline_run_id") else []
-    if _metric(meta) != "-":
-        details.append(_metric(meta))
+    metric = _metric(meta)
+    if metric != "-":
+        details.append(metric)
     return f"version {version}" + (f" ({', '.join(details)})" if details else "")
 
 
