@@ -17,7 +17,9 @@ mixed_bfloat16 / mixed_float16, steps_per_execution 1 and 50, XLA on and off, wi
 training-batch metrics (``runtime.train_metrics: false``: what AUC and accuracy cost), and
 under OneDeviceStrategy ("one_device": what the Trainer's ``auto`` strategy picks on one GPU;
 the other rows run without a strategy scope, as ``auto`` does on a CPU); a wide
-model ([2048] x 3 hidden units) at batch 8192 with its achieved TFLOP/s. GPU rows marked
+model ([2048] x 3 hidden units) at batch 8192 with its achieved TFLOP/s, and (GPU only) the
+device's own ceiling at that model's shapes: chained [8192, 2048] x [2048, 2048] matmuls per
+precision ("matmul"), against which the wide rows' TFLOP/s are judged. GPU rows marked
 "memory" repeat one batch, so the device's own speed shows apart from the input pipeline
 (skipped on CPU, where both share the cores). "ops" counts the kernels one training step
 launches (forward, backward, loss, metrics and the optimizer's update: every op of the
@@ -80,6 +82,9 @@ ROWS = [
     case("wide", 8192, spe=10, source="memory"),
     case("wide", 8192, "mixed_bfloat16", spe=10, source="memory"),
     case("wide", 8192, "mixed_float16", spe=10, source="memory"),
+    case("matmul", 8192, spe=50, source="memory"),
+    case("matmul", 8192, "mixed_bfloat16", spe=50, source="memory"),
+    case("matmul", 8192, "mixed_float16", spe=50, source="memory"),
 ]
 QUICK = [r for r in ROWS if r["model"] in ("input", "default") and r["precision"] == "float32" and not r["xla"]]
 
@@ -180,6 +185,8 @@ def measure(info, files, row: dict, seconds: float, on_gpu: bool) -> dict:
     kind, batch, spe, xla = (row[k] for k in ("model", "batch", "steps_per_execution", "xla"))
     if kind == "input":
         return measure_input(build_training(info, files, row)[2], row, seconds)
+    if kind == "matmul":
+        return measure_matmul(row, seconds, on_gpu)
     with precision.precision_policy(row["precision"]):
         trainable, model, ds = build_training(info, files, row)
         times = []
@@ -206,6 +213,38 @@ def measure(info, files, row: dict, seconds: float, on_gpu: bool) -> dict:
     if kind == "wide":
         out["tflops"] = round(rate * mlp_flops_per_example(width, WIDE, model.output.shape[-1]) / 1e12, 2)
     return out
+
+
+def measure_matmul(row: dict, seconds: float, on_gpu: bool) -> dict:
+    """The device's own ceiling at the wide model's shapes: [batch, 2048] x [2048, 2048] matmuls,
+    ``steps_per_execution`` chained in one call, in the row's compute dtype (float32 runs as
+    TF32 on Ampere and later). A wide row's TFLOP/s over this is how close the model comes to
+    what the hardware gives TensorFlow, measured, not read off a data sheet."""
+    import tensorflow as tf
+
+    dtype = {"float32": tf.float32, "mixed_bfloat16": tf.bfloat16, "mixed_float16": tf.float16}[row["precision"]]
+    n, batch, chain = WIDE[0], row["batch"], row["steps_per_execution"]
+    with tf.device("/gpu:0" if on_gpu else "/cpu:0"):
+        x = tf.cast(tf.random.normal([batch, n], seed=1), dtype)
+        w = tf.cast(tf.random.normal([n, n], stddev=n ** -0.5, seed=2), dtype)  # keeps |x| steady
+
+    @tf.function
+    def run(x):
+        for _ in range(chain):
+            x = tf.matmul(x, w)
+        return tf.reduce_sum(tf.cast(x[:1, :1], tf.float32))  # a scalar back: the call has finished
+
+    run(x).numpy()  # trace, autotune
+    calls, start = 0, time.perf_counter()
+    with GpuSampler() if on_gpu else _Null() as sampler:
+        while calls == 0 or time.perf_counter() - start < seconds:
+            run(x).numpy()
+            calls += 1
+    elapsed = time.perf_counter() - start
+    matmuls = calls * chain
+    return {**row, "examples_per_s": round(matmuls * batch / elapsed), "ms_per_step": round(1000 * elapsed / matmuls, 3),
+            "steps": matmuls, "gpu_util_percent": getattr(sampler, "mean", None), "variables": None,
+            "step_ops": None, "tflops": round(2 * batch * n * n * matmuls / elapsed / 1e12, 2)}
 
 
 def measure_input(ds, row: dict, seconds: float) -> dict:
@@ -249,6 +288,12 @@ def start_tensorflow():
     return tf
 
 
+def matches(row: dict, where: str) -> bool:
+    """``--where key=value,...``: the row has each value (compared as text, case-insensitive)."""
+    pairs = [p.split("=", 1) for p in where.split(",") if p]
+    return all(str(row.get(k)).lower() == v.lower() for k, v in pairs)
+
+
 def worker(args) -> None:
     """One device's rows, as JSON lines on stdout."""
     tf = start_tensorflow()
@@ -257,7 +302,8 @@ def worker(args) -> None:
         print(json.dumps({"skipped": "gpu", "why": "TensorFlow sees no GPU on this machine"}), flush=True)
         return
     info, files = find_run(args.output)
-    for row in [r for r in (QUICK if args.quick else ROWS) if r["model"] in ("input", *args.models.split(","))]:
+    models = ("input", *args.models.split(","), *(("matmul",) if "wide" in args.models.split(",") else ()))
+    for row in [r for r in (QUICK if args.quick else ROWS) if r["model"] in models and matches(r, args.where)]:
         if not on_gpu and row["source"] == "memory":
             continue  # on a CPU the model and the input pipeline share the cores: nothing to separate
         if not on_gpu and row["model"] == "wide":
@@ -278,6 +324,7 @@ def main(argv=None) -> int:
     ap.add_argument("--devices", default="gpu,cpu")
     ap.add_argument("--quick", action="store_true", help="float32 rows of the default model only")
     ap.add_argument("--models", default="default,wide", help="which models' rows to run")
+    ap.add_argument("--where", default="", help="only the rows with these values, e.g. xla=true,batch=256")
     ap.add_argument("--results", default=RESULTS)
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -292,7 +339,8 @@ def main(argv=None) -> int:
     for device in args.devices.split(","):
         env = dict(os.environ, **({"CUDA_VISIBLE_DEVICES": ""} if device == "cpu" else {}))
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", device, "--output", args.output,
-               "--seconds", str(args.seconds), "--models", args.models] + (["--quick"] if args.quick else [])
+               "--seconds", str(args.seconds), "--models", args.models, "--where", args.where] + (
+               ["--quick"] if args.quick else [])
         with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True) as proc:
             for line in proc.stdout:
                 if line.startswith("{"):

@@ -44,6 +44,8 @@ prepare() {
   echo "carry .gpu/run: $(du -sh "$RUN" | cut -f1) (from $output)"
   cupti
   echo "carry .gpu/cupti: $(du -sh .gpu/cupti | cut -f1)"
+  nvcc
+  echo "carry .gpu/nvcc (XLA's ptxas and libdevice; only for the XLA rows): $(du -sh .gpu/nvcc | cut -f1)"
   local bundle="$REPO/../shared/gpu/build_bundle.sh"
   if ! ls .gpu/p.* >/dev/null 2>&1 && [[ -f "$bundle" ]]; then
     echo "building the TF bundle into .gpu/ (../shared/gpu/build_bundle.sh, about 2 minutes)"
@@ -69,6 +71,21 @@ cupti() {
   rm -rf "$w"
 }
 
+# XLA's GPU compiler needs ptxas and libdevice, which the TF bundle leaves out: the CUDA 12.8
+# nvcc wheel's, in the layout --xla_gpu_cuda_data_dir expects (bin/ptxas, nvvm/libdevice).
+nvcc() {
+  [[ -f .gpu/nvcc/bin/ptxas ]] && return
+  local w
+  w="$(mktemp -d)"
+  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d "$w" nvidia-cuda-nvcc-cu12==12.8.93
+  mkdir -p .gpu/nvcc
+  unzip -q -o "$w"/nvidia_cuda_nvcc_cu12-*.whl 'nvidia/cuda_nvcc/bin/ptxas' 'nvidia/cuda_nvcc/nvvm/libdevice/*' -d "$w"
+  cp -r "$w"/nvidia/cuda_nvcc/bin "$w"/nvidia/cuda_nvcc/nvvm .gpu/nvcc/
+  chmod +x .gpu/nvcc/bin/ptxas
+  rm -rf "$w"
+}
+
 tensorflow_env() {
   if ! python3 -c "import tensorflow" >/dev/null 2>&1; then
     if [[ ! -d /tmp/site ]]; then
@@ -82,6 +99,13 @@ tensorflow_env() {
     LD_LIBRARY_PATH="$(ls -d /tmp/site/nvidia/*/lib | tr '\n' ':')${LD_LIBRARY_PATH:-}"
   fi
   LD_LIBRARY_PATH="$REPO/.gpu/cupti:${LD_LIBRARY_PATH:-}"
+  if [[ -f .gpu/nvcc/bin/ptxas ]]; then  # carried: XLA compiles with ptxas and libdevice
+    chmod +x .gpu/nvcc/bin/ptxas
+    export PATH="$REPO/.gpu/nvcc/bin:$PATH" XLA_FLAGS="--xla_gpu_cuda_data_dir=$REPO/.gpu/nvcc ${XLA_FLAGS:-}"
+    echo "XLA: ptxas and libdevice from .gpu/nvcc"
+  else
+    echo "XLA: no ptxas or libdevice (.gpu/nvcc not carried)"
+  fi
   export LD_LIBRARY_PATH TF_USE_LEGACY_KERAS=1 PYTHONUNBUFFERED=1
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "no nvidia-smi"
   python3 -c "import tensorflow as tf; print('TensorFlow', tf.__version__, tf.config.list_physical_devices('GPU'))"

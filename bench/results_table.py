@@ -55,5 +55,6 @@ def table_row(r) -> str:
         return (f"{r['device']:<7}{'input pipeline alone (batches from the cached TFRecords)':<69}"
                 f"{r['examples_per_s']:>11}{r['ms_per_step']:>9}")
     ops = "-" if r.get("step_ops") is None else r["step_ops"]
-    return head + (f"{r['examples_per_s']:>11}{r['ms_per_step']:>9}{ops:>6}{r['variables']:>5}"
+    variables = "-" if r.get("variables") is None else r["variables"]
+    return head + (f"{r['examples_per_s']:>11}{r['ms_per_step']:>9}{ops:>6}{variables:>5}"
                    f"{'-' if r['gpu_util_percent'] is None else r['gpu_util_percent']:>6}{r.get('tflops', '-'):>8}")
