@@ -16,7 +16,7 @@ import yaml
 
 from pipeline.config import DEFAULT_CONFIG, ConfigError, PipelineConfig
 from pipeline.data_source import FORMATS, PACKAGE_PREFIX, DataError, has_span_spec, resolve_data_path
-from trainer.settings import BATCH_SCALINGS, PRECISIONS, READERS, STRATEGIES, TRAINING_MODES
+from trainer.settings import BATCH_SCALINGS, JIT_COMPILES, PRECISIONS, READERS, STRATEGIES, TRAINING_MODES
 from transforms.features import FeatureSpec, FeatureSpecError
 
 
@@ -140,6 +140,8 @@ def validate(cfg: PipelineConfig) -> None:
          f"use one of {', '.join(STRATEGIES)}"),
         (cfg.runtime.precision in PRECISIONS, "runtime.precision",
          f"use one of {', '.join(PRECISIONS)}"),
+        (cfg.runtime.jit_compile in JIT_COMPILES, "runtime.jit_compile",
+         "use auto (XLA on GPUs only), true or false"),
         (0.0 <= cfg.evaluation.min_auc <= 1.0, "evaluation.min_auc", "must be in [0, 1]"),
         (0.0 <= cfg.evaluation.min_accuracy <= 1.0, "evaluation.min_accuracy",
          "must be in [0, 1]"),
@@ -253,7 +255,9 @@ def _coerce(tp: Any, value: Any, where: str) -> Any:
     if tp is str:
         if value is None:
             return ""
-        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+        if isinstance(value, bool):  # YAML's true / false, for a setting whose values are words
+            return str(value).lower()
+        if not isinstance(value, (str, int, float)):
             raise ConfigError(f"bad config value for {where}: expected a string, got {value!r}")
         return str(value)
     raise TypeError(f"unsupported config type {tp} at {where}")  # a programming error

@@ -60,7 +60,7 @@ def test_overrides_and_explicit_values_are_typed():
     ("drift.features={no_such_column: 0.2}", "drift.features: no_such_column not among"),
     ("drift.features={fare: high}", "drift.features.fare: expected a number"),
     ("drift.features=[fare]", "drift.features: expected a mapping"),
-    ("runtime.jit_compile=yes please", "expected true or false"),
+    ("runtime.jit_compile=yes please", "runtime.jit_compile: 'yes please'; use auto"),
     ("data.spans=newest", "data.spans: 'newest'; use latest, or {window: N}"),
     ("data.spans=window:0", "data.spans: 'window:0'"),
     ("data.spans={window: two}", "data.spans: {'window': 'two'}"),
@@ -93,7 +93,13 @@ def test_epochs_mode_is_not_bound_by_the_step_budget():
     cfg = load_config(overrides=["training.mode=epochs", "training.epochs=2000",
                                  "training.gradient_accumulation_steps=4", "runtime.jit_compile=true"])
     assert (cfg.training.mode, cfg.training.epochs) == ("epochs", 2000)
-    assert cfg.training.gradient_accumulation_steps == 4 and cfg.runtime.jit_compile is True
+    assert cfg.training.gradient_accumulation_steps == 4 and cfg.runtime.jit_compile == "true"
+
+
+def test_jit_compile_is_auto_unless_set_and_takes_yaml_booleans():
+    assert load_config().runtime.jit_compile == "auto"
+    assert load_config(overrides=["runtime.jit_compile=false"]).runtime.jit_compile == "false"
+    assert load_config(overrides=["runtime.jit_compile=auto"]).runtime.jit_compile == "auto"
 
 
 def test_error_message_is_one_line():

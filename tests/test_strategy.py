@@ -54,3 +54,11 @@ def test_steps_per_execution_auto_is_fifty_at_most_an_epoch():
     assert s.steps_per_execution(0, steps_per_epoch=47) == 47
     assert s.steps_per_execution(0, steps_per_epoch=500) == 50
     assert s.steps_per_execution(20, steps_per_epoch=47) == 20
+
+
+@pytest.mark.parametrize("setting, device, xla", [
+    ("auto", "gpu", True), ("auto", "cpu", False), ("auto", "tpu", False),
+    ("true", "cpu", True), ("false", "gpu", False)])
+def test_xla_auto_compiles_on_gpus_only(setting, device, xla):
+    """XLA measured 2.3-2.6x faster on an H100, slower at batch 256 on a 2-core CPU."""
+    assert s.use_xla(setting, device) is xla

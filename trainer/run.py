@@ -186,8 +186,9 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
         loss, metrics = model_lib.loss_and_metrics(head)
         trainable = training_model(model, accumulation, settings.runtime.train_metrics)
         per_call = strategy_lib.steps_per_execution(settings.runtime.steps_per_execution, steps_per_epoch)
-        trainable.compile(optimizer=optimizer, loss=loss, metrics=metrics,
-                          jit_compile=settings.runtime.jit_compile, steps_per_execution=per_call)
+        xla = strategy_lib.use_xla(settings.runtime.jit_compile, device)
+        trainable.compile(optimizer=optimizer, loss=loss, metrics=metrics, jit_compile=xla,
+                          steps_per_execution=per_call)
 
     # Only the chief writes TensorBoard logs where users look; other workers write to a
     # temporary directory (every worker must run the callback in multi-worker training).
@@ -241,7 +242,7 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
         "strategy": strategy_lib.strategy_kind(strategy),
         "replicas": replicas,
         "precision": policy,
-        "jit_compile": settings.runtime.jit_compile,
+        "jit_compile": xla,
         "steps_per_execution": per_call,
         "mode": mode,
         "reader": training.reader,

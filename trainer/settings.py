@@ -19,6 +19,7 @@ PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
 TRAINING_MODES = ("steps", "epochs")
 BATCH_SCALINGS = ("auto", "always", "off")
 READERS = ("tfrecord", "tfxio")
+JIT_COMPILES = ("auto", "true", "false")
 # The Trainer's record of a training run, in its model_run directory (trainer/run.py writes it;
 # the run report, the run summary and the bench scripts read it).
 TRAINING_RUN_FILE = "training_run.json"
@@ -72,7 +73,9 @@ class TrainingConfig:
 class RuntimeConfig:
     strategy: str = "auto"
     precision: str = "auto"
-    jit_compile: bool = False      # compile the training step with XLA
+    # Compile the training step with XLA: auto = on GPUs, off on CPUs (trainer/strategy.use_xla
+    # has the measurements); true / false force it.
+    jit_compile: str = "auto"
     # Training steps per tf.function call (Keras steps_per_execution): fewer host round trips
     # per step; batch-level callbacks see every Nth batch. 0 = auto: 50, at most an epoch
     # (measured faster on CPU and GPU, bench/gpu_bench.py).
