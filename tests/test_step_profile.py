@@ -215,3 +215,17 @@ def test_the_trainer_callback_keeps_the_profile_inside_one_epoch(tmp_path):
     assert s["steps"] == 2 and s["host_ops_per_step"] > 20
     # the window: the two traced executions of the train function, no test_function between
     assert X.summarize(X.load(X.find_trace(str(tmp_path))))["steps"] == 2
+
+
+def test_gpu_bench_rows_by_where_and_the_matmul_ceiling():
+    """--where picks rows by their values; a "matmul" row times chained matmuls and turns them
+    into TFLOP/s (2 x batch x 2048^2 per matmul), here on the CPU at a small batch."""
+    from bench import gpu_bench
+
+    picked = [r for r in gpu_bench.ROWS if gpu_bench.matches(r, "xla=true,batch=256")]
+    assert picked and all(r["xla"] and r["batch"] == 256 for r in picked)
+    assert len([r for r in gpu_bench.ROWS if gpu_bench.matches(r, "")]) == len(gpu_bench.ROWS)
+    row = gpu_bench.measure_matmul(gpu_bench.case("matmul", 16, spe=2, source="memory"), 0.05, on_gpu=False)
+    assert row["steps"] % 2 == 0 and row["steps"] >= 2
+    seconds = row["ms_per_step"] * row["steps"] / 1000
+    assert row["tflops"] == pytest.approx(2 * 16 * 2048 ** 2 * row["steps"] / seconds / 1e12, rel=0.05, abs=0.01)

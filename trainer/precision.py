@@ -3,9 +3,11 @@
 ``auto``, by measurement:
 
 * float32 on GPUs of compute capability 8.0+ (Ampere, Hopper): their float32 matmuls run on
-  Tensor Cores as TF32. Measured on an H100 (TF 2.21): the default taxi model from files
-  float32 11-14k examples/s vs mixed_float16 9-16k; a [2048]x3 MLP at batch 8192 from memory
-  float32 559k, bfloat16 506k, float16 461k (``../shared/gpu/README.md``, bench/gpu_bench.py).
+  Tensor Cores as TF32. Measured on an H100 (TF 2.21, bench/gpu_bench.py, README "On an
+  H100"): the taxi model at batch 256 with XLA (what ``auto`` runs on a GPU) float32 162-203k
+  examples/s vs mixed_bfloat16 142k; the [2048]x3 model at batch 8192 from GPU memory float32
+  72 TFLOP/s, bfloat16 47, float16 41 (with XLA: 101 vs 63 bfloat16), although bare matmuls
+  of that shape run 2x faster in 16 bits (570 vs 270 TFLOP/s): the casts take it back.
 * mixed_float16 on compute capability 7.x (Volta, Turing): no TF32 there, float16 is their
   only Tensor Core path (not measured by this project: no such GPU was available).
 * mixed_bfloat16 on TPU; float32 on CPU: on this project's 2-core CPU (AVX512_BF16) bf16

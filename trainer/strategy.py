@@ -2,8 +2,11 @@
 
 ``auto``: MultiWorkerMirroredStrategy when TF_CONFIG describes more than one worker,
 else MirroredStrategy on more than one GPU, OneDeviceStrategy on one GPU, and the default
-strategy on CPU. A named strategy that cannot run here raises ``StrategyError`` naming what
-is missing; nothing silently falls back.
+strategy on CPU. OneDeviceStrategy measured 7-57 % faster than no strategy scope on an H100
+(its iterator prefetches batches to the GPU; bench/gpu_bench.py), and the Trainer's own
+checkpoint (trainer/resume.py) resumes under it. A named strategy that cannot run here raises
+``StrategyError`` naming what is missing; nothing silently falls back. Also here: whether the
+step is XLA-compiled (``use_xla``) and how many steps run per call.
 """
 from __future__ import annotations
 
