@@ -144,8 +144,11 @@ def in_memory_batches(records: tf.data.Dataset, feature_spec, batch_size: int, s
     so a resumed Trainer's ``skip`` lands on the same batches), batches gathered from it. Data
     smaller than a batch repeats within the epoch's permutation, as the streaming path's
     repeat-then-batch does."""
+    # One element, the whole split: while it is parsed the serialized records and the columns
+    # are both in memory (at most twice what training.cache's quarter-of-memory rule admits;
+    # parsed scalars are smaller than their tf.Example encoding), then only the columns.
     columns = records.batch(1 << 62).map(lambda serialized: tf.io.parse_example(serialized, feature_spec))
-    columns = columns.cache().repeat()  # one element: the whole split, parsed
+    columns = columns.cache().repeat()
 
     def epoch_batches(epoch, cols):
         rows = tf.shape(next(iter(cols.values())), out_type=tf.int64)[0]
