@@ -302,7 +302,9 @@ def worker(args) -> None:
         print(json.dumps({"skipped": "gpu", "why": "TensorFlow sees no GPU on this machine"}), flush=True)
         return
     info, files = find_run(args.output)
-    models = ("input", *args.models.split(","), *(("matmul",) if "wide" in args.models.split(",") else ()))
+    models = {"input", *args.models.split(",")}
+    if "wide" in models:
+        models.add("matmul")  # the wide rows' ceiling
     for row in [r for r in (QUICK if args.quick else ROWS) if r["model"] in models and matches(r, args.where)]:
         if not on_gpu and row["source"] == "memory":
             continue  # on a CPU the model and the input pipeline share the cores: nothing to separate

@@ -59,13 +59,19 @@ prepare() {
   fi
 }
 
+# fetch_wheel SPEC DIR: one wheel for the GPU machine's Python (CPython 3.12, manylinux), without
+# its dependencies, into DIR.
+fetch_wheel() {
+  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d "$2" "$1"
+}
+
 # CUDA 12's profiling library for the TF 2.21 bundle (the newest CUDA 12 CUPTI on the registry).
 cupti() {
   [[ -f .gpu/cupti/libcupti.so.12 ]] && return
   local w
   w="$(mktemp -d)"
-  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-    --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d "$w" nvidia-cuda-cupti-cu12==12.8.90
+  fetch_wheel nvidia-cuda-cupti-cu12==12.8.90 "$w"
   mkdir -p .gpu/cupti
   unzip -q -j -o "$w"/nvidia_cuda_cupti_cu12-*.whl 'nvidia/cuda_cupti/lib/libcupti.so.12' -d .gpu/cupti
   rm -rf "$w"
@@ -77,8 +83,7 @@ nvcc() {
   [[ -f .gpu/nvcc/bin/ptxas ]] && return
   local w
   w="$(mktemp -d)"
-  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-    --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d "$w" nvidia-cuda-nvcc-cu12==12.8.93
+  fetch_wheel nvidia-cuda-nvcc-cu12==12.8.93 "$w"
   mkdir -p .gpu/nvcc
   unzip -q -o "$w"/nvidia_cuda_nvcc_cu12-*.whl 'nvidia/cuda_nvcc/bin/ptxas' 'nvidia/cuda_nvcc/nvvm/libdevice/*' -d "$w"
   cp -r "$w"/nvidia/cuda_nvcc/bin "$w"/nvidia/cuda_nvcc/nvvm .gpu/nvcc/

@@ -117,7 +117,7 @@ def make_dataset(file_patterns: Sequence[str], feature_spec: Dict[str, tf.io.Fix
     if limit:
         ds = ds.take(limit)
     if cache and repeat and shuffle:
-        ds = in_memory_batches(ds, feature_spec, batch_size, seed)
+        ds = in_memory_batches(ds, feature_spec, label_key, batch_size, seed)
     else:
         if cache:
             ds = ds.cache()
@@ -127,19 +127,20 @@ def make_dataset(file_patterns: Sequence[str], feature_spec: Dict[str, tf.io.Fix
             # 10k records, or 8 batches when the batch is large (a grown batch on a GPU).
             ds = ds.shuffle(max(10_000, 8 * batch_size), seed=seed, reshuffle_each_iteration=True)
         ds = ds.batch(batch_size, drop_remainder=repeat)
-        ds = ds.map(lambda serialized: tf.io.parse_example(serialized, feature_spec),
+        ds = ds.map(lambda serialized: split_label(tf.io.parse_example(serialized, feature_spec), label_key),
                     num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-
-    def split_label(features):
-        features = dict(features)
-        return features, features.pop(label_key)
-
-    ds = ds.map(split_label, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return ds.with_options(distribution_options()).prefetch(tf.data.AUTOTUNE)
 
 
-def in_memory_batches(records: tf.data.Dataset, feature_spec, batch_size: int, seed: int) -> tf.data.Dataset:
-    """Endless shuffled batches of parsed features from ``records`` held in memory as columns:
+def split_label(features: Dict[str, tf.Tensor], label_key: str):
+    """(features without the label, the label) of one batch."""
+    features = dict(features)
+    return features, features.pop(label_key)
+
+
+def in_memory_batches(records: tf.data.Dataset, feature_spec, label_key: str, batch_size: int,
+                      seed: int) -> tf.data.Dataset:
+    """Endless shuffled (features, label) batches from ``records`` held in memory as columns:
     parsed once, then per epoch a permutation of all rows (stateless: seed and epoch number,
     so a resumed Trainer's ``skip`` lands on the same batches), batches gathered from it. Data
     smaller than a batch repeats within the epoch's permutation, as the streaming path's
@@ -158,6 +159,6 @@ def in_memory_batches(records: tf.data.Dataset, feature_spec, batch_size: int, s
         batches = tf.size(ids, out_type=tf.int64) // batch_size
         ids = tf.reshape(ids[:batches * batch_size], [batches, batch_size])
         return tf.data.Dataset.from_tensor_slices(ids).map(
-            lambda batch_ids: {k: tf.gather(v, batch_ids) for k, v in cols.items()})
+            lambda batch_ids: split_label({k: tf.gather(v, batch_ids) for k, v in cols.items()}, label_key))
 
     return tf.data.Dataset.zip((tf.data.Dataset.range(1 << 62), columns)).flat_map(epoch_batches)
