@@ -19,19 +19,20 @@ from tfx.utils import path_utils
 
 from components import serving_push
 from components.spans import span_of, version_of
-from components.tfma_results import load_slice_metrics
+from components.tfma_results import read_evaluation
 
 MODEL_KEY, BLESSING_KEY, EVALUATION_KEY, EXAMPLES_KEY = "model", "model_blessing", "evaluation", "examples"
 STATISTICS_KEY = "statistics"
 PUSHED_MODEL_KEY = "pushed_model"
 
 
-def _metadata(input_dict: Dict[str, List[types.Artifact]], run_id: str) -> Dict[str, Any]:
+def _metadata(input_dict: Dict[str, List[types.Artifact]], run_id: str, task: str) -> Dict[str, Any]:
     model = input_dict[MODEL_KEY][0]
-    meta: Dict[str, Any] = {"model_uri": model.uri, "pipeline_run_id": run_id,
+    meta: Dict[str, Any] = {"model_uri": model.uri, "pipeline_run_id": run_id, "task": task,
                             "pushed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    if input_dict.get(EVALUATION_KEY):
-        meta["metrics"] = load_slice_metrics(input_dict[EVALUATION_KEY][0].uri).get("overall", {})
+    if input_dict.get(EVALUATION_KEY):  # the task's metrics on eval (multi-class: per-class recall too)
+        overall, _, _ = read_evaluation(input_dict[EVALUATION_KEY][0].uri, path_utils.serving_model_path(model.uri))
+        meta["metrics"] = overall
     if input_dict.get(EXAMPLES_KEY):  # the training data: today's span, or the window of spans
         examples = sorted(input_dict[EXAMPLES_KEY], key=span_of)
         newest = examples[-1]
@@ -55,7 +56,8 @@ class Executor(base_executor.BaseExecutor):
         if version is None:
             run_id = getattr(self._context, "pipeline_run_id", None) or ""
             version = serving_push.push(path_utils.serving_model_path(model.uri), serving_dir,
-                                        _metadata(input_dict, run_id), int(exec_properties["keep_versions"]))
+                                        _metadata(input_dict, run_id, exec_properties.get("task") or ""),
+                                        int(exec_properties["keep_versions"]))
         else:
             pushed.set_int_custom_property("already_pushed", 1)
         pushed.set_int_custom_property("pushed", 1)
@@ -64,7 +66,8 @@ class Executor(base_executor.BaseExecutor):
 
 
 class SafePusherSpec(types.ComponentSpec):
-    PARAMETERS = {"serving_dir": ExecutionParameter(type=str), "keep_versions": ExecutionParameter(type=int)}
+    PARAMETERS = {"serving_dir": ExecutionParameter(type=str), "keep_versions": ExecutionParameter(type=int),
+                  "task": ExecutionParameter(type=str, optional=True)}  # the feature spec's, for the metadata
     INPUTS = {
         MODEL_KEY: ChannelParameter(type=standard_artifacts.Model),
         BLESSING_KEY: ChannelParameter(type=standard_artifacts.ModelBlessing),
@@ -80,9 +83,9 @@ class SafePusher(base_component.BaseComponent):
     EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(Executor)
 
     def __init__(self, model, model_blessing, serving_dir: str, keep_versions: int = 5,
-                 evaluation=None, examples=None, statistics=None):
+                 evaluation=None, examples=None, statistics=None, task: str = ""):
         super().__init__(spec=SafePusherSpec(
             model=model, model_blessing=model_blessing, evaluation=evaluation, examples=examples,
             statistics=statistics,
-            serving_dir=serving_dir, keep_versions=keep_versions,
+            serving_dir=serving_dir, keep_versions=keep_versions, task=task,
             pushed_model=types.Channel(type=standard_artifacts.PushedModel)))

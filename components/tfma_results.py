@@ -6,21 +6,102 @@ pushed model's metrics beside it; so it lives with the components, below the orc
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, Optional
+import os
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 
-def read_evaluation(uri: str):
-    """(overall metrics, {slice: metrics}, failed thresholds described) of a TFMA output dir."""
+def read_evaluation(uri: str, model_dir: str = ""):
+    """(overall metrics, {slice: metrics}, why the model was not blessed, in words) of a TFMA
+    output dir; the last is empty when it validated. Multi-class: the overall metrics include
+    each class's recall, named by the label vocabulary in ``model_dir`` (the evaluated
+    SavedModel's assets) when given, else by class index."""
     import tensorflow_model_analysis as tfma
 
     slices = load_slice_metrics(uri)
     overall = slices.pop("overall", {})
+    overall.update(class_recall(confusion_matrix(uri), label_classes(model_dir)))
+    return overall, slices, not_blessed_reasons(tfma.load_validation_result(uri), overall, slices)
+
+
+def confusion_matrix(uri: str) -> Dict[Tuple[int, int], float]:
+    """{(actual class, predicted class): examples} of the overall slice, from TFMA's
+    MultiClassConfusionMatrixPlot (multi-class runs); {} when the evaluation has none."""
+    import tensorflow_model_analysis as tfma
+
+    for plots in tfma.load_plots(uri):
+        if slice_name(plots.slice_key) != "overall":
+            continue
+        for kv in plots.plot_keys_and_values:
+            if kv.key.model_name not in ("", "candidate"):
+                continue
+            matrices = kv.value.multi_class_confusion_matrix_at_thresholds.matrices
+            if matrices:
+                return {(e.actual_class_id, e.predicted_class_id): e.num_weighted_examples
+                        for e in matrices[0].entries}
+    return {}
+
+
+def prediction_sample(uri: str) -> Dict[str, List[float]]:
+    """{'label': [...], 'prediction': [...]}: the regression metric ``prediction_sample`` of the
+    overall slice (components/tfma_metrics.py); empty lists when the evaluation has none."""
+    import tensorflow_model_analysis as tfma
+
+    from components.tfma_metrics import PREDICTION_SAMPLE, read_sample
+
+    for per_slice in tfma.load_metrics(uri):
+        if slice_name(per_slice.slice_key) != "overall":
+            continue
+        for kv in per_slice.metric_keys_and_values:
+            if kv.key.name == PREDICTION_SAMPLE and kv.key.model_name in ("", "candidate") and not kv.key.is_diff:
+                return read_sample(kv.value.bytes_value)
+    return read_sample(None)
+
+
+def class_recall(matrix: Dict[Tuple[int, int], float], classes: Sequence[str] = ()) -> Dict[str, float]:
+    """{'recall[<class>]': recall} per actual class of a confusion matrix, in class order."""
+    from components.task_metrics import CLASS_RECALL
+
+    actual = sorted({a for a, _ in matrix})
+    out = {}
+    for a in actual:
+        total = sum(n for (x, _), n in matrix.items() if x == a)
+        name = classes[a] if 0 <= a < len(classes) else str(a)
+        out[CLASS_RECALL.format(name)] = matrix.get((a, a), 0.0) / total if total else float("nan")
+    return out
+
+
+def label_classes(model_dir: str) -> List[str]:
+    """The class names of a multi-class SavedModel, in class-index order: its copy of the
+    Transform's label vocabulary (assets/); [] when it has none."""
+    from tfx.dsl.io import fileio
+
+    from transforms.features import LABEL_VOCABULARY
+
+    path = os.path.join(model_dir, "assets", LABEL_VOCABULARY) if model_dir else ""
+    if not path or not fileio.exists(path):
+        return []
+    with fileio.open(path) as f:
+        return f.read().splitlines()
+
+
+def not_blessed_reasons(validation, overall: Dict[str, Any], slices: Dict[str, Dict[str, Any]]) -> List[str]:
+    """Each failed gate in one line ('accuracy 0.3560 is 0.6000 below the serving model's 0.9560
+    (allowed drop 0.01)'); when TFMA refused without a failed threshold, what it said instead."""
+    if validation.validation_ok:
+        return []
     failed = []
-    for per_slice in tfma.load_validation_result(uri).metric_validations_per_slice:
+    for per_slice in validation.metric_validations_per_slice:
         where = slice_name(per_slice.slice_key)
-        undefined = undefined_metrics(overall if where == "overall" else slices.get(where, {}))
-        failed += [describe_failure(failure, where, undefined) for failure in per_slice.failures]
-    return overall, slices, failed
+        metrics = overall if where == "overall" else slices.get(where, {})
+        undefined = undefined_metrics(metrics)
+        failed += [describe_failure(failure, where, undefined, metrics) for failure in per_slice.failures]
+    if validation.missing_slices:
+        failed.append("no eval rows in the gated slice(s) " + ", ".join(
+            slice_spec_name(s) for s in validation.missing_slices))
+    if not failed and validation.missing_thresholds:
+        failed.append("the evaluation config gates no metric (TFMA blesses nothing without a threshold); "
+                      "set the task's thresholds in the evaluation section")
+    return failed or ["TFMA did not validate the model and named no failed threshold"]
 
 
 # Metrics that are a ratio over one class or over positive predictions: undefined (TFMA reports
@@ -43,23 +124,50 @@ def undefined_metrics(metrics: Dict[str, Any]) -> Dict[str, str]:
     return causes
 
 
-def describe_failure(failure, where: str, undefined: Optional[Dict[str, str]] = None) -> str:
-    """e.g. 'auc 0.712 < 0.75 (value threshold) on overall'; a metric that is undefined on
-    the slice's data is named as such, with the cause."""
+def describe_failure(failure, where: str, undefined: Optional[Dict[str, str]] = None,
+                     metrics: Optional[Dict[str, Any]] = None) -> str:
+    """One failed threshold in words, with the value, the limit and, for a change threshold,
+    the serving model's value:
+      'auc 0.7120 is below the minimum 0.75'
+      'accuracy 0.3560 is 0.6000 below the serving model's 0.9560 (allowed drop 0.01)'
+      'rmse 0.1520 is 85.4% above the serving model's 0.0820 (allowed increase 10%)'
+    A metric undefined on the slice's data is named as such, with the cause. Gates judge the
+    overall slice; another slice is named at the end."""
     name = failure.metric_key.name
+    suffix = "" if where == "overall" else f" on {where}"
     if name in (undefined or {}):
-        return f"{name} is undefined on {where}: {undefined[name]}, so its threshold cannot pass"
+        return f"{name} is undefined{suffix or ' on the eval data'}: {undefined[name]}, so its threshold cannot pass"
     value = failure.metric_value.double_value.value if failure.metric_value.HasField("double_value") else None
+    if value is None:
+        return f"{name} failed{suffix}: {failure.message.strip() or 'no value'}"
     t = failure.metric_threshold
-    shown = f"{name} {value:.4f}" if value is not None else name
     if failure.metric_key.is_diff:
-        limit = t.change_threshold.absolute.value
-        return f"{name} changed by {value:+.4f} vs the baseline, allowed {limit:+.4f} (change threshold) on {where}"
-    if t.value_threshold.HasField("lower_bound"):
-        return f"{shown} < {t.value_threshold.lower_bound.value:g} (value threshold) on {where}"
-    if t.value_threshold.HasField("upper_bound"):
-        return f"{shown} > {t.value_threshold.upper_bound.value:g} (value threshold) on {where}"
-    return f"{shown} failed on {where}: {failure.message}"
+        return _describe_change(name, value, t.change_threshold, (metrics or {}).get(name)) + suffix
+    bounds = t.value_threshold
+    if bounds.HasField("lower_bound") and value < bounds.lower_bound.value:
+        limit = bounds.lower_bound.value
+        why = " (no better than always predicting the mean)" if name == "r2" and limit == 0 else ""
+        return f"{name} {value:.4f} is below the minimum {limit:g}{why}{suffix}"
+    if bounds.HasField("upper_bound") and value > bounds.upper_bound.value:
+        return f"{name} {value:.4f} is above the maximum {bounds.upper_bound.value:g}{suffix}"
+    return f"{name} {value:.4f} failed{suffix}: {failure.message.strip() or 'outside its threshold'}"
+
+
+def _describe_change(name: str, diff: float, change, candidate: Optional[float]) -> str:
+    """A failed change threshold: TFMA's failure holds the difference (candidate - baseline)."""
+    from tensorflow_model_analysis.proto import config_pb2
+
+    lower_is_better = change.direction == config_pb2.MetricDirection.LOWER_IS_BETTER
+    worse = "above" if lower_is_better else "below"
+    if candidate is None:
+        return f"{name} changed by {diff:+.4f} vs the serving model's"
+    baseline = candidate - diff
+    if change.HasField("relative") and baseline and abs(diff / baseline) > abs(change.relative.value):
+        allowed = f"allowed {'increase' if lower_is_better else 'drop'} {abs(change.relative.value):.0%}"
+        return (f"{name} {candidate:.4f} is {abs(diff / baseline):.1%} {worse} the serving model's "
+                f"{baseline:.4f} ({allowed})")
+    allowed = f"allowed {'increase' if lower_is_better else 'drop'} {abs(change.absolute.value):g}"
+    return f"{name} {candidate:.4f} is {abs(diff):.4f} {worse} the serving model's {baseline:.4f} ({allowed})"
 
 
 def both_classes(metrics: Dict[str, Any]) -> bool:
@@ -67,6 +175,12 @@ def both_classes(metrics: Dict[str, Any]) -> bool:
     0 there). Needs the MeanLabel metric, which the binary EvalConfig always computes."""
     mean_label = metrics.get("mean_label", 0.5)
     return mean_label is not None and 0.0 < mean_label < 1.0
+
+
+def slice_spec_name(spec) -> str:
+    """A SlicingSpec in words: 'overall', 'payment_type', 'payment_type=Cash'."""
+    parts = list(spec.feature_keys) + [f"{k}={v}" for k, v in spec.feature_values.items()]
+    return ", ".join(parts) or "overall"
 
 
 def slice_name(slice_key) -> str:

@@ -108,7 +108,11 @@ def cmd_run_compiled(args, stream: TextIO) -> int:
         from pipeline.console import format_metrics
         from components.tfma_results import read_evaluation
 
-        overall, _, failed = read_evaluation(evaluation["uri"])
+        from tfx.utils import path_utils
+
+        model = result.output("model")  # its label vocabulary names a multi-class run's classes
+        overall, _, failed = read_evaluation(evaluation["uri"],
+                                             path_utils.serving_model_path(model["uri"]) if model else "")
         metrics = format_metrics(overall)
     print("\n".join(result.summary_lines(metrics, failed)), file=stream, flush=True)
     return EXIT_OK

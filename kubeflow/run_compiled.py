@@ -71,10 +71,10 @@ class RunResult:
         (one line) and failed thresholds, when the caller can read TFMA's output (the CLI does)."""
         lines = [f"run {self.run_id} ({len(self.tasks)} tasks in containers of {self.image}): "
                  f"wall time {self.seconds:.0f}s"]
+        from pipeline.console import blessing_line, drift_line
+
         drift = metadata_of(self.output("drift_anomalies")).get("compared_with", "")
         if drift:
-            from pipeline.console import drift_line
-
             lines.append(drift_line(drift))
         baseline = metadata_of(self.output("baseline_model"))
         if "baseline_found" in baseline:
@@ -85,8 +85,7 @@ class RunResult:
             lines.append(f"  eval (overall): {metrics}")
         blessing = metadata_of(self.output("blessing"))
         if "blessed" in blessing:
-            lines.append("  blessing: " + ("BLESSED" if blessing["blessed"] else
-                                           "NOT blessed" + (f"; failed: {'; '.join(failed)}" if failed else "")))
+            lines.append(blessing_line(bool(blessing["blessed"]), failed))
         pushed = metadata_of(self.output("pushed_model"))
         if pushed.get("pushed"):
             lines.append(f"  pushed to: {pushed.get('pushed_destination', '')}")

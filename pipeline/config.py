@@ -77,10 +77,23 @@ class DataConfig:
 
 @dataclasses.dataclass(frozen=True)
 class EvaluationConfig:
-    min_auc: float = 0.75          # value threshold, judged on every run
-    min_accuracy: float = 0.0
-    max_auc_drop: float = 0.01     # change threshold against the model serving now
-    slices: Tuple[str, ...] = ("payment_type", "trip_start_hour")
+    """The blessing gates on the eval split (pipeline/eval_config.py). The feature spec's task
+    picks which apply; the others are ignored. Value thresholds judge every run; change
+    thresholds compare with the model serving now, and the first model (nothing serving) is
+    judged on its value thresholds alone. A not-blessed run names the failed gate in one line."""
+    # binary
+    min_auc: float = 0.75          # AUC at least this
+    max_auc_drop: float = 0.01     # AUC at most this far below the serving model's (absolute)
+    # binary and multiclass
+    min_accuracy: float = 0.0      # accuracy at least this (0: no floor)
+    # multiclass
+    max_accuracy_drop: float = 0.01  # accuracy at most this far below the serving model's (absolute)
+    # regression (errors in the label's unit)
+    min_r2: float = 0.0            # R² at least this; 0: better than always predicting the mean
+    max_rmse: float = 0.0          # RMSE at most this (0: no ceiling)
+    max_mae: float = 0.0           # MAE at most this (0: no ceiling)
+    max_error_increase: float = 0.1  # RMSE at most this fraction above the serving model's (0.1: 10 %)
+    slices: Tuple[str, ...] = ("payment_type", "trip_start_hour")  # reported per value, not gated
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,30 +4,45 @@ from __future__ import annotations
 
 from typing import List
 
+from components import task_metrics
 from components.tfma_results import both_classes, undefined_metrics
 from pipeline.summary import RunSummary, describe_spans
 
-HEADLINE_METRICS = ("auc", "accuracy", "binary_accuracy", "pr_auc", "precision", "recall",
-                    "loss", "example_count", "mean_absolute_error")
 WORST_SLICES = 3
 MIN_SLICE_EXAMPLES = 20
 
 
-def worst_slices(summary: RunSummary, metric: str = "auc", n: int = WORST_SLICES) -> List[tuple]:
-    """The n lowest slices by `metric`, among slices big enough and with both classes
-    (AUC is undefined on a slice whose labels are all 0 or all 1)."""
-    rows = [(name, m[metric], m.get("example_count", 0.0)) for name, m in summary.slice_metrics.items()
-            if metric in m and m.get("example_count", 0.0) >= MIN_SLICE_EXAMPLES
-            and both_classes(m)]
-    return sorted(rows, key=lambda r: r[1])[:n]
+def worst_slices(summary: RunSummary, n: int = WORST_SLICES) -> List[tuple]:
+    """The n worst slices by the task's main metric, among slices big enough (and, for AUC,
+    with both classes: it is undefined on a slice whose labels are all 0 or all 1)."""
+    view = task_metrics.view(summary.task, summary.metrics)
+    rows = [(name, m[view.main], m.get("example_count", 0.0)) for name, m in summary.slice_metrics.items()
+            if m.get(view.main) is not None and m.get("example_count", 0.0) >= MIN_SLICE_EXAMPLES
+            and (view.main != "auc" or both_classes(m))]
+    return sorted(rows, key=lambda r: r[1] if view.higher_is_better else -r[1])[:n]
 
 
-def format_metrics(metrics) -> str:
-    """'auc 0.9512, binary_accuracy 0.8953, ...'; an undefined metric reads 'auc undefined
-    (the eval data holds only label 0)', never as a number."""
+def format_metrics(metrics, task: str = "") -> str:
+    """The task's headline metrics: 'auc 0.9512, binary_accuracy 0.8953, ...'; 'rmse 0.0910,
+    mae 0.0723, r2 0.8245, ...'; 'accuracy 0.9516, ..., recall[Adelie] 0.9630, ...'. An
+    undefined metric reads 'auc undefined (the eval data holds only label 0)', never as a number."""
     undefined = undefined_metrics(metrics)
-    return ", ".join(f"{k} undefined ({undefined[k]})" if k in undefined else f"{k} {metrics[k]:.4f}"
-                     for k in HEADLINE_METRICS if k in metrics)
+    shown = task_metrics.view(task, metrics).headline_metrics(metrics)
+    return ", ".join(f"{k} undefined ({undefined[k]})" if k in undefined else f"{k} {_number(k, v)}"
+                     for k, v in shown.items())
+
+
+def _number(name: str, value: float) -> str:
+    return f"{value:.0f}" if name == "example_count" else f"{value:.4f}"
+
+
+def blessing_line(blessed, failed) -> str:
+    """'  blessing: ...': BLESSED, or NOT blessed with every failed gate in words."""
+    if blessed is None:
+        return "  blessing: the Evaluator did not run"
+    if blessed:
+        return "  blessing: BLESSED (all thresholds passed)"
+    return "  blessing: NOT blessed: " + ("; ".join(failed) or "the Evaluator did not bless the model")
 
 
 def drift_line(compared_with: str) -> str:
@@ -48,22 +63,17 @@ def format_summary(summary: RunSummary) -> str:
     if summary.step_profile:
         lines.append("  trainer step profile: " + summary.step_profile)
     if summary.metrics:
-        lines.append("  eval (overall): " + format_metrics(summary.metrics))
+        lines.append("  eval (overall): " + format_metrics(summary.metrics, summary.task))
     worst = worst_slices(summary)
     if worst:
-        lines.append("  worst slices by AUC: " + "; ".join(
+        lines.append(f"  worst slices by {task_metrics.view(summary.task, summary.metrics).main}: " + "; ".join(
             f"{name} {value:.3f} (n={int(count)})" for name, value, count in worst))
     if summary.drift:
         lines.append(drift_line(summary.drift))
     if summary.blessed is not None:
         lines.append("  baseline: " + (f"serving version {summary.baseline_version}" if summary.baseline_version
                                        else "none (nothing serving yet): judged on the value thresholds"))
-    if summary.blessed is None:
-        lines.append("  blessing: the Evaluator did not run")
-    elif summary.blessed:
-        lines.append("  blessing: BLESSED (all thresholds passed)")
-    else:
-        lines.append("  blessing: NOT blessed; failed: " + ("; ".join(summary.failed_thresholds) or "see the Evaluator output"))
+    lines.append(blessing_line(summary.blessed, summary.failed_thresholds))
     if summary.pushed:
         lines.append(f"  pushed to: {summary.pushed_to}")
     else:

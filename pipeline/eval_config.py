@@ -1,69 +1,114 @@
-"""The TFMA EvalConfig, built from the config's ``evaluation`` section and the feature spec."""
+"""The TFMA EvalConfig, built from the config's ``evaluation`` section and the feature spec.
+
+Each task gets its own metrics and gates (``TASK_GATES``, keyed by the feature spec's task):
+
+- binary: AUC >= ``min_auc`` and no more than ``max_auc_drop`` below the serving model's;
+  accuracy >= ``min_accuracy`` when set.
+- multiclass: accuracy >= ``min_accuracy`` and no more than ``max_accuracy_drop`` below the
+  serving model's. Per-class recall comes from the confusion matrix (a plot, not gated).
+- regression: R² >= ``min_r2`` (default 0: better than predicting the mean, no domain number
+  needed), RMSE <= ``max_rmse`` and MAE <= ``max_mae`` when set, and RMSE no more than
+  ``max_error_increase`` (relative) above the serving model's.
+
+Change thresholds compare with the model serving now (components/serving_baseline.py); TFMA
+skips them when nothing serves yet, so the first model is judged on its value thresholds alone.
+"""
 from __future__ import annotations
 
-from typing import List
+from typing import Callable, Dict, List, Optional
 
 # The config protos from their own module: TFMA 0.47 (TFX 1.16) also re-exports them as
 # tfma.EvalConfig etc., TFMA 0.52 (TFX 1.21) no longer does (its __all__ still lists them).
 from tensorflow_model_analysis.proto import config_pb2 as tfma_pb2
 from google.protobuf.wrappers_pb2 import BoolValue
 
+from components import tfma_metrics
 from pipeline.config import EvaluationConfig
 from trainer.export import SERVING_SIGNATURE, TRANSFORM_SIGNATURE, output_key
 from transforms import features as F
 
+HIGHER, LOWER = tfma_pb2.MetricDirection.HIGHER_IS_BETTER, tfma_pb2.MetricDirection.LOWER_IS_BETTER
 
-def _metric(class_name: str, threshold=None, **kwargs) -> tfma_pb2.MetricConfig:
+
+def _metric(class_name: str, threshold: Optional[tfma_pb2.MetricThreshold] = None, name: str = "",
+            module: str = "") -> tfma_pb2.MetricConfig:
     """A metric; its threshold gates the overall slice only (slices are reported, not gated:
-    a small slice's AUC is too noisy to block a release)."""
-    metric = tfma_pb2.MetricConfig(class_name=class_name, **kwargs)
+    a small slice's metric is too noisy to block a release)."""
+    metric = tfma_pb2.MetricConfig(class_name=class_name, module=module,
+                                   config=f'{{"name": "{name}"}}' if name else "")
     if threshold is not None:
         metric.per_slice_thresholds.append(
             tfma_pb2.PerSliceMetricThreshold(slicing_specs=[tfma_pb2.SlicingSpec()], threshold=threshold))
     return metric
 
 
-def _lower_bound(value: float) -> tfma_pb2.MetricThreshold:
-    return tfma_pb2.MetricThreshold(value_threshold=tfma_pb2.GenericValueThreshold(lower_bound={"value": value}))
+def _threshold(lower: Optional[float] = None, upper: Optional[float] = None,
+               direction=None, absolute: Optional[float] = None,
+               relative: Optional[float] = None) -> Optional[tfma_pb2.MetricThreshold]:
+    """A value threshold (lower / upper bound; None: no bound) and a change threshold against
+    the baseline (absolute / relative; None: none); None when nothing is set."""
+    t = tfma_pb2.MetricThreshold()
+    if lower is not None:
+        t.value_threshold.lower_bound.value = lower
+    if upper is not None:
+        t.value_threshold.upper_bound.value = upper
+    if absolute is not None or relative is not None:
+        t.change_threshold.direction = direction
+        if absolute is not None:
+            t.change_threshold.absolute.value = absolute
+        if relative is not None:
+            t.change_threshold.relative.value = relative
+    return t if t.ByteSize() else None
+
+
+def _set(value: float) -> Optional[float]:
+    """A threshold knob: 0 means off."""
+    return value or None
 
 
 def binary_metrics(ev: EvaluationConfig) -> List[tfma_pb2.MetricConfig]:
-    auc_threshold = _lower_bound(ev.min_auc)
-    # Change threshold against the baseline (the model serving now, components/serving_baseline.py).
-    # TFMA skips it when there is no baseline, so the first run is judged on values alone.
-    auc_threshold.change_threshold.CopyFrom(tfma_pb2.GenericChangeThreshold(
-        direction=tfma_pb2.MetricDirection.HIGHER_IS_BETTER, absolute={"value": -ev.max_auc_drop}))
-    metrics = [
+    return [
         _metric("ExampleCount"),
-        _metric("AUC", threshold=auc_threshold),
-        _metric("AUCPrecisionRecall", config='{"name": "pr_auc"}'),
-        _metric("BinaryAccuracy", threshold=_lower_bound(ev.min_accuracy) if ev.min_accuracy else None),
+        _metric("AUC", _threshold(lower=ev.min_auc, direction=HIGHER, absolute=-ev.max_auc_drop)),
+        _metric("AUCPrecisionRecall", name="pr_auc"),
+        _metric("BinaryAccuracy", _threshold(lower=_set(ev.min_accuracy))),
         _metric("Precision"),
         _metric("Recall"),
         _metric("Calibration"),
         _metric("MeanLabel"),  # tells one-class slices (AUC undefined) apart in reports
-        _metric("BinaryCrossentropy", config='{"name": "loss"}'),
+        _metric("BinaryCrossentropy", name="loss"),
     ]
-    return metrics
 
 
 def multiclass_metrics(ev: EvaluationConfig) -> List[tfma_pb2.MetricConfig]:
     return [
         _metric("ExampleCount"),
-        _metric("SparseCategoricalAccuracy", config='{"name": "accuracy"}',
-                threshold=_lower_bound(ev.min_accuracy) if ev.min_accuracy else None),
-        _metric("SparseCategoricalCrossentropy", config='{"name": "loss"}'),
+        _metric("SparseCategoricalAccuracy", _threshold(
+            lower=_set(ev.min_accuracy), direction=HIGHER, absolute=-ev.max_accuracy_drop), name="accuracy"),
+        _metric("SparseCategoricalCrossentropy", name="loss"),
+        _metric("MultiClassConfusionMatrixPlot"),  # per-class recall and the report's matrix
     ]
 
 
 def regression_metrics(ev: EvaluationConfig) -> List[tfma_pb2.MetricConfig]:
-    return [_metric("ExampleCount"), _metric("MeanSquaredError", config='{"name": "loss"}'),
-            _metric("MeanAbsoluteError")]
+    module = tfma_metrics.MODULE
+    return [
+        _metric("ExampleCount"),
+        _metric("RootMeanSquaredError", _threshold(
+            upper=_set(ev.max_rmse), direction=LOWER, relative=ev.max_error_increase), module=module),
+        _metric("MeanAbsoluteError", _threshold(upper=_set(ev.max_mae)), name="mae"),
+        _metric("RSquared", _threshold(lower=ev.min_r2), module=module),
+        _metric("MeanLabel"),
+        _metric("MeanPrediction"),
+        _metric("PredictionSample", module=module),  # the report's predicted-vs-actual chart
+    ]
+
+
+TASK_GATES: Dict[str, Callable[[EvaluationConfig], List[tfma_pb2.MetricConfig]]] = {
+    F.TASK_BINARY: binary_metrics, F.TASK_MULTICLASS: multiclass_metrics, F.TASK_REGRESSION: regression_metrics}
 
 
 def build_eval_config(ev: EvaluationConfig, spec: F.FeatureSpec) -> tfma_pb2.EvalConfig:
-    metrics = {F.TASK_BINARY: binary_metrics, F.TASK_MULTICLASS: multiclass_metrics,
-               F.TASK_REGRESSION: regression_metrics}[spec.task](ev)
     return tfma_pb2.EvalConfig(
         model_specs=[tfma_pb2.ModelSpec(
             signature_name=SERVING_SIGNATURE,
@@ -75,7 +120,7 @@ def build_eval_config(ev: EvaluationConfig, spec: F.FeatureSpec) -> tfma_pb2.Eva
             label_key=spec.label.name,
         )],
         slicing_specs=[tfma_pb2.SlicingSpec()] + [tfma_pb2.SlicingSpec(feature_keys=[s]) for s in ev.slices],
-        metrics_specs=[tfma_pb2.MetricsSpec(metrics=metrics)],
+        metrics_specs=[tfma_pb2.MetricsSpec(metrics=TASK_GATES[spec.task](ev))],
         # Not the model's compiled Keras metrics on top: they repeat the metrics listed here,
         # and computing them makes TFMA revive the SavedModel as a Keras model in every
         # metrics combiner (29 s of a 64 s Evaluator on the taxi data, py-spy profile).

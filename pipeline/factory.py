@@ -158,6 +158,7 @@ def create_pipeline(
         statistics=statistics_gen.outputs["statistics"],  # the next runs' drift reference
         serving_dir=serving_dir,
         keep_versions=cfg.serving.keep_versions,
+        task=cfg.features.task,
     ).with_id("Pusher")
     return tfx.dsl.Pipeline(
         pipeline_name=cfg.name,

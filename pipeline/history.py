@@ -7,11 +7,10 @@ import datetime
 import os
 from typing import List, Optional, Sequence, Tuple
 
-from components import serving_push, tfma_results
+from components import serving_push, task_metrics, tfma_results
 from pipeline import store as store_lib
 from pipeline import summary as summary_lib
 
-MAIN_METRICS = ("auc", "accuracy", "binary_accuracy", "loss")  # the first a run has is its main one
 
 
 @dataclasses.dataclass
@@ -26,8 +25,10 @@ class RunRow:
     pushed: str           # the pushed version ('<v> (rolled back)' once rolled back from), or '-'
 
 
-def main_metric(metrics) -> Optional[str]:
-    return next((m for m in MAIN_METRICS if m in metrics), None)
+def main_metric(metrics, task: str = "") -> Optional[str]:
+    """The task's main metric (auc, accuracy, rmse) when the run has it."""
+    name = task_metrics.view(task, metrics).main
+    return name if name in metrics else None
 
 
 def status_of(summary: summary_lib.RunSummary) -> str:
@@ -39,16 +40,17 @@ def status_of(summary: summary_lib.RunSummary) -> str:
     return "complete"
 
 
-def metric_text(metrics) -> Tuple[str, Optional[float]]:
-    """The main metric in words ('auc 0.9512', 'auc undefined', '-'), and its value when defined."""
-    name = main_metric(metrics)
+def metric_text(metrics, task: str = "") -> Tuple[str, Optional[float]]:
+    """The main metric in words ('auc 0.9512', 'rmse 0.0910', 'auc undefined', '-'), and its
+    value when defined."""
+    name = main_metric(metrics, task)
     undefined = tfma_results.undefined_metrics(metrics)
     value = metrics.get(name) if name and name not in undefined else None
     return "-" if name is None else (f"{name} undefined" if name in undefined else f"{name} {value:.4f}"), value
 
 
 def row_of(summary: summary_lib.RunSummary) -> RunRow:
-    metric, value = metric_text(summary.metrics)
+    metric, value = metric_text(summary.metrics, summary.task)
     if summary.blessed is None:
         blessed = "-"
     else:

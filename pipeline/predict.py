@@ -6,14 +6,16 @@ layer computes the features.
 """
 from __future__ import annotations
 
+import collections
 import csv
 import json
 import os
-from typing import Dict, List, Optional, TextIO
+from typing import Dict, List, Optional, Sequence, TextIO
 
 import numpy as np
 
 from components.serving_push import latest_version_dir
+from components.tfma_results import label_classes
 from pipeline import data_source
 from pipeline.config import PipelineConfig
 from pipeline.examples import read_csv_rows, serialize_rows
@@ -39,13 +41,32 @@ def predict_rows(serve, rows: List[Dict[str, str]], cfg: PipelineConfig, schema,
     return np.concatenate(outputs) if outputs else np.zeros((0,), np.float32)
 
 
-def output_columns(cfg: PipelineConfig, values: np.ndarray) -> List[Dict[str, object]]:
+def output_columns(cfg: PipelineConfig, values: np.ndarray, classes: Sequence[str] = ()) -> List[Dict[str, object]]:
+    """The task's prediction columns per row: binary ``probability`` (of the positive class);
+    multi-class ``predicted_class`` (the label value, from the model's label vocabulary),
+    its ``probability`` and every class's, as JSON keyed by class; regression ``prediction``."""
     if cfg.features.task == F.TASK_BINARY:
         return [{"probability": float(v)} for v in values]
     if cfg.features.task == F.TASK_MULTICLASS:
-        return [{"predicted_class": int(np.argmax(v)), "probabilities": json.dumps([float(x) for x in v])}
+        names = [classes[i] if i < len(classes) else str(i) for i in range(values.shape[-1])] if len(values) else []
+        return [{"predicted_class": names[int(np.argmax(v))], "probability": float(np.max(v)),
+                 "probabilities": json.dumps({n: round(float(x), 6) for n, x in zip(names, v)})}
                 for v in values]
     return [{"prediction": float(v)} for v in values]
+
+
+def describe_predictions(cfg: PipelineConfig, extra: List[Dict[str, object]]) -> str:
+    """One line on what was predicted, in the task's terms."""
+    if not extra:
+        return "no rows"
+    if cfg.features.task == F.TASK_BINARY:
+        p = np.array([r["probability"] for r in extra])
+        return f"mean probability {p.mean():.4f}, {np.mean(p > 0.5):.1%} above 0.5"
+    if cfg.features.task == F.TASK_MULTICLASS:
+        counts = collections.Counter(r["predicted_class"] for r in extra)
+        return "predicted classes: " + ", ".join(f"{name} {n}" for name, n in counts.most_common())
+    p = np.array([r["prediction"] for r in extra])
+    return f"predictions mean {p.mean():.4g}, min {p.min():.4g}, max {p.max():.4g}"
 
 
 def predict_csv(cfg: PipelineConfig, input_csv: str, output_path: str,
@@ -55,7 +76,7 @@ def predict_csv(cfg: PipelineConfig, input_csv: str, output_path: str,
     model_dir = model_dir or latest_version_dir(cfg.serving_dir)
     rows = list(read_csv_rows(input_csv))
     values = predict_rows(load_serving_fn(model_dir), rows, cfg, schema)
-    extra = output_columns(cfg, values)
+    extra = output_columns(cfg, values, label_classes(model_dir))
     tmp = output_path + ".tmp"
     os.makedirs(os.path.dirname(os.path.abspath(output_path)), exist_ok=True)
     with open(tmp, "w", newline="") as f:
@@ -70,5 +91,6 @@ def predict_csv(cfg: PipelineConfig, input_csv: str, output_path: str,
                 writer.writerow({**row, **more})
     os.replace(tmp, output_path)  # never a half-written output file
     if stream:
-        print(f"{len(rows)} predictions from {model_dir} -> {output_path}", file=stream)
+        print(f"{len(rows)} predictions from {model_dir} -> {output_path}; {describe_predictions(cfg, extra)}",
+              file=stream)
     return len(rows)

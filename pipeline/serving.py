@@ -15,7 +15,7 @@ HEADER = ("version", "pushed (UTC)", "run", "spans", "metric", "state")
 
 
 def _metric(meta: Dict) -> str:
-    return metric_text(meta.get("metrics") or {})[0]
+    return metric_text(meta.get("metrics") or {}, meta.get("task", ""))[0]
 
 
 def _state(version: int, newest: int, meta: Dict, rolled_back: Dict[int, int]) -> str:

@@ -7,6 +7,7 @@ import os
 from typing import Any, Dict, List, Optional
 
 import ml_metadata as mlmd
+from tfx.utils import path_utils
 from ml_metadata.proto import metadata_store_pb2
 
 from components.tfma_results import read_evaluation, undefined_metrics
@@ -14,6 +15,7 @@ from pipeline import files
 from pipeline.store import (INPUT_EVENTS, describe_store, execution_artifacts, latest_run_id, node_id_of,
                             open_store, spans_of)
 from trainer.settings import TRAINING_RUN_FILE
+from transforms.features import FeatureSpec, FeatureSpecError
 
 STATE_NAMES = {
     metadata_store_pb2.Execution.COMPLETE: "complete",
@@ -38,6 +40,7 @@ class ComponentRun:
 class RunSummary:
     run_id: str
     components: List[ComponentRun]
+    task: str = ""               # the feature spec's task (binary, multiclass, regression)
     error: str = ""
     report_path: str = ""
     created_ms: int = 0          # when MLMD registered the run
@@ -86,6 +89,8 @@ def collect_run(metadata_store: Any, pipeline_name: str, run_id: Optional[str] =
             outputs={k: [a.uri for a in v] for k, v in outputs.items()},
             execution_id=execution.id,
         ))
+        if not summary.task:
+            summary.task = _task_of(execution)
         if node_id.endswith("ExampleGen") and outputs.get("examples") and not summary.spans:
             summary.spans = spans_of(outputs["examples"])
         if node_id == "Transform":  # what the model trains on: today's span or the window
@@ -102,7 +107,7 @@ def collect_run(metadata_store: Any, pipeline_name: str, run_id: Optional[str] =
             version = _str_prop(outputs["baseline_model"][0], "serving_version")
             summary.baseline_version = int(version) if version else None
         if node_id == "Evaluator":
-            _read_evaluation(summary, outputs)
+            _read_evaluation(summary, outputs, model_dir=summary.model_uri)
         if node_id == "Pusher" and outputs.get("pushed_model"):
             pushed = outputs["pushed_model"][0]
             summary.pushed = bool(_int_prop(pushed, "pushed"))
@@ -138,12 +143,25 @@ def _str_prop(artifact, name: str) -> str:
     return artifact.custom_properties[name].string_value if name in artifact.custom_properties else ""
 
 
-def _read_evaluation(summary: RunSummary, outputs: Dict[str, list]) -> None:
+def _task_of(execution) -> str:
+    """The task of the feature spec that Transform and the Trainer ran with (their
+    custom_config, an MLMD exec property); '' for other executions."""
+    if "custom_config" not in execution.custom_properties:
+        return ""
+    try:
+        features = json.loads(execution.custom_properties["custom_config"].string_value).get("features")
+        return FeatureSpec.from_dict(features).task if features else ""
+    except (ValueError, FeatureSpecError):
+        return ""
+
+
+def _read_evaluation(summary: RunSummary, outputs: Dict[str, list], model_dir: str = "") -> None:
     if outputs.get("blessing"):
         summary.blessed = bool(_int_prop(outputs["blessing"][0], "blessed"))
     if outputs.get("evaluation"):
+        serving_model = path_utils.serving_model_path(model_dir) if model_dir else ""
         summary.metrics, summary.slice_metrics, summary.failed_thresholds = read_evaluation(
-            outputs["evaluation"][0].uri)
+            outputs["evaluation"][0].uri, serving_model)
         summary.undefined = undefined_metrics(summary.metrics)
 
 

@@ -1,5 +1,6 @@
 import pytest
 
+from transforms import features as F
 from transforms.features import FeatureSpec, FeatureSpecError
 
 LABEL = {"name": "y", "transform": "ratio_threshold", "numerator": "tips", "denominator": "fare",
@@ -37,7 +38,8 @@ def test_a_column_can_feed_several_features():
     ([{"name": "a", "transform": "zscore"}], [{"name": "c", "inputs": ["a", "a"]}], LABEL,
      "not a categorical input"),
     ([{"name": "a", "transform": "zscore", "colour": 1}], [], LABEL, "unknown key"),
-    ([{"name": "a", "transform": "zscore"}], [], {"name": "y", "transform": "binary"}, "needs 'column'"),
+    ([{"name": "a", "transform": "zscore"}], [], {"name": "y", "transform": "ratio_threshold", "numerator": "n"},
+     "needs 'denominator'"),
     ([{"name": "a", "transform": "zscore"}], [], {"name": "y", "transform": "magic", "column": "a"},
      "unknown transform 'magic'"),
     ([{"name": "a", "transform": "zscore"}], [], {"name": "y", "transform": "binary", "column": "a"},
@@ -49,6 +51,19 @@ def test_a_column_can_feed_several_features():
 def test_invalid_specs_are_rejected(inputs, crosses, label, message):
     with pytest.raises(FeatureSpecError, match=message):
         spec(inputs, crosses, label)
+
+
+@pytest.mark.parametrize("transform, task", [
+    ("binary", F.TASK_BINARY), ("class_vocabulary", F.TASK_MULTICLASS), ("regression", F.TASK_REGRESSION)])
+def test_a_label_reads_the_column_of_its_own_name_unless_told(transform, task):
+    inputs = [{"name": "a", "transform": "zscore"}]
+    spec = F.FeatureSpec.from_dict({"label": {"name": "y", "transform": transform}, "inputs": inputs})
+    assert spec.task == task and spec.label.source_columns == ("y",) and spec.raw_columns == ("a", "y")
+    assert "y" not in spec.serving_columns
+    spec = F.FeatureSpec.from_dict({"label": {"name": "y", "transform": transform, "column": "z"}, "inputs": inputs})
+    assert spec.label.source_columns == ("z",) and spec.raw_columns == ("a", "z")
+    with pytest.raises(F.FeatureSpecError, match="label name 'a' is also an input feature"):
+        F.FeatureSpec.from_dict({"label": {"name": "a", "transform": transform}, "inputs": inputs})
 
 
 def test_columns_absent_from_schema_are_named():

@@ -28,6 +28,34 @@ def test_heads_produce_the_right_shape(head, shape):
         np.testing.assert_allclose(out.numpy().sum(axis=1), 1.0, rtol=1e-5)
 
 
+def test_a_regression_head_starts_at_the_labels_scale():
+    """label_mean + label_scale * the network: a label in thousands (grams, seconds) is a
+    standardised target for the network, and the untrained model already predicts near its mean."""
+    plain = build_model(INPUTS, Head("regression"), hidden_units=(8,))
+    tf.keras.utils.set_random_seed(1)
+    scaled = build_model(INPUTS, Head("regression", label_mean=4200.0, label_scale=800.0), hidden_units=(8,))
+    tf.keras.utils.set_random_seed(1)
+    same = build_model(INPUTS, Head("regression"), hidden_units=(8,))
+    np.testing.assert_allclose(scaled(batch()).numpy(), 4200.0 + 800.0 * same(batch()).numpy(), rtol=1e-5)
+    assert "label_scale" in {layer.name for layer in scaled.layers}
+    assert "label_scale" not in {layer.name for layer in plain.layers}
+
+
+def test_label_moments_read_the_label_alone(tmp_path):
+    from trainer.data import label_moments
+
+    path = str(tmp_path / "part.gz")
+    values = np.linspace(1000.0, 5000.0, 101)
+    with tf.io.TFRecordWriter(path, options="GZIP") as w:
+        for v in values:
+            w.write(tf.train.Example(features=tf.train.Features(feature={
+                "y": tf.train.Feature(float_list=tf.train.FloatList(value=[v])),
+                "x": tf.train.Feature(int64_list=tf.train.Int64List(value=[1]))})).SerializeToString())
+    mean, std = label_moments([path], "y", {"y": tf.io.FixedLenFeature([], tf.float32),
+                                            "x": tf.io.FixedLenFeature([], tf.int64)})
+    assert mean == pytest.approx(values.mean(), rel=1e-6) and std == pytest.approx(values.std(), rel=1e-5)
+
+
 def test_categoricals_share_one_table_per_part_with_per_feature_offsets():
     """One gather for the deep part and one for the wide part, whatever the feature count:
     feature i's index j is row offsets[i] + j of one table."""

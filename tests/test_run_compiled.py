@@ -129,13 +129,13 @@ def test_summary_reads_the_tasks_outputs():
         task("ServingBaseline", "baseline_model", {"baseline_found": 1.0, "serving_version": "7"}),
         task("Evaluator", "blessing", {"blessed": 0.0}),
         task("Pusher", "pushed_model", {"pushed": 0.0})], seconds=12.0)
-    lines = result.summary_lines("auc 0.5000", ["auc 0.5000 < 0.75 (value threshold) on overall"])
+    lines = result.summary_lines("auc 0.5000", ["auc 0.5000 is below the minimum 0.75"])
     assert lines == [
         "run taxi-1 (4 tasks in containers of tfxline:local): wall time 12s",
         "  drift: none vs serving version 7's training data",
         "  baseline: serving version 7",
         "  eval (overall): auc 0.5000",
-        "  blessing: NOT blessed; failed: auc 0.5000 < 0.75 (value threshold) on overall",
+        "  blessing: NOT blessed: auc 0.5000 is below the minimum 0.75",
         "  pushed: nothing (model not blessed)",
         "  task inputs, outputs and logs: /r"]
 

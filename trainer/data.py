@@ -48,6 +48,23 @@ def count_records(file_patterns: Sequence[str], limit: int = 0) -> int:
     return int(ds.reduce(tf.constant(0, tf.int64), lambda n, _: n + 1))
 
 
+def label_moments(file_patterns: Sequence[str], label: str, feature_spec, limit: int = 1_000_000):
+    """(mean, standard deviation) of a numeric label over the first ``limit`` records: one
+    streaming pass that parses the label alone (a regression head starts at the label's scale)."""
+    ds = tf.data.TFRecordDataset(list_files(file_patterns), compression_type="GZIP").take(limit).batch(4096)
+    spec = {label: feature_spec[label]}
+    ds = ds.map(lambda r: tf.reshape(tf.cast(tf.io.parse_example(r, spec)[label], tf.float64), [-1]))
+    n, total, squares = ds.reduce(
+        (tf.constant(0.0, tf.float64), tf.constant(0.0, tf.float64), tf.constant(0.0, tf.float64)),
+        lambda acc, y: (acc[0] + tf.cast(tf.size(y), tf.float64), acc[1] + tf.reduce_sum(y),
+                        acc[2] + tf.reduce_sum(y * y)))
+    n, total, squares = float(n), float(total), float(squares)
+    if not n:
+        return 0.0, 1.0
+    mean = total / n
+    return mean, max(squares / n - mean * mean, 0.0) ** 0.5
+
+
 def decompressed_bytes(file_patterns: Sequence[str], sample: int = 1000) -> int:
     """The serialized records' size once decompressed (what ``cache`` keeps in memory),
     estimated without reading the data: the files' compressed size x the ratio the first

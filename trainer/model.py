@@ -35,6 +35,8 @@ class Head:
 
     task: str
     num_classes: int = 2
+    label_mean: float = 0.0    # regression: the output is label_mean + label_scale * the network's
+    label_scale: float = 1.0
 
     @property
     def units(self) -> int:
@@ -91,6 +93,9 @@ def build_model(model_inputs: Sequence[ModelInput], head: Head, hidden_units: Se
     activation = {F.TASK_BINARY: "sigmoid", F.TASK_MULTICLASS: "softmax"}.get(head.task, "linear")
     # The output layer computes in float32 (mixed precision keeps the rest in 16 bit).
     output = k.layers.Activation(activation, dtype="float32", name="prediction")(logit)
+    if head.task == F.TASK_REGRESSION and (head.label_mean, head.label_scale) != (0.0, 1.0):
+        output = k.layers.Rescaling(head.label_scale, offset=head.label_mean, dtype="float32",
+                                    name="label_scale")(output)
     return k.Model(inputs=inputs, outputs=output, name="wide_and_deep")
 
 

@@ -46,9 +46,15 @@ def model_inputs(spec: F.FeatureSpec, tf_transform_output) -> List[model_lib.Mod
     return inputs
 
 
-def make_head(spec: F.FeatureSpec, tf_transform_output) -> model_lib.Head:
+def make_head(spec: F.FeatureSpec, tf_transform_output, train_files=()) -> model_lib.Head:
+    """The task's head: a multi-class head sized by the label vocabulary; a regression head at
+    the train split's label scale (mean and standard deviation), so the network learns a
+    standardised target whatever the label's unit (seconds, grams, dollars)."""
     if spec.task == F.TASK_MULTICLASS:
         return model_lib.Head(spec.task, tf_transform_output.vocabulary_size_by_name(F.LABEL_VOCABULARY))
+    if spec.task == F.TASK_REGRESSION and train_files:
+        mean, std = data.label_moments(train_files, spec.label.name, tf_transform_output.transformed_feature_spec())
+        return model_lib.Head(spec.task, label_mean=mean, label_scale=std if std > 0 else 1.0)
     return model_lib.Head(spec.task)
 
 
@@ -173,7 +179,7 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
     eval_ds = input_dataset(fn_args, settings, fn_args.eval_files, tf_transform_output,
                             eval_batch, shuffle=False, cache=cache, repeat=False, limit=eval_rows)
 
-    head = make_head(spec, tf_transform_output)
+    head = make_head(spec, tf_transform_output, fn_args.train_files)
     inputs = model_inputs(spec, tf_transform_output)
     with strategy.scope():
         model = model_lib.build_model(

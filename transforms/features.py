@@ -24,12 +24,13 @@ number and as quantile buckets):
 A cross combines the transformed indices of two or more categorical features and hashes
 them into ``hash_buckets``.
 
-Label transforms (decide the task, and with it the model head):
+Label transforms (decide the task, and with it the model head). A label reads the column of
+its own name, or the one named by ``column``:
 
 ``ratio_threshold``  binary: ``numerator > threshold * denominator``. A missing or
                      non-positive denominator gives 0 (the ratio is undefined).
-``binary``           binary: an integer 0/1 column, or a string column with ``positive``
-                     naming the positive value.
+``binary``           binary: an integer 0/1 column (any value > 0 is positive), or a string
+                     column with ``positive`` naming the positive value.
 ``class_vocabulary`` multi-class: each distinct value (string or integer) is a class.
 ``regression``       a numeric target, used as is.
 """
@@ -97,10 +98,16 @@ class Label:
         return TASK_REGRESSION
 
     @property
+    def source(self) -> str:
+        """The raw column a binary, class_vocabulary or regression label reads: ``column``,
+        or the label's own name (as for inputs)."""
+        return self.column or self.name
+
+    @property
     def source_columns(self) -> Tuple[str, ...]:
         if self.transform == "ratio_threshold":
             return (self.numerator, self.denominator)
-        return (self.column,)
+        return (self.source,)
 
 
 _FIELDS = {
@@ -110,9 +117,9 @@ _FIELDS = {
 }
 _REQUIRED_LABEL_FIELDS = {
     "ratio_threshold": ("numerator", "denominator"),
-    "binary": ("column",),
-    "class_vocabulary": ("column",),
-    "regression": ("column",),
+    "binary": (),
+    "class_vocabulary": (),
+    "regression": (),
 }
 
 

@@ -117,7 +117,7 @@ def transform_label(label: F.Label, inputs: Mapping[str, Any]) -> tf.Tensor:
         denominator = to_dense(_as_float(inputs[label.denominator]), 0.0)
         positive = tf.logical_and(denominator > 0, numerator > label.threshold * denominator)
         return tf.cast(positive, tf.int64)
-    x = inputs[label.column]
+    x = inputs[label.source]
     if label.transform == "binary":
         dense = to_dense(x, _missing_default(x))
         if dense.dtype == tf.string:

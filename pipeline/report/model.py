@@ -7,7 +7,9 @@ import math
 import os
 from typing import Any, Dict, List
 
-from components import serving_baseline, tfma_results
+from tfx.utils import path_utils
+
+from components import serving_baseline, task_metrics, tfma_results
 from pipeline import store as store_lib
 from pipeline import summary as summary_lib
 from pipeline.report.artifacts import RunArtifacts
@@ -71,7 +73,9 @@ def evaluation_section(run: RunArtifacts) -> Dict[str, Any]:
                                "failed_thresholds": list(s.failed_thresholds), "slice_metric": "",
                                "slices_undefined": [], "baseline_uri": "", "baseline_version": None,
                                "baseline_model_uri": "", "undefined": {},
-                               "history_metric": "", "history": []}
+                               "history_metric": "", "history": [], "task": s.task,
+                               "confusion_matrix": {"classes": [], "counts": []},
+                               "prediction_sample": {"label": [], "prediction": []}}
     if evaluation is None:
         return section
     metrics = load_metrics(evaluation.uri)
@@ -84,7 +88,14 @@ def evaluation_section(run: RunArtifacts) -> Dict[str, Any]:
         section["baseline_uri"] = baseline.uri
         section["baseline_version"] = held.get("serving_version")
         section["baseline_model_uri"] = held.get("source_model_uri", "")
-    metric, higher_is_better = _slice_metric(section["overall"])
+    model = run.artifact("Trainer", "model")
+    model_dir = path_utils.serving_model_path(model.uri) if model is not None and not run.deleted(model) else ""
+    section.update(task_charts_data(evaluation.uri, model_dir))
+    section["overall"].update(section.pop("class_recall"))
+    view = task_metrics.view(s.task, section["overall"])
+    section["task"] = view.task
+    metric, higher_is_better = (view.main, view.higher_is_better) if view.main in section["overall"] else (
+        "example_count", True)
     section["slice_metric"] = metric
     slices, undefined = [], []
     for name, m in metrics.items():
@@ -101,6 +112,22 @@ def evaluation_section(run: RunArtifacts) -> Dict[str, Any]:
     return section
 
 
+def task_charts_data(evaluation_uri: str, model_dir: str) -> Dict[str, Any]:
+    """What the task's own charts draw: a multi-class run's confusion matrix (with each class's
+    recall, for the overall table), a regression run's sample of (label, prediction) pairs.
+    Each is empty where the evaluation has none (the other tasks)."""
+    matrix = tfma_results.confusion_matrix(evaluation_uri)
+    names = tfma_results.label_classes(model_dir)
+    ids = sorted({i for pair in matrix for i in pair})
+    name = lambda i: names[i] if 0 <= i < len(names) else ("no class" if i < 0 else str(i))  # noqa: E731
+    return {
+        "confusion_matrix": {"classes": [name(i) for i in ids],
+                             "counts": [[matrix.get((a, p), 0.0) for p in ids] for a in ids]},
+        "class_recall": tfma_results.class_recall(matrix, names),
+        "prediction_sample": tfma_results.prediction_sample(evaluation_uri),
+    }
+
+
 HISTORY_RUNS = 20
 
 
@@ -109,7 +136,7 @@ def metric_history(run: RunArtifacts):
     first); value None where a run has no such value (failed before evaluating, undefined)."""
     from pipeline import history
 
-    metric = history.main_metric(run.summary.metrics)
+    metric = history.main_metric(run.summary.metrics, run.summary.task)
     if metric is None:
         return "", []
     ids = store_lib.run_ids(run.store, run.info["pipeline_name"])
@@ -142,13 +169,6 @@ def load_metrics(evaluation_uri: str) -> Dict[str, Dict[str, Dict[str, float]]]:
     return out
 
 
-def _slice_metric(overall: Dict[str, float]):
-    for name, higher in (("auc", True), ("accuracy", True), ("loss", False)):
-        if name in overall:
-            return name, higher
-    return "example_count", True
-
-
 def configured_thresholds(execution) -> List[Dict[str, Any]]:
     """The EvalConfig's thresholds, as the Evaluator ran with them (its MLMD exec property)."""
     if execution is None or "eval_config" not in execution.custom_properties:
@@ -167,11 +187,16 @@ def configured_thresholds(execution) -> List[Dict[str, Any]]:
             name = json.loads(metric.config).get("name", "") if metric.config else ""
             for t in thresholds:
                 row = {"metric": name or metric.class_name}
-                if t.value_threshold.HasField("lower_bound"):
-                    row["rule"] = f">= {t.value_threshold.lower_bound.value:g}"
-                elif t.value_threshold.HasField("upper_bound"):
-                    row["rule"] = f"<= {t.value_threshold.upper_bound.value:g}"
-                if t.HasField("change_threshold"):
-                    row["change"] = f"{t.change_threshold.absolute.value:+g} vs baseline"
+                bounds = [f">= {t.value_threshold.lower_bound.value:g}"] if t.value_threshold.HasField(
+                    "lower_bound") else []
+                if t.value_threshold.HasField("upper_bound"):
+                    bounds.append(f"<= {t.value_threshold.upper_bound.value:g}")
+                if bounds:
+                    row["rule"] = " and ".join(bounds)
+                change = t.change_threshold
+                if change.HasField("absolute"):
+                    row["change"] = f"{change.absolute.value:+g} vs baseline"
+                elif change.HasField("relative"):
+                    row["change"] = f"{change.relative.value:+.0%} vs baseline"
                 out.append(row)
     return out

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 import jinja2
 
@@ -56,11 +56,30 @@ def charts(data: Dict[str, Any]) -> Dict[str, Any]:
         out["slices"] = svg.bar_chart(items, title=f"{metric} per slice, worst first", hi=hi)
     else:
         out["slices"] = ""
+    out["task"] = task_charts(ev)
     history = [h for h in ev.get("history", []) if h["value"] is not None]
     out["history"] = svg.line_chart(
         {ev["history_metric"]: [(i + 1, h["value"]) for i, h in enumerate(history)]},
         title=f"{ev['history_metric']} over the last {len(history)} runs (oldest first)",
         x_label="run") if len(history) >= 2 else ""
+    return out
+
+
+def task_charts(ev: Dict[str, Any]) -> List[str]:
+    """A multi-class run's confusion matrix; a regression run's predicted vs actual and its
+    residuals (label - prediction), over the evaluated sample."""
+    matrix = ev.get("confusion_matrix") or {}
+    sample = ev.get("prediction_sample") or {}
+    out = []
+    if matrix.get("classes"):
+        out.append(svg.confusion_matrix(matrix["classes"], matrix["counts"], "confusion matrix (eval split)"))
+    if sample.get("label"):
+        labels, predictions = sample["label"], sample["prediction"]
+        n = f"{len(labels)} eval rows"
+        out.append(svg.scatter(labels, predictions, f"predicted vs actual ({n})", "actual", "predicted",
+                               diagonal=True))
+        out.append(svg.histogram([y - p for y, p in zip(labels, predictions)], f"residuals ({n})",
+                                 "actual - predicted"))
     return out
 
 

@@ -120,3 +120,102 @@ def dag(nodes: List[dict], box_w: int = 150, box_h: int = 46, gap_x: int = 22, g
                      f'<title>{escape(n["id"])}: {escape(detail)}</title></g>')
     return (f'<svg class="dag" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
             f'role="img" aria-label="component graph">{"".join(parts)}</svg>')
+
+
+def _axes(left: int, top: int, width: int, height: int, bottom: int, right: int,
+          x_range: Tuple[float, float], y_range: Tuple[float, float], x_label: str, y_label: str) -> List[str]:
+    (x0, x1), (y0, y1) = x_range, y_range
+    return [f'<line x1="{left}" y1="{top}" x2="{left}" y2="{height - bottom}" class="axis"/>',
+            f'<line x1="{left}" y1="{height - bottom}" x2="{width - right}" y2="{height - bottom}" class="axis"/>',
+            f'<text x="{left - 4}" y="{top + 4}" class="tick" text-anchor="end">{_fmt(y1)}</text>',
+            f'<text x="{left - 4}" y="{height - bottom + 4}" class="tick" text-anchor="end">{_fmt(y0)}</text>',
+            f'<text x="{left}" y="{height - bottom + 14}" class="tick">{_fmt(x0)}</text>',
+            f'<text x="{width - right}" y="{height - bottom + 14}" class="tick" text-anchor="end">{_fmt(x1)}</text>',
+            f'<text x="{(left + width) / 2:.0f}" y="{height - 2}" class="tick" text-anchor="middle">{escape(x_label)}</text>',
+            f'<text x="12" y="{(top + height - bottom) / 2:.0f}" class="tick" text-anchor="middle" '
+            f'transform="rotate(-90 12 {(top + height - bottom) / 2:.0f})">{escape(y_label)}</text>']
+
+
+def _range(values: Sequence[float]) -> Tuple[float, float]:
+    lo, hi = min(values), max(values)
+    return (lo - 0.5, hi + 0.5) if hi == lo else (lo, hi)
+
+
+def scatter(xs: Sequence[float], ys: Sequence[float], title: str, x_label: str, y_label: str,
+            diagonal: bool = False, width: int = 420, height: int = 300) -> str:
+    """Points (x, y); ``diagonal``: both axes share one range and y = x is drawn (predicted vs
+    actual: a perfect model's points lie on it)."""
+    if not xs:
+        return ""
+    left, right, top, bottom = 56, 12, 24, 34
+    x_range, y_range = _range(xs), _range(ys)
+    if diagonal:
+        x_range = y_range = _range(list(xs) + list(ys))
+    sx = lambda x: left + (x - x_range[0]) / (x_range[1] - x_range[0]) * (width - left - right)
+    sy = lambda y: top + (1 - (y - y_range[0]) / (y_range[1] - y_range[0])) * (height - top - bottom)
+    parts = [f'<text x="{left}" y="15" class="title">{escape(title)}</text>']
+    parts += _axes(left, top, width, height, bottom, right, x_range, y_range, x_label, y_label)
+    if diagonal:
+        parts.append(f'<line x1="{sx(x_range[0]):.1f}" y1="{sy(x_range[0]):.1f}" x2="{sx(x_range[1]):.1f}" '
+                     f'y2="{sy(x_range[1]):.1f}" stroke="#999" stroke-dasharray="4 3"/>')
+    parts += [f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="2" fill="{PALETTE[0]}" fill-opacity="0.6">'
+              f'<title>{escape(x_label)} {_fmt(x)}, {escape(y_label)} {_fmt(y)}</title></circle>'
+              for x, y in zip(xs, ys)]
+    return (f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+            f'role="img" aria-label="{escape(title)}">{"".join(parts)}</svg>')
+
+
+def histogram(values: Sequence[float], title: str, x_label: str, bins: int = 30,
+              width: int = 420, height: int = 300) -> str:
+    """Counts of ``values`` in ``bins`` equal-width bins, with the value axis below."""
+    if not values:
+        return ""
+    left, right, top, bottom = 56, 12, 24, 34
+    lo, hi = _range(values)
+    step = (hi - lo) / bins
+    counts = [0] * bins
+    for v in values:
+        counts[min(int((v - lo) / step), bins - 1)] += 1
+    peak = max(counts)
+    w = (width - left - right) / bins
+    plot_h = height - top - bottom
+    parts = [f'<text x="{left}" y="15" class="title">{escape(title)}</text>']
+    parts += _axes(left, top, width, height, bottom, right, (lo, hi), (0, peak), x_label, "rows")
+    parts += [f'<rect x="{left + i * w:.1f}" y="{top + plot_h * (1 - c / peak):.1f}" width="{max(w - 1, 0.5):.1f}" '
+              f'height="{plot_h * c / peak:.1f}" class="bar"><title>{_fmt(lo + i * step)} to '
+              f'{_fmt(lo + (i + 1) * step)}: {c} rows</title></rect>' for i, c in enumerate(counts) if c]
+    return (f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+            f'role="img" aria-label="{escape(title)}">{"".join(parts)}</svg>')
+
+
+def confusion_matrix(classes: Sequence[str], counts: Sequence[Sequence[float]], title: str,
+                     cell: int = 44) -> str:
+    """Actual classes down, predicted across; each cell's shade is its share of the actual
+    class's rows (its row's recall on the diagonal), its text the count."""
+    if not classes:
+        return ""
+    label_w, top = 110, 46
+    n = len(classes)
+    width, height = label_w + n * cell + 12, top + n * cell + 28
+    parts = [f'<text x="0" y="15" class="title">{escape(title)}</text>',
+             f'<text x="{label_w + n * cell / 2:.0f}" y="32" class="tick" text-anchor="middle">predicted</text>',
+             f'<text x="0" y="{top + n * cell + 22}" class="tick">rows: actual class</text>']
+    for j, name in enumerate(classes):
+        parts.append(f'<text x="{label_w + j * cell + cell / 2:.0f}" y="{top - 3}" class="tick" '
+                     f'text-anchor="middle">{escape(str(name)[:8])}</text>')
+    for i, name in enumerate(classes):
+        total = sum(counts[i]) or 1
+        y = top + i * cell
+        parts.append(f'<text x="{label_w - 6}" y="{y + cell / 2 + 4:.0f}" class="tick" text-anchor="end">'
+                     f'{escape(str(name)[:16])}</text>')
+        for j in range(n):
+            share = counts[i][j] / total
+            color = "46,125,50" if i == j else "198,40,40"
+            parts.append(f'<rect x="{label_w + j * cell}" y="{y}" width="{cell - 2}" height="{cell - 2}" '
+                         f'fill="rgba({color},{0.08 + 0.8 * share:.2f})" class="cell" data-actual="{escape(str(name))}" '
+                         f'data-predicted="{escape(str(classes[j]))}"><title>actual {escape(str(name))}, predicted '
+                         f'{escape(str(classes[j]))}: {counts[i][j]:.0f} ({share:.0%} of the class)</title></rect>'
+                         f'<text x="{label_w + j * cell + cell / 2 - 1:.0f}" y="{y + cell / 2 + 3:.0f}" class="tick" '
+                         f'text-anchor="middle">{counts[i][j]:.0f}</text>')
+    return (f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+            f'role="img" aria-label="{escape(title)}">{"".join(parts)}</svg>')
