@@ -21,6 +21,7 @@ import struct
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import apache_beam as beam
+import numpy as np
 from tensorflow_model_analysis.metrics import metric_types, metric_util
 
 RMSE, R2, PREDICTION_SAMPLE = "rmse", "r2", "prediction_sample"
@@ -33,7 +34,10 @@ def _label_predictions(element, combiner) -> Iterable[Tuple[float, float, float]
             element, eval_config=combiner.eval_config, model_name=combiner.key.model_name,
             output_name=combiner.key.output_name, example_weighted=combiner.key.example_weighted,
             flatten=True):
-        yield float(label), float(prediction), float(weight)
+        # Scalars on TFMA 0.47, one-element arrays on 0.52.
+        weight = float(np.ravel(weight)[0])
+        for y, p in zip(np.ravel(label), np.ravel(prediction)):
+            yield float(y), float(p), weight
 
 
 class _Combiner(beam.CombineFn):

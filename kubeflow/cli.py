@@ -36,6 +36,8 @@ def add_commands(sub) -> None:
     sm.add_argument("--service-account", default="")
     sm.add_argument("--pipeline-root", default="", help="overrides the compiled pipeline root")
     sm.add_argument("--host", default="", help="KFP API endpoint (target kfp)")
+    sm.add_argument("--serving-pvc", default="", metavar="NAME",
+                    help="target kfp: the PersistentVolumeClaim mounted where the tasks push serving versions")
     sm.add_argument("--dry-run", action="store_true", help="print the request; no network")
     sm.set_defaults(func=cmd_submit)
 
@@ -80,7 +82,7 @@ def cmd_submit(args, stream: TextIO) -> int:
         request = submit_lib.build_request(
             args.pipeline_json, target=args.target, parameters=params(args), train_steps=args.train_steps,
             pipeline_root=args.pipeline_root, project=args.project or "", region=args.region or "",
-            service_account=args.service_account, host=args.host)
+            service_account=args.service_account, host=args.host, serving_pvc=args.serving_pvc)
     except submit_lib.SubmitError as e:
         raise BadInput(str(e)) from None
     if args.dry_run:

@@ -54,6 +54,26 @@ def container_data_location(cfg: PipelineConfig) -> Tuple[str, str]:
     return path, cfg.data.pattern or DEFAULT_PATTERNS[cfg.data.format]
 
 
+def fuse_path(uri: str) -> str:
+    """gs://bucket/path as a Vertex AI task sees it as a file system (Cloud Storage FUSE:
+    /gcs/bucket/path); anything else unchanged."""
+    return "/gcs/" + uri[len("gs://"):] if uri.startswith("gs://") else uri
+
+
+def container_serving_dir(cfg: PipelineConfig, pipeline_root: str) -> str:
+    """Where the tasks read and push serving versions: a file system path, since pushes are
+    local renames (components/serving_push.py). By default <pipeline root>/serving through
+    Vertex AI's Cloud Storage FUSE (/gcs/...); on open-source KFP a volume mounted there
+    (``tfxline submit --target kfp --serving-pvc NAME``)."""
+    root = cfg.serving.serving_root or f"{fuse_path(pipeline_root).rstrip('/')}/serving"
+    if "://" in root:
+        raise ConfigError(
+            f"bad config value for serving.serving_root: {root!r}; the tasks push with file operations, "
+            "so use a path they see as a file system: /gcs/<bucket>/... on Vertex AI (Cloud Storage FUSE), "
+            "or a volume's mount path on Kubeflow Pipelines (submit with --serving-pvc)")
+    return f"{root.rstrip('/')}/{cfg.serving.model_name or cfg.name}"
+
+
 def runtime_parameters(cfg: PipelineConfig, data_root: Optional[str] = None):
     from tfx import v1 as tfx
 
@@ -75,14 +95,13 @@ def build_pipeline(cfg: PipelineConfig, pipeline_root: str, image: str, data_roo
     from kubeflow import vertex
 
     params = runtime_parameters(cfg, data_root)
-    serving_root = cfg.serving.serving_root or f"{pipeline_root.rstrip('/')}/serving"
     return create_pipeline(
         cfg,
         data_root=params[DATA_ROOT_PARAM],
         data_pattern=container_data_location(cfg)[1],
         schema_path=container_schema_path(cfg),
         pipeline_root=pipeline_root,
-        serving_dir=f"{serving_root}/{cfg.serving.model_name or cfg.name}",
+        serving_dir=container_serving_dir(cfg, pipeline_root),
         metadata_connection_config=None,  # the cluster's metadata store
         beam_pipeline_args=stack_compat.image_beam_args(cfg.runtime.beam_args),
         train_args=params[TRAIN_ARGS_PARAM],
@@ -103,12 +122,30 @@ def compile_pipeline(cfg: PipelineConfig, *, image: str, pipeline_root: str, out
             "(each run ingests the newest span)")
 
     pipeline = build_pipeline(cfg, pipeline_root, image, data_root)
-    # The parameters' defaults go into runtimeConfig.parameterValues, where Vertex and KFP
-    # read them; a submission overrides any of them.
     defaults = {name: p.default for name, p in runtime_parameters(cfg, data_root).items()}
+    # Schema 2.1.0: the only one KFP's API server accepts (backend/src/apiserver/template/
+    # v2_template.go), and what Vertex AI runs too (constants as `constant`, types as
+    # `parameterType`, defaults as plain `parameterValues`).
     runner = tfx.orchestration.experimental.KubeflowV2DagRunner(
         config=tfx.orchestration.experimental.KubeflowV2DagRunnerConfig(
-            default_image=image, default_commands=list(entrypoint.COMMAND)),
+            default_image=image, default_commands=list(entrypoint.COMMAND), use_pipeline_spec_2_1=True),
         output_dir=os.path.dirname(os.path.abspath(output)),
         output_filename=os.path.basename(output))
-    return runner.run(pipeline, parameter_values=defaults, write_out=True)
+    job = finish_for_kfp(runner.run(pipeline, parameter_values=defaults, write_out=False), defaults)
+    os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
+    with open(output, "w") as f:
+        json.dump(job, f, indent=2, sort_keys=True)
+        f.write("\n")
+    return job
+
+
+def finish_for_kfp(job: Dict[str, Any], defaults: Dict[str, Any]) -> Dict[str, Any]:
+    """Every root parameter declares its ``defaultValue``, which TFX's compiler leaves out: KFP's
+    driver fails a run that passes no value for a parameter without one ("neither value nor
+    default value provided for non-optional parameter", backend/src/v2/driver/resolve.go), and
+    ``kfp.Client`` sends only the arguments it is given (the PipelineJob's runtimeConfig is not
+    part of what it uploads)."""
+    for name, declared in job["pipelineSpec"].get("root", {}).get("inputDefinitions", {}).get("parameters", {}).items():
+        if name in defaults:
+            declared["defaultValue"] = defaults[name]
+    return job

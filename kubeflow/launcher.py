@@ -1,7 +1,18 @@
-"""What a KFP v2 launcher does around one task's container, as ``tfxline run-compiled`` does
-it: the ExecutorInput (pipeline_spec.proto, as JSON) from the task's parameters and its
-upstream tasks' output artifacts; KFP's command-line placeholders; the output artifacts,
-updated from the executor's output metadata file; importer tasks.
+"""What open-source KFP's v2 driver and launcher do around one task's container, as ``tfxline
+run-compiled`` does it, and no more leniently (kubeflow/pipelines ``backend/src/v2/driver/
+resolve.go``, ``backend/src/v2/metadata/client.go``, ``converter.go``; tags 2.0.0 to HEAD):
+
+- parameters reach the task as ``parameterValues`` (plain JSON) only, the schema 2.1.0 form;
+- a task's constant parameter is ``runtimeValue.constant``; schema 2.0's ``constantValue`` is
+  refused as the driver refuses it ("param runtime value spec of type ... not implemented");
+- upstream input artifacts come as the driver builds them from MLMD (``toRuntimeArtifact``):
+  name = the artifact's id, uri, metadata = its properties, and a type whose
+  ``instanceSchema`` is empty (``GetOutputArtifactsByExecutionId`` does not know it); the
+  task's own entrypoint has to restore the type (kubeflow/entrypoint.py);
+- output artifacts get their type from the component's outputDefinitions and a URI under the
+  pipeline root the run was given.
+
+Also KFP's command-line placeholders, the output metadata file, and importer tasks.
 """
 from __future__ import annotations
 
@@ -20,31 +31,31 @@ class UnsupportedSpec(SpecError):
 
 
 def build_executor_input(body, component, values, produced, task_dir: str, run_id: str, task: str) -> Dict[str, Any]:
-    """The ExecutorInput (pipeline_spec.proto) of one task, as JSON. Parameters go in both
-    encodings, ``parameters`` (schema 2.0, typed Values) and ``parameterValues`` (2.1, plain
-    JSON), since TFX's entrypoint reads the one matching how the spec was compiled."""
-    declared = component.get("inputDefinitions", {}).get("parameters", {})
-    typed, plain = {}, {}
+    """The ExecutorInput (pipeline_spec.proto) of one task, as JSON, as KFP's driver makes it."""
+    plain = {}
     for name, source in body.get("inputs", {}).get("parameters", {}).items():
-        value = parameter_value(source, values, produced, task, name)
-        kind = declared.get(name, {}).get("parameterType") or declared.get(name, {}).get("type", "STRING")
-        typed[name], plain[name] = typed_value(value, kind), value
+        plain[name] = parameter_value(source, values, produced, task, name)
     artifacts = {}
-    input_types = component.get("inputDefinitions", {}).get("artifacts", {})
     for name, source in body.get("inputs", {}).get("artifacts", {}).items():
         if "taskOutputArtifact" not in source:
             raise UnsupportedSpec(f"task {task} input {name}: only upstream task outputs are supported")
         ref = source["taskOutputArtifact"]
-        upstream = dict(produced[ref["producerTask"]][ref["outputArtifactKey"]])
-        upstream["type"] = input_types.get(name, {}).get("artifactType", upstream.get("type", {}))
-        artifacts[name] = {"artifacts": [upstream]}
+        upstream = produced[ref["producerTask"]][ref["outputArtifactKey"]]
+        artifacts[name] = {"artifacts": [driver_artifact(upstream)]}
     outputs = {}
     for name, definition in component.get("outputDefinitions", {}).get("artifacts", {}).items():
         outputs[name] = {"artifacts": [{
             "name": f"{run_id}/{task}/{name}", "type": definition["artifactType"],
             "uri": os.path.join(task_dir, name), "metadata": {}}]}
-    return {"inputs": {"parameters": typed, "parameterValues": plain, "artifacts": artifacts},
+    return {"inputs": {"parameterValues": plain, "artifacts": artifacts},
             "outputs": {"artifacts": outputs, "outputFile": os.path.join(task_dir, OUTPUT_FILE)}}
+
+
+def driver_artifact(upstream: Mapping[str, Any]) -> Dict[str, Any]:
+    """An upstream output as KFP's driver passes it on: read back from MLMD, so its name is an
+    artifact id, its metadata the recorded properties, and its type has an empty schema."""
+    return {"name": upstream.get("name", ""), "uri": upstream["uri"],
+            "metadata": dict(upstream.get("metadata", {})), "type": {"instanceSchema": ""}}
 
 
 def parameter_value(source: Mapping[str, Any], values, produced, task: str, name: str) -> Any:
@@ -54,17 +65,11 @@ def parameter_value(source: Mapping[str, Any], values, produced, task: str, name
         runtime = source["runtimeValue"]
         if "constant" in runtime:  # schema 2.1
             return runtime["constant"]
-        constant = runtime.get("constantValue", {})  # schema 2.0: {"stringValue": ...}
-        return next(iter(constant.values()), None)
+        raise UnsupportedSpec(
+            f"task {task} parameter {name}: param runtime value spec of type "
+            f"{'ConstantValue' if 'constantValue' in runtime else sorted(runtime)} not implemented (KFP's driver "
+            "reads schema 2.1.0's runtimeValue.constant only); recompile with 'tfxline compile'")
     raise UnsupportedSpec(f"task {task} parameter {name}: unsupported source {sorted(source)}")
-
-
-def typed_value(value: Any, kind: str) -> Dict[str, Any]:
-    if kind in ("INT", "NUMBER_INTEGER"):
-        return {"intValue": str(int(value))}
-    if kind in ("DOUBLE", "NUMBER_DOUBLE"):
-        return {"doubleValue": float(value)}
-    return {"stringValue": value if isinstance(value, str) else json.dumps(value)}
 
 
 _PLACEHOLDER = re.compile(r"\{\{\$(.*?)\}\}")

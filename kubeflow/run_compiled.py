@@ -35,7 +35,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, TextIO
 
 from kubeflow import spec
 from kubeflow.launcher import (UnsupportedSpec, build_executor_input, fill_placeholders, import_artifact,
-                               parameter_value, read_outputs)
+                               read_outputs)
 
 
 class RunCompiledError(RuntimeError):
@@ -104,14 +104,14 @@ def run_compiled(pipeline_json: str, *, parameters: Optional[Mapping[str, Any]] 
                  docker: str = "docker") -> RunResult:
     job = spec.load_job(pipeline_json)
     spec.check_open_source_kfp(job, source=pipeline_json)
-    values = {**spec.declared_parameters(job),
-              **spec.parameter_overrides(job, parameters, train_steps, source=pipeline_json)}
+    values = spec.root_parameter_values(
+        job, spec.parameter_overrides(job, parameters, train_steps, source=pipeline_json))
     root = job.get("runtimeConfig", {}).get("gcsOutputDirectory", "")
     if not root.startswith("/"):
         raise RunCompiledError(
             f"{pipeline_json} was compiled with pipeline root {root!r}; run-compiled needs a local one: "
             "compile again with --pipeline-root /an/absolute/dir")
-    outside = sorted({d for d in serving_dirs(job) if not d.startswith(root.rstrip("/") + "/")})
+    outside = sorted({d for d in spec.serving_dirs(job) if not d.startswith(root.rstrip("/") + "/")})
     if outside:
         raise RunCompiledError(
             f"{pipeline_json} pushes to {', '.join(outside)}, outside its pipeline root {root}, which is all "
@@ -138,13 +138,6 @@ def run_compiled(pipeline_json: str, *, parameters: Optional[Mapping[str, Any]] 
     with open(os.path.join(result.run_dir, "run.json"), "w") as f:
         json.dump(dataclasses.asdict(result), f, indent=2, sort_keys=True)
     return result
-
-
-def serving_dirs(job: Mapping[str, Any]) -> List[str]:
-    """The ``serving_dir`` constants of the spec's tasks (Pusher, ServingBaseline, DriftGate)."""
-    tasks = spec.pipeline_spec(job)["root"]["dag"]["tasks"].values()
-    sources = [t.get("inputs", {}).get("parameters", {}).get("serving_dir") for t in tasks]
-    return [str(parameter_value(s, {}, {}, "", "serving_dir")) for s in sources if s and "runtimeValue" in s]
 
 
 def pipeline_spec_name(job: Mapping[str, Any]) -> str:

@@ -49,12 +49,33 @@ def parameter_types(job: Mapping[str, Any]) -> Dict[str, str]:
 
 
 def declared_parameters(job: Mapping[str, Any]) -> Dict[str, Any]:
-    """Runtime parameter names -> default values, from a compiled PipelineJob dict."""
+    """Runtime parameter names -> default values, from a compiled PipelineJob dict: the root's
+    declared ``defaultValue`` (what KFP's driver falls back on), else the PipelineJob's
+    runtimeConfig (what Vertex AI reads); None when neither has one."""
     runtime = job.get("runtimeConfig", {})
     defaults = dict(runtime.get("parameterValues", {}))  # schema 2.1
     for name, value in runtime.get("parameters", {}).items():  # schema 2.0: {"stringValue": ...}
         defaults.setdefault(name, next(iter(value.values()), None) if isinstance(value, dict) else value)
-    return {name: defaults.get(name) for name in parameter_types(job)}
+    declared = pipeline_spec(job).get("root", {}).get("inputDefinitions", {}).get("parameters", {})
+    return {name: declared[name].get("defaultValue", defaults.get(name)) for name in parameter_types(job)}
+
+
+def root_parameter_values(job: Mapping[str, Any], overrides: Mapping[str, Any]) -> Dict[str, Any]:
+    """The root parameters as KFP's driver resolves them: the run's arguments, else each
+    parameter's declared ``defaultValue``; neither is an error, as there (a PipelineJob's
+    runtimeConfig does not reach open-source KFP)."""
+    declared = pipeline_spec(job).get("root", {}).get("inputDefinitions", {}).get("parameters", {})
+    values = {}
+    for name, definition in declared.items():
+        if name in overrides:
+            values[name] = overrides[name]
+        elif "defaultValue" in definition:
+            values[name] = definition["defaultValue"]
+        elif not definition.get("isOptional"):
+            raise SpecError(f"neither value nor default value provided for non-optional parameter {name!r} "
+                            "(KFP's driver refuses such a run); recompile with 'tfxline compile', which "
+                            "declares every default, or pass --param " + f"{name}=...")
+    return values
 
 
 def parameter_overrides(job: Mapping[str, Any], parameters: Optional[Mapping[str, Any]] = None,
@@ -104,7 +125,15 @@ def span_patterns_needing_driver(job: Mapping[str, Any]) -> List[Tuple[str, str]
     return found
 
 
+KFP_SCHEMA_VERSION = "2.1.0"
+
+
 def check_open_source_kfp(job: Mapping[str, Any], source: str = "the compiled pipeline") -> None:
+    version = pipeline_spec(job).get("schemaVersion", "")
+    if version != KFP_SCHEMA_VERSION:  # backend/src/apiserver/template/v2_template.go
+        raise SpecError(
+            f"{source}: KFP only supports schema version {KFP_SCHEMA_VERSION}, but the pipeline spec has "
+            f"version {version or 'none'}; recompile with 'tfxline compile' (it writes {KFP_SCHEMA_VERSION})")
     spans = span_patterns_needing_driver(job)
     if spans:
         task, pattern = spans[0]
@@ -147,3 +176,23 @@ def producers(task: Mapping[str, Any]) -> set:
     found |= {p["taskOutputParameter"]["producerTask"] for p in inputs.get("parameters", {}).values()
               if "taskOutputParameter" in p}
     return found
+
+
+def serving_tasks(job: Mapping[str, Any]) -> Dict[str, Mapping[str, Any]]:
+    """The tasks that read or write serving versions (a ``serving_dir`` parameter), by name."""
+    tasks = pipeline_spec(job)["root"]["dag"]["tasks"]
+    return {name: body for name, body in sorted(tasks.items())
+            if "serving_dir" in body.get("inputs", {}).get("parameters", {})}
+
+
+def serving_dirs(job: Mapping[str, Any]) -> List[str]:
+    """The ``serving_dir`` constants of those tasks (Pusher, ServingBaseline, DriftGate)."""
+    sources = [body["inputs"]["parameters"]["serving_dir"].get("runtimeValue", {})
+               for body in serving_tasks(job).values()]
+    return [str(s["constant"]) for s in sources if "constant" in s]
+
+
+def serving_executors(job: Mapping[str, Any]) -> List[str]:
+    """The executor labels of those tasks."""
+    components = pipeline_spec(job).get("components", {})
+    return sorted({components[body["componentRef"]["name"]]["executorLabel"] for body in serving_tasks(job).values()})

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import tempfile
 from typing import Any, Dict, Mapping, Optional
 
 from kubeflow import spec
@@ -32,6 +33,8 @@ class SubmitRequest:
     service_account: str = ""
     host: str = ""
     enable_caching: bool = True
+    serving_pvc: str = ""   # kfp: the PersistentVolumeClaim mounted at the serving root
+    serving_root: str = ""  # kfp: where the tasks read and push serving versions (the mount path)
 
     def to_dict(self) -> Dict[str, Any]:
         return dataclasses.asdict(self)
@@ -39,7 +42,8 @@ class SubmitRequest:
 
 def build_request(pipeline_json: str, *, target: str, parameters: Optional[Mapping[str, Any]] = None,
                   train_steps: Optional[int] = None, pipeline_root: str = "", project: str = "",
-                  region: str = "", service_account: str = "", host: str = "") -> SubmitRequest:
+                  region: str = "", service_account: str = "", host: str = "",
+                  serving_pvc: str = "") -> SubmitRequest:
     if target not in TARGETS:
         raise SubmitError(f"unknown target {target!r}; use one of {', '.join(TARGETS)}")
     try:
@@ -55,12 +59,38 @@ def build_request(pipeline_json: str, *, target: str, parameters: Optional[Mappi
             raise SubmitError(f"Vertex AI submission needs {' and '.join(missing)}")
     if target == "kfp" and not host:
         raise SubmitError("KFP submission needs --host (the KFP API endpoint)")
+    serving_root = ""
+    if target == "kfp":
+        serving_root = _serving_root(job, pipeline_json)
+        if not serving_pvc:
+            raise SubmitError(
+                f"{pipeline_json} pushes to {serving_root}, a file system path that a KFP pod has only if a volume "
+                "is mounted there: pass --serving-pvc NAME (a PersistentVolumeClaim; TF Serving reads the same "
+                "volume), or compile with --set serving.serving_root=<the mount path> first")
     root = pipeline_root or job.get("runtimeConfig", {}).get("gcsOutputDirectory", "")
     return SubmitRequest(
         target=target, template_path=os.path.abspath(pipeline_json),
         display_name=job.get("displayName", "tfxline"), parameter_values=values,
         pipeline_root=root, project=project, region=region, service_account=service_account,
-        host=host)
+        host=host, serving_pvc=serving_pvc, serving_root=serving_root)
+
+
+def _serving_root(job: Mapping[str, Any], source: str) -> str:
+    dirs = sorted(set(spec.serving_dirs(job)))
+    if len(dirs) != 1 or not dirs[0].startswith("/"):
+        raise SubmitError(f"{source}: expected one file system serving directory, found {dirs or 'none'}; "
+                          "recompile with 'tfxline compile'")
+    return os.path.dirname(dirs[0].rstrip("/"))
+
+
+def platform_spec(job: Mapping[str, Any], request: SubmitRequest) -> Dict[str, Any]:
+    """KFP's Kubernetes platform spec (kfp-kubernetes' mount_pvc): the serving volume mounted at
+    the serving root in every task that reads or writes serving versions (DriftGate,
+    ServingBaseline, Pusher). ``constant`` names the claim: every KFP 2.x backend reads it
+    (backend/src/v2/driver/k8s.go; newer ones also take pvcNameParameter)."""
+    mount = {"constant": request.serving_pvc, "mountPath": request.serving_root}
+    executors = {label: {"pvcMount": [dict(mount)]} for label in spec.serving_executors(job)}
+    return {"platforms": {"kubernetes": {"deploymentSpec": {"executors": executors}}}}
 
 
 def submit(request: SubmitRequest) -> str:
@@ -77,7 +107,29 @@ def submit(request: SubmitRequest) -> str:
     import kfp
 
     client = kfp.Client(host=request.host)
-    run = client.create_run_from_pipeline_package(
-        request.template_path, arguments=request.parameter_values, run_name=request.display_name,
-        enable_caching=request.enable_caching)
+    with tempfile.TemporaryDirectory(prefix="tfxline-kfp-") as tmp:
+        run = client.create_run_from_pipeline_package(
+            kfp_package(request, tmp), arguments=kfp_arguments(request),
+            run_name=request.display_name, pipeline_root=request.pipeline_root or None,
+            enable_caching=request.enable_caching)
     return run.run_id
+
+
+def kfp_package(request: SubmitRequest, directory: str) -> str:
+    """The PipelineSpec of a compiled PipelineJob JSON as the file ``kfp.Client`` takes (it reads
+    .yaml / .zip / .tar.gz holding a PipelineSpec, not a PipelineJob), then the platform spec."""
+    pipeline_json = request.template_path
+    import yaml
+
+    path = os.path.join(directory, "pipeline.yaml")
+    job = spec.load_job(pipeline_json)
+    documents = [spec.pipeline_spec(job)] + ([platform_spec(job, request)] if request.serving_pvc else [])
+    with open(path, "w") as f:
+        yaml.safe_dump_all(documents, f, sort_keys=True)
+    return path
+
+
+def kfp_arguments(request: SubmitRequest) -> Dict[str, Any]:
+    """Every runtime parameter's value: the overrides, else the compiled default (the client
+    sends only what it is given, and the PipelineJob's runtimeConfig does not travel)."""
+    return {**spec.declared_parameters(spec.load_job(request.template_path)), **request.parameter_values}

@@ -7,7 +7,6 @@ import os
 from typing import Any, Dict, List, Optional
 
 import ml_metadata as mlmd
-from tfx.utils import path_utils
 from ml_metadata.proto import metadata_store_pb2
 
 from components.tfma_results import read_evaluation, undefined_metrics
@@ -143,6 +142,13 @@ def _str_prop(artifact, name: str) -> str:
     return artifact.custom_properties[name].string_value if name in artifact.custom_properties else ""
 
 
+def serving_model_dir(model_uri: str) -> str:
+    """The SavedModel inside a TFX Model artifact (``Format-Serving/``, as TFX's
+    path_utils.serving_model_path finds it, without importing TFX here)."""
+    serving = os.path.join(model_uri, "Format-Serving")
+    return serving if os.path.isdir(serving) else model_uri
+
+
 def _task_of(execution) -> str:
     """The task of the feature spec that Transform and the Trainer ran with (their
     custom_config, an MLMD exec property); '' for other executions."""
@@ -159,7 +165,7 @@ def _read_evaluation(summary: RunSummary, outputs: Dict[str, list], model_dir: s
     if outputs.get("blessing"):
         summary.blessed = bool(_int_prop(outputs["blessing"][0], "blessed"))
     if outputs.get("evaluation"):
-        serving_model = path_utils.serving_model_path(model_dir) if model_dir else ""
+        serving_model = serving_model_dir(model_dir) if model_dir else ""
         summary.metrics, summary.slice_metrics, summary.failed_thresholds = read_evaluation(
             outputs["evaluation"][0].uri, serving_model)
         summary.undefined = undefined_metrics(summary.metrics)

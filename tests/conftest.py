@@ -9,6 +9,8 @@ import contextlib  # noqa: E402
 import csv  # noqa: E402
 import io  # noqa: E402
 import itertools  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
 
 import pytest  # noqa: E402
 
@@ -99,3 +101,48 @@ def anomalies_run(tmp_path_factory):
     with contextlib.redirect_stderr(stderr):
         code = cli.main(["run", "--data", data, "--output", str(out_dir)], stream=stdout)
     return out_dir, code, stdout.getvalue(), stderr.getvalue()
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# A much worse candidate: barely trained (tests/test_tasks_e2e.py).
+WORSE = ["--set", "model.learning_rate=0.000001", "--set", "training.epochs=1"]
+
+
+def tfxline(*args):
+    """`tfxline ARGS` in a fresh process, as a user runs it."""
+    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True,
+                          timeout=900, cwd=ROOT)
+
+
+def two_runs(config, output, *worse_sets):
+    """A packaged config's first run, the serving directory after it, then a much worse
+    candidate's run on the same output root: (cfg, (first summary, its stdout), {version:
+    push metadata}, (second summary, its stdout)). Each run is a `tfxline run` process: TFT
+    names its vocabulary tables by analyzer position, so a pipeline with other feature types
+    in the same Python process as the shared taxi run would collide with that run's tables."""
+    from components import serving_push
+    from pipeline.summary import collect_run
+
+    cfg = load_config(config, overrides=[f"output_root={output}"])
+    first = tfxline("run", "--config", config, "--output", str(output))
+    assert first.returncode == 0, first.stderr[-3000:]
+    first_summary = collect_run(cfg.metadata_path, cfg.name)
+    served = {v: serving_push.read_metadata(cfg.serving_dir, v) for v in serving_push.versions(cfg.serving_dir)}
+    second = tfxline("run", "--config", config, "--output", str(output), *WORSE, *worse_sets)
+    assert second.returncode == 0, second.stderr[-3000:]
+    return cfg, (first_summary, first.stdout), served, (collect_run(cfg.metadata_path, cfg.name), second.stdout)
+
+
+@pytest.fixture(scope="session")
+def multiclass_runs(tmp_path_factory):
+    """Penguin species (pipeline/configs/penguin.yaml): blessed, then a worse candidate.
+    evaluation.min_accuracy=0.1 for the second: the floor alone would pass it, so the change
+    threshold against the serving model is what refuses it."""
+    return two_runs("penguin", tmp_path_factory.mktemp("penguin"), "--set", "evaluation.min_accuracy=0.1")
+
+
+@pytest.fixture(scope="session")
+def regression_runs(tmp_path_factory):
+    """Penguin body mass (pipeline/configs/penguin_mass.yaml, no threshold set): blessed, then a
+    worse candidate."""
+    return two_runs("penguin_mass", tmp_path_factory.mktemp("penguin_mass"))

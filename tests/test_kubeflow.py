@@ -15,6 +15,7 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 
 from kubeflow import compile as kfp_compile, entrypoint as kfp_entrypoint, spec as kfp_spec, submit as kfp_submit
 from pipeline import cli
+from pipeline.config import ConfigError
 from pipeline.config_loader import load_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -208,21 +209,60 @@ def test_submit_reaches_vertex_pipeline_job_with_the_request(compiled):
 
 
 def test_submit_reaches_kfp_client(compiled):
+    """The real kfp.Client, down to its API stubs (the network edge, mocked): it takes the
+    package we hand it (a PipelineSpec YAML: a PipelineJob JSON is refused by its reader), and
+    the run it creates carries schema 2.1.0, every parameter and the pipeline root."""
+    import kfp_server_api
+
     _, out, _ = compiled
-    request = kfp_submit.build_request(out, target="kfp", host="http://127.0.0.1:8080", train_steps=5)
-    with mock.patch("kfp.Client") as client_cls:
-        client_cls.return_value.create_run_from_pipeline_package.return_value.run_id = "run-1"
+    request = kfp_submit.build_request(out, target="kfp", host="http://127.0.0.1:8080", train_steps=5,
+                                       serving_pvc="tfxline-serving")
+    created = {}
+
+    def create_run(self, body, **_):
+        created["run"] = body
+        return kfp_server_api.V2beta1Run(run_id="run-1")
+
+    def no_experiment(self, **_):
+        return kfp_server_api.V2beta1ListExperimentsResponse(experiments=[])
+
+    with mock.patch.object(kfp_server_api.HealthzServiceApi, "get_healthz",
+                           lambda self, **_: kfp_server_api.V2beta1GetHealthzResponse(multi_user=False)), \
+            mock.patch.object(kfp_server_api.ExperimentServiceApi, "list_experiments", no_experiment), \
+            mock.patch.object(kfp_server_api.ExperimentServiceApi, "create_experiment",
+                              lambda self, body, **_: kfp_server_api.V2beta1Experiment(experiment_id="e-1")), \
+            mock.patch.object(kfp_server_api.RunServiceApi, "create_run", create_run):
         assert kfp_submit.submit(request) == "run-1"
-    client_cls.assert_called_once_with(host="http://127.0.0.1:8080")
-    args, kwargs = client_cls.return_value.create_run_from_pipeline_package.call_args
-    assert args[0] == os.path.abspath(out)
-    assert kwargs["arguments"] == {"train_args": json.dumps({"num_steps": 5})}
+    run = created["run"]
+    assert run.experiment_id == "e-1" and run.display_name == request.display_name
+    pipeline, platform = run.pipeline_spec["pipeline_spec"], run.pipeline_spec["platform_spec"]
+    assert pipeline["schemaVersion"] == "2.1.0"
+    assert set(pipeline["root"]["dag"]["tasks"]) == set(spec_of(out)["root"]["dag"]["tasks"])
+    # The serving volume, mounted where the tasks push (the compiled serving root), in each task
+    # that reads or writes serving versions.
+    executors = platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
+    assert sorted(executors) == ["DriftGate_executor", "Pusher_executor", "ServingBaseline_executor"]
+    assert all(e == {"pvcMount": [{"constant": "tfxline-serving", "mountPath": "/gcs/example-bucket/tfxline/serving"}]}
+               for e in executors.values())
+    assert run.runtime_config.pipeline_root == PIPELINE_ROOT
+    assert run.runtime_config.parameters == {
+        "data_root": kfp_spec.declared_parameters(kfp_spec.load_job(out))["data_root"],
+        "train_args": json.dumps({"num_steps": 5})}
+    with pytest.raises(ValueError, match="should end with one of the following formats"):
+        import kfp
+
+        kfp.client.client._extract_pipeline_yaml(out)  # what submitting the JSON itself did
+
+
+def spec_of(path):
+    return kfp_spec.pipeline_spec(kfp_spec.load_job(path))
 
 
 @pytest.mark.parametrize("kwargs, message", [
     ({"target": "vertex", "parameters": {"nope": 1}, "project": "p", "region": "r"}, "not runtime parameters"),
     ({"target": "vertex"}, "needs --project and --region"),
     ({"target": "kfp"}, "needs --host"),
+    ({"target": "kfp", "host": "http://kfp"}, "a KFP pod has only if a volume is mounted there: pass --serving-pvc"),
     ({"target": "airflow"}, "unknown target"),
 ])
 def test_bad_submissions_are_named(compiled, kwargs, message):
@@ -240,7 +280,7 @@ def test_vertex_training_worker_pool_spec_reaches_the_trainer(tmp_path):
     text = json.dumps(job)
     assert "ai_platform_training_args" in text
     custom = json.loads(tasks(job)["Trainer"]["inputs"]["parameters"]["custom_config"]
-                        ["runtimeValue"]["constantValue"]["stringValue"])
+                        ["runtimeValue"]["constant"])
     pools = custom["ai_platform_training_args"]["worker_pool_specs"]
     assert [p["replica_count"] for p in pools] == [1, 2]
     assert pools[0]["machine_spec"] == {"machine_type": "n1-standard-8",
@@ -287,3 +327,19 @@ def test_second_dataset_compiles_with_container_paths(tmp_path):
     assert "ImportExampleGen" in tasks(job) and "CsvExampleGen" not in tasks(job)
     text = json.dumps(job)
     assert "Split-*/*" in text and "/pipeline/schema/penguin.pbtxt" in text
+
+
+def test_the_tasks_push_to_a_file_system_path(compiled, tmp_path):
+    """Pushes are local renames (components/serving_push.py): a gs:// pipeline root's serving
+    directory is its Cloud Storage FUSE path on Vertex AI; an object-store URL is refused in one
+    line; on KFP it is where --serving-pvc mounts the volume."""
+    _, _, job = compiled
+    assert set(kfp_spec.serving_dirs(job)) == {"/gcs/example-bucket/tfxline/serving/taxi"}
+    cfg = load_config(overrides=["serving.serving_root=s3://models/tfxline"])
+    with pytest.raises(ConfigError, match="bad config value for serving.serving_root: 's3://models/tfxline'; "
+                                          "the tasks push with file operations"):
+        kfp_compile.compile_pipeline(cfg, image=IMAGE, pipeline_root=PIPELINE_ROOT, output=str(tmp_path / "p.json"))
+    cfg = load_config(overrides=["serving.serving_root=/mnt/serving"])
+    job = kfp_compile.compile_pipeline(cfg, image=IMAGE, pipeline_root=PIPELINE_ROOT, output=str(tmp_path / "p.json"))
+    request = kfp_submit.build_request(str(tmp_path / "p.json"), target="kfp", host="http://kfp", serving_pvc="models")
+    assert request.serving_root == "/mnt/serving" and set(kfp_spec.serving_dirs(job)) == {"/mnt/serving/taxi"}

@@ -91,3 +91,34 @@ def test_report_of_the_failed_run_in_chromium(browser, anomalies_run):
     assert "not pushed" in section_text(page, "serving")
     assert page.locator('section#pipeline svg.dag g.node[data-state="failed"]').count() == 1
     page.close()
+
+
+@pytest.mark.parametrize("runs, screenshot", [("multiclass_runs", "report-multiclass.png"),
+                                              ("regression_runs", "report-regression.png")])
+def test_each_tasks_own_charts_in_chromium(browser, request, runs, screenshot):
+    """A multi-class run's confusion matrix (a cell per actual x predicted class, counts adding up
+    to the eval rows); a regression run's predicted vs actual (a point per sampled row) and its
+    residual histogram."""
+    cfg, (summary, _), _, _ = request.getfixturevalue(runs)
+    path = os.path.join(cfg.output_root, "runs", summary.run_id, render.REPORT_FILE)
+    with open(os.path.join(os.path.dirname(path), render.DATA_FILE)) as f:
+        ev = json.load(f)["evaluation"]
+    page, errors, requests, failed = open_report(browser, path, screenshot)
+    assert_only_the_page_was_loaded(path, errors, requests, failed)
+    charts = page.locator("section#evaluation .task-charts svg")
+    if runs == "multiclass_runs":
+        classes = ev["confusion_matrix"]["classes"]
+        assert charts.count() == 1 and charts.first.is_visible()
+        cells = page.locator("section#evaluation svg[aria-label^='confusion matrix'] rect.cell")
+        assert cells.count() == len(classes) ** 2
+        shown = sum(int(t) for t in page.locator("section#evaluation svg[aria-label^='confusion matrix'] "
+                                                 "text.count").all_inner_texts())
+        assert shown == int(summary.metrics["example_count"])
+    else:
+        assert charts.count() == 2
+        points = page.locator("section#evaluation svg[aria-label^='predicted vs actual'] circle")
+        assert points.count() == len(ev["prediction_sample"]["label"]) > 0
+        bins = page.locator("section#evaluation svg[aria-label^='residuals'] rect.bin")
+        assert 0 < bins.count() <= 30 and all(page.locator("section#evaluation .task-charts svg").nth(i).is_visible()
+                                              for i in range(2))
+    page.close()

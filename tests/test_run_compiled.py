@@ -56,13 +56,14 @@ def test_evaluator_gets_its_upstream_artifacts_and_output_uris(local_job):
     assert arts["baseline_model"]["artifacts"][0]["uri"] == "/x/ServingBaseline/baseline_model"
     assert arts["model"]["artifacts"][0]["uri"] == "/x/Trainer/model"
     assert arts["examples"]["artifacts"][0]["uri"] == "/x/CsvExampleGen/examples"
-    assert "tfx.Model" in arts["model"]["artifacts"][0]["type"]["instanceSchema"]
+    # as KFP's driver passes them on: read back from MLMD, without their schema
+    assert all(a["artifacts"][0]["type"] == {"instanceSchema": ""} for a in arts.values())
     outs = ei["outputs"]["artifacts"]
     assert outs["blessing"]["artifacts"][0]["uri"] == "/run/Evaluator/blessing"
     assert ei["outputs"]["outputFile"] == "/run/Evaluator/executor_output.json"
-    # Both parameter encodings (schema 2.0 typed Values, 2.1 plain JSON), same value.
+    # Schema 2.1's plain JSON values only, as KFP's driver passes them.
+    assert set(ei["inputs"]) == {"parameterValues", "artifacts"}
     config = ei["inputs"]["parameterValues"]["eval_config"]
-    assert ei["inputs"]["parameters"]["eval_config"] == {"stringValue": config}
     assert json.loads(config)["model_specs"][0]["label_key"] == "big_tipper"
 
 
@@ -73,13 +74,89 @@ def test_runtime_parameters_reach_their_tasks(local_job):
     assert gen["parameterValues"]["input_base"] == "/data/today"
     trainer = executor_input(job, "Trainer", values)["inputs"]
     assert json.loads(trainer["parameterValues"]["train_args"]) == {"num_steps": 7}
-    assert trainer["parameters"]["train_args"] == {"stringValue": json.dumps({"num_steps": 7})}
 
 
-def test_integer_parameters_are_typed(local_job):
+def test_integer_parameters_are_json_numbers(local_job):
     _, job, _ = local_job
-    params = executor_input(job, "CsvExampleGen")["inputs"]["parameters"]
-    assert params["output_data_format"] == {"intValue": "6"}  # FORMAT_TF_EXAMPLE
+    params = executor_input(job, "CsvExampleGen")["inputs"]["parameterValues"]
+    assert params["output_data_format"] == 6  # FORMAT_TF_EXAMPLE
+
+
+def test_the_spec_is_what_kfps_api_server_and_driver_accept(local_job):
+    """Schema 2.1.0 (the API server refuses any other), `runtimeValue.constant` everywhere, and
+    a declared default for every root parameter (the driver fails a run without one)."""
+    _, job, _ = local_job
+    spec.check_open_source_kfp(job)
+    pipeline = spec.pipeline_spec(job)
+    assert pipeline["schemaVersion"] == "2.1.0"
+    for name, declared in pipeline["root"]["inputDefinitions"]["parameters"].items():
+        assert declared["defaultValue"] == job["runtimeConfig"]["parameterValues"][name], name
+        assert declared["parameterType"] == "STRING"
+    for task in pipeline["root"]["dag"]["tasks"].values():
+        for source in task.get("inputs", {}).get("parameters", {}).values():
+            assert "constantValue" not in source.get("runtimeValue", {})
+    assert spec.root_parameter_values(job, {}) == spec.declared_parameters(job)
+
+
+def test_the_strict_launcher_refuses_a_schema_2_0_spec_as_kfp_would(tmp_path):
+    """What `tfxline compile` wrote before (TFX's default, schema 2.0.0): refused for each of the
+    reasons KFP's backend would refuse it."""
+    from tfx import v1 as tfx
+
+    cfg = load_config()
+    old = tfx.orchestration.experimental.KubeflowV2DagRunner(
+        config=tfx.orchestration.experimental.KubeflowV2DagRunnerConfig(default_image=IMAGE),
+        output_dir=str(tmp_path), output_filename="old.json").run(
+        kfp_compile.build_pipeline(cfg, str(tmp_path / "root"), IMAGE),
+        parameter_values={"data_root": "/d", "train_args": "{}"}, write_out=False)
+    with pytest.raises(spec.SpecError, match="KFP only supports schema version 2.1.0, but the pipeline spec "
+                                             "has version 2.0.0"):
+        spec.check_open_source_kfp(old)
+    with pytest.raises(spec.SpecError, match="neither value nor default value provided for non-optional "
+                                             "parameter"):
+        spec.root_parameter_values(old, {})
+    with pytest.raises(launcher.UnsupportedSpec, match="param runtime value spec of type ConstantValue not "
+                                                       "implemented"):
+        executor_input(old, "Trainer", {"data_root": "/d", "train_args": "{}"})
+    path = str(tmp_path / "old-spec.json")
+    with open(path, "w") as f:
+        json.dump(old, f)
+    assert cli.main(["run-compiled", path]) == cli.EXIT_BAD_INPUT
+
+
+def test_the_entrypoint_restores_input_types_the_driver_drops(local_job):
+    """TFX's own entrypoint parsing (kubeflow_v2_entrypoint_utils) fails on the driver's empty
+    schema (tensorflow/tfx#7768) and succeeds once kubeflow/entrypoint.py restored the types
+    from the container's inputs spec argument."""
+    from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_entrypoint_utils as utils
+    from kfp.pipeline_spec import pipeline_spec_pb2
+    from google.protobuf import json_format
+
+    from kubeflow import entrypoint
+
+    _, job, _ = local_job
+    pipeline = spec.pipeline_spec(job)
+    component = pipeline["components"][pipeline["root"]["dag"]["tasks"]["Evaluator"]["componentRef"]["name"]]
+    container = pipeline["deploymentSpec"]["executors"][component["executorLabel"]]["container"]
+    ei = executor_input(job, "Evaluator")
+    argv = [launcher.fill_placeholders(a, ei) for a in container["args"]]
+
+    def parsed(args):
+        message = pipeline_spec_pb2.ExecutorInput()
+        json_format.Parse(args[args.index(entrypoint.INVOCATION_FLAG) + 1], message, ignore_unknown_fields=True)
+        return utils.parse_raw_artifact_dict(message.inputs.artifacts, {})
+
+    with pytest.raises(AttributeError):
+        parsed(argv)
+    restored = parsed(entrypoint.restore_input_types(argv))
+    assert type(restored["model"][0]).__name__ == "Model" and restored["model"][0].uri == "/x/Trainer/model"
+    assert type(restored["examples"][0]).__name__ == "Examples"
+    assert entrypoint.restore_input_types(entrypoint.restore_input_types(argv)) == entrypoint.restore_input_types(argv)
+    # kfp.local's DockerRunner types every upstream artifact as KFP's generic system.Artifact
+    for listed in ei["inputs"]["artifacts"].values():
+        listed["artifacts"][0]["type"] = {"schemaTitle": "system.Artifact", "schemaVersion": "0.0.1"}
+    argv = [launcher.fill_placeholders(a, ei) for a in container["args"]]
+    assert type(parsed(entrypoint.restore_input_types(argv))["model"][0]).__name__ == "Model"
 
 
 def test_placeholders_are_filled():

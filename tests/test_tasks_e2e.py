@@ -8,15 +8,12 @@ Per task, two runs on one output root: the first is blessed and pushed; a much w
 in one line that names the metric, and the serving directory stays as it was. The console,
 the report, `tfxline runs`, `tfxline predict` and the push metadata show the task's own metrics.
 
-Each run is a `tfxline run` process, as a user starts it: TFT names its vocabulary tables by
-analyzer position, so a second pipeline with other feature types in the same Python process
-as the shared taxi run would collide with that run's tables."""
+The runs are the session fixtures ``multiclass_runs`` and ``regression_runs`` (conftest), which
+the browser test (tests/test_report_browser.py) opens too."""
 import csv
 import glob
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -24,31 +21,9 @@ import tensorflow as tf
 
 from components import serving_push
 from pipeline import data_source
-from pipeline.config_loader import load_config
-from pipeline.summary import collect_run
+from tests.conftest import tfxline
 
 pytestmark = pytest.mark.e2e
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-WORSE = ["--set", "model.learning_rate=0.000001", "--set", "training.epochs=1"]
-
-
-def tfxline(*args):
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True,
-                          timeout=900, cwd=ROOT)
-
-
-def two_runs(config, output, *worse_sets):
-    """The first run, the serving directory after it, then the worse candidate's run."""
-    cfg = load_config(config, overrides=[f"output_root={output}"])
-    first = tfxline("run", "--config", config, "--output", str(output))
-    assert first.returncode == 0, first.stderr[-3000:]
-    first_summary = collect_run(cfg.metadata_path, cfg.name)
-    served = {v: serving_push.read_metadata(cfg.serving_dir, v) for v in serving_push.versions(cfg.serving_dir)}
-    second = tfxline("run", "--config", config, "--output", str(output), *WORSE, *worse_sets)
-    assert second.returncode == 0, second.stderr[-3000:]
-    return cfg, (first_summary, first.stdout), served, (collect_run(cfg.metadata_path, cfg.name), second.stdout)
-
 
 def eval_rows_csv(cfg, path, drop):
     """The penguin eval TFRecords as a CSV a user would send to `tfxline predict` (without the
@@ -99,15 +74,8 @@ def assert_refused_and_serving_untouched(cfg, served, worse, metric):
 # multi-class
 
 
-@pytest.fixture(scope="module")
-def multiclass(tmp_path_factory):
-    # evaluation.min_accuracy=0.1: the floor alone would pass the worse candidate, so the
-    # change threshold against the serving model is what refuses it.
-    return two_runs("penguin", tmp_path_factory.mktemp("penguin"), "--set", "evaluation.min_accuracy=0.1")
-
-
-def test_multiclass_first_run_is_blessed_and_pushed_with_per_class_recall(multiclass):
-    cfg, (summary, out), served, _ = multiclass
+def test_multiclass_first_run_is_blessed_and_pushed_with_per_class_recall(multiclass_runs):
+    cfg, (summary, out), served, _ = multiclass_runs
     states = {c.node_id: c.state for c in summary.components}
     assert states["ImportExampleGen"] == "complete" and "CsvExampleGen" not in states
     assert summary.task == "multiclass" and summary.blessed is True and summary.pushed
@@ -123,16 +91,16 @@ def test_multiclass_first_run_is_blessed_and_pushed_with_per_class_recall(multic
     assert meta["metrics"]["recall[1]"] == recall["recall[1]"]
 
 
-def test_multiclass_worse_candidate_is_refused_by_the_change_threshold(multiclass):
-    cfg, (first, _), served, worse = multiclass
+def test_multiclass_worse_candidate_is_refused_by_the_change_threshold(multiclass_runs):
+    cfg, (first, _), served, worse = multiclass_runs
     assert worse[0].baseline_version == max(served)
     assert_refused_and_serving_untouched(cfg, served, worse, "accuracy")
     assert f"(allowed drop {cfg.evaluation.max_accuracy_drop:g})" in worse[0].failed_thresholds[0]
     assert f"serving model's {first.metrics['accuracy']:.4f}" in worse[0].failed_thresholds[0]
 
 
-def test_multiclass_report_runs_and_predict_speak_classes(multiclass, tmp_path):
-    cfg, (first, _), _, (worse, _) = multiclass
+def test_multiclass_report_runs_and_predict_speak_classes(multiclass_runs, tmp_path):
+    cfg, (first, _), _, (worse, _) = multiclass_runs
     ev = report_of(cfg, first)["evaluation"]
     matrix = ev["confusion_matrix"]
     assert ev["task"] == "multiclass" and sorted(matrix["classes"]) == ["0", "1", "2"]
@@ -164,14 +132,9 @@ def test_multiclass_report_runs_and_predict_speak_classes(multiclass, tmp_path):
 # regression
 
 
-@pytest.fixture(scope="module")
-def regression(tmp_path_factory):
-    return two_runs("penguin_mass", tmp_path_factory.mktemp("penguin_mass"))
-
-
-def test_regression_first_run_beats_the_mean_and_is_pushed(regression):
+def test_regression_first_run_beats_the_mean_and_is_pushed(regression_runs):
     """The README's regression config, no threshold set: blessed and pushed on its first run."""
-    cfg, (summary, out), served, _ = regression
+    cfg, (summary, out), served, _ = regression_runs
     assert cfg.features.label.column is None  # the label reads the column of its own name
     assert summary.task == "regression" and summary.blessed is True and summary.pushed
     m = summary.metrics
@@ -182,14 +145,14 @@ def test_regression_first_run_beats_the_mean_and_is_pushed(regression):
     assert meta["task"] == "regression" and meta["metrics"]["r2"] == m["r2"]
 
 
-def test_regression_worse_candidate_is_refused_by_the_error_increase(regression):
-    cfg, (first, _), served, worse = regression
+def test_regression_worse_candidate_is_refused_by_the_error_increase(regression_runs):
+    cfg, (first, _), served, worse = regression_runs
     assert_refused_and_serving_untouched(cfg, served, worse, "rmse")
     assert f"serving model's {first.metrics['rmse']:.4f} (allowed increase 10%)" in worse[0].failed_thresholds[0]
 
 
-def test_regression_report_runs_and_predict(regression, tmp_path):
-    cfg, (first, _), served, _ = regression
+def test_regression_report_runs_and_predict(regression_runs, tmp_path):
+    cfg, (first, _), served, _ = regression_runs
     ev = report_of(cfg, first)["evaluation"]
     sample = ev["prediction_sample"]
     assert ev["task"] == "regression" and len(sample["label"]) == first.metrics["example_count"]

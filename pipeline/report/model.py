@@ -7,8 +7,6 @@ import math
 import os
 from typing import Any, Dict, List
 
-from tfx.utils import path_utils
-
 from components import serving_baseline, task_metrics, tfma_results
 from pipeline import store as store_lib
 from pipeline import summary as summary_lib
@@ -89,7 +87,7 @@ def evaluation_section(run: RunArtifacts) -> Dict[str, Any]:
         section["baseline_version"] = held.get("serving_version")
         section["baseline_model_uri"] = held.get("source_model_uri", "")
     model = run.artifact("Trainer", "model")
-    model_dir = path_utils.serving_model_path(model.uri) if model is not None and not run.deleted(model) else ""
+    model_dir = summary_lib.serving_model_dir(model.uri) if model is not None and not run.deleted(model) else ""
     section.update(task_charts_data(evaluation.uri, model_dir))
     section["overall"].update(section.pop("class_recall"))
     view = task_metrics.view(s.task, section["overall"])

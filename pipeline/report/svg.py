@@ -182,7 +182,7 @@ def histogram(values: Sequence[float], title: str, x_label: str, bins: int = 30,
     parts = [f'<text x="{left}" y="15" class="title">{escape(title)}</text>']
     parts += _axes(left, top, width, height, bottom, right, (lo, hi), (0, peak), x_label, "rows")
     parts += [f'<rect x="{left + i * w:.1f}" y="{top + plot_h * (1 - c / peak):.1f}" width="{max(w - 1, 0.5):.1f}" '
-              f'height="{plot_h * c / peak:.1f}" class="bar"><title>{_fmt(lo + i * step)} to '
+              f'height="{plot_h * c / peak:.1f}" class="bin"><title>{_fmt(lo + i * step)} to '
               f'{_fmt(lo + (i + 1) * step)}: {c} rows</title></rect>' for i, c in enumerate(counts) if c]
     return (f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
             f'role="img" aria-label="{escape(title)}">{"".join(parts)}</svg>')
@@ -215,7 +215,7 @@ def confusion_matrix(classes: Sequence[str], counts: Sequence[Sequence[float]], 
                          f'fill="rgba({color},{0.08 + 0.8 * share:.2f})" class="cell" data-actual="{escape(str(name))}" '
                          f'data-predicted="{escape(str(classes[j]))}"><title>actual {escape(str(name))}, predicted '
                          f'{escape(str(classes[j]))}: {counts[i][j]:.0f} ({share:.0%} of the class)</title></rect>'
-                         f'<text x="{label_w + j * cell + cell / 2 - 1:.0f}" y="{y + cell / 2 + 3:.0f}" class="tick" '
+                         f'<text x="{label_w + j * cell + cell / 2 - 1:.0f}" y="{y + cell / 2 + 3:.0f}" class="tick count" '
                          f'text-anchor="middle">{counts[i][j]:.0f}</text>')
     return (f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
             f'role="img" aria-label="{escape(title)}">{"".join(parts)}</svg>')
