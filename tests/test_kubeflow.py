@@ -219,19 +219,21 @@ def test_submit_reaches_kfp_client(compiled):
                                        serving_pvc="tfxline-serving")
     created = {}
 
-    def create_run(self, body, **_):
-        created["run"] = body
-        return kfp_server_api.V2beta1Run(run_id="run-1")
+    def call_api(self, resource_path, method, *args, body=None, **kwargs):
+        """The KFP REST API as the client's generated stubs call it (the same paths in kfp 2.5
+        and 2.17, whose stub method names differ)."""
+        if (method, resource_path) == ("GET", "/apis/v2beta1/healthz"):
+            return kfp_server_api.V2beta1GetHealthzResponse(multi_user=False)
+        if (method, resource_path) == ("GET", "/apis/v2beta1/experiments"):
+            return kfp_server_api.V2beta1ListExperimentsResponse(experiments=[])
+        if (method, resource_path) == ("POST", "/apis/v2beta1/experiments"):
+            return kfp_server_api.V2beta1Experiment(experiment_id="e-1", display_name=body.display_name)
+        if (method, resource_path) == ("POST", "/apis/v2beta1/runs"):
+            created["run"] = body
+            return kfp_server_api.V2beta1Run(run_id="run-1")
+        raise AssertionError(f"unexpected KFP API call {method} {resource_path}")
 
-    def no_experiment(self, **_):
-        return kfp_server_api.V2beta1ListExperimentsResponse(experiments=[])
-
-    with mock.patch.object(kfp_server_api.HealthzServiceApi, "get_healthz",
-                           lambda self, **_: kfp_server_api.V2beta1GetHealthzResponse(multi_user=False)), \
-            mock.patch.object(kfp_server_api.ExperimentServiceApi, "list_experiments", no_experiment), \
-            mock.patch.object(kfp_server_api.ExperimentServiceApi, "create_experiment",
-                              lambda self, body, **_: kfp_server_api.V2beta1Experiment(experiment_id="e-1")), \
-            mock.patch.object(kfp_server_api.RunServiceApi, "create_run", create_run):
+    with mock.patch.object(kfp_server_api.ApiClient, "call_api", call_api):
         assert kfp_submit.submit(request) == "run-1"
     run = created["run"]
     assert run.experiment_id == "e-1" and run.display_name == request.display_name
