@@ -183,8 +183,10 @@ class Executor(base_executor.BaseExecutor):
         io_utils.write_bytes_file(os.path.join(split_dir, ANOMALIES_FILE), anomalies.SerializeToString())
         out.set_int_custom_property("drifted", len(drifted))
         if drifted:
+            # Data without spans is all span 0 (as the run summary reads it): no span to name.
+            which = f"the data of span {span_of(examples)}" if span_of(examples) else "the new data"
             raise DataDriftError(
-                f"the data of span {span_of(examples)} drifted ({'; '.join(drifted)}); if the change is expected, "
+                f"{which} drifted ({'; '.join(drifted)}); if the change is expected, "
                 "raise the threshold (drift.features.<name>, drift.numeric_threshold, "
                 "drift.categorical_threshold) or skip the check for this run (--set drift.enabled=false)")
 

@@ -176,9 +176,14 @@ def cmd_run(args, stream: TextIO) -> int:
     from transforms.features import FeatureSpecError
 
     span = span_number(args.span)
-    cfg = config_or_bad_input(args)
+    # The pre-flight check of a CSV needs no TensorFlow: a bad file is refused before it loads.
+    cfg = config_or_bad_input(args, tensorflow=False)
+    if cfg.data.format != "csv":
+        quiet_tensorflow()  # TFRecords are checked with TensorFlow
     try:
-        result = local_runner.run(cfg, stream=stream, enable_cache=not args.no_cache, span=span)
+        paths = local_runner.resolve_inputs(cfg, span)
+        quiet_tensorflow()
+        result = local_runner.run(cfg, stream=stream, enable_cache=not args.no_cache, span=span, paths=paths)
     except (DataError, FeatureSpecError) as e:
         raise BadInput(str(e)) from None
     except local_runner.RunFailed as e:  # a component failed: the root cause in one line

@@ -16,7 +16,8 @@ import yaml
 
 from pipeline.config import DEFAULT_CONFIG, ConfigError, PipelineConfig
 from pipeline.data_source import FORMATS, PACKAGE_PREFIX, DataError, has_span_spec, resolve_data_path
-from trainer.settings import BATCH_SCALINGS, JIT_COMPILES, PRECISIONS, READERS, STRATEGIES, TRAINING_MODES
+from trainer.settings import (BATCH_SCALINGS, JIT_COMPILES, PRECISIONS, READERS, STRATEGIES, TRAINING_MODES,
+                              TrainingConfig)
 from transforms.features import FeatureSpec, FeatureSpecError
 
 
@@ -56,7 +57,23 @@ def load_config(path: Optional[str] = None, overrides: Sequence[str] = (),
     for key, value in explicit.items():
         if value is not None:
             _set_dotted(raw, key, value)
+    _fit_rounds_to_steps(raw, explicit.get("training.train_steps"), overrides)
     return config_from_dict(raw)
+
+
+def _fit_rounds_to_steps(raw: Dict[str, Any], train_steps: Any, overrides: Sequence[str]) -> None:
+    """--train-steps N switches to steps mode, where training.epochs counts the rounds the budget
+    is split into (validation after each): a config's passes over the data (10 by default) become
+    at most N rounds, unless --set training.epochs asked for a number, which is then checked."""
+    if not isinstance(train_steps, int) or isinstance(train_steps, bool) or train_steps < 1:
+        return
+    if any(item.partition("=")[0].strip() == "training.epochs" for item in overrides):
+        return
+    training = raw.get("training")
+    training = training if isinstance(training, dict) else raw.setdefault("training", {})
+    epochs = training.get("epochs", TrainingConfig.epochs)
+    if isinstance(epochs, int) and not isinstance(epochs, bool) and epochs > train_steps:
+        training["epochs"] = train_steps
 
 
 def config_from_dict(raw: Mapping[str, Any]) -> PipelineConfig:
@@ -125,7 +142,8 @@ def validate(cfg: PipelineConfig) -> None:
         (cfg.training.epochs >= 1, "training.epochs", "must be >= 1"),
         (cfg.training.reader in READERS, "training.reader", f"use one of {', '.join(READERS)}"),
         (cfg.training.mode == "epochs" or cfg.training.epochs <= cfg.training.train_steps,
-         "training.epochs", "in steps mode, must be <= training.train_steps"),
+         "training.epochs", "in steps mode it counts the rounds training.train_steps (--train-steps) is "
+         "split into, so it must be <= training.train_steps: lower one or raise the other"),
         (cfg.training.gradient_accumulation_steps >= 1, "training.gradient_accumulation_steps",
          "must be >= 1 (1 turns accumulation off)"),
         (cfg.training.eval_steps >= 1, "training.eval_steps", "must be >= 1"),

@@ -16,11 +16,12 @@ inside the pipeline.
 from __future__ import annotations
 
 import csv
+import gzip
 import glob
 import os
 import re
 from importlib import resources
-from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from tensorflow_metadata.proto.v0 import schema_pb2
 from google.protobuf import text_format
@@ -150,6 +151,46 @@ def load_schema(path: str) -> schema_pb2.Schema:
         return text_format.Parse(f.read(), schema_pb2.Schema())
 
 
+def csv_lines(path: str) -> Iterator[str]:
+    """The text lines of a CSV file as CsvExampleGen reads them (components/csv_example_gen.py):
+    UTF-8 with or without a byte-order mark, any line ends, gzip when the name ends in .gz. A
+    byte that is not UTF-8 is a DataError naming the line and the byte."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        for line_no, raw in enumerate(f, start=1):
+            try:
+                yield raw.decode("utf-8-sig" if line_no == 1 else "utf-8")
+            except UnicodeDecodeError as e:
+                bad = raw[e.start]
+                raise DataError(
+                    f"{path} line {line_no} byte {e.start + 1} (0x{bad:02x}) is not UTF-8; save the file as UTF-8 "
+                    "(from Latin-1 / Windows-1252: iconv -f cp1252 -t utf-8 IN > OUT)") from None
+
+
+def csv_reader(path: str):
+    """(header, reader of the rows): ``csv`` over ``csv_lines``, the header's names stripped of
+    surrounding spaces. A file that cannot name its columns is a DataError saying why: empty,
+    duplicate names, or another delimiter."""
+    reader = csv.reader(csv_lines(path))
+    try:
+        header = [name.strip() for name in next(reader)]
+    except StopIteration:
+        raise DataError(f"{path} is empty; it needs a header line and at least one data row") from None
+    except csv.Error as e:
+        raise DataError(f"{path} is not a readable CSV ({e}); fix the file") from None
+    if len(header) == 1:
+        for delimiter, name in ((";", "semicolons"), ("\t", "tabs"), ("|", "pipes")):
+            if delimiter in header[0]:
+                raise DataError(f"{path} looks delimited by {name}, not commas (its header is one column, "
+                                f"{header[0][:60]!r}); save it comma-separated")
+    seen: set = set()
+    duplicates = sorted({n for n in header if n in seen or seen.add(n)})
+    if duplicates:
+        raise DataError(f"{path}: the header names column(s) {', '.join(duplicates)} more than once; "
+                        "rename them so every column has its own name")
+    return header, reader
+
+
 def check_csv(files: Sequence[str], schema: schema_pb2.Schema, required: Sequence[str]) -> int:
     """Check header, required columns and numeric values; return the number of rows."""
     numeric = {f.name: f.type for f in schema.feature
@@ -158,44 +199,45 @@ def check_csv(files: Sequence[str], schema: schema_pb2.Schema, required: Sequenc
     for path in files:
         if os.path.getsize(path) == 0:
             raise DataError(f"{path} is empty; it needs a header line and at least one data row")
-        with open(path, newline="") as f:
-            reader = csv.reader(f)
-            try:
-                header = next(reader)
-            except StopIteration:
-                raise DataError(f"{path} is empty; it needs a header line and at least one data row") from None
-            except csv.Error as e:
-                raise DataError(f"{path} is not a readable CSV ({e}); fix the file") from None
-            missing = [c for c in required if c not in header]
-            if missing:
-                raise DataError(
-                    f"{path} lacks required column(s) {', '.join(missing)}; add them, or "
-                    "change the features in the config and the schema")
-            checks: Dict[int, Tuple[str, int]] = {
-                i: (name, numeric[name]) for i, name in enumerate(header) if name in numeric}
-            file_rows = 0
-            try:
-                for line_no, row in enumerate(reader, start=2):
-                    if not row:
-                        continue
-                    if len(row) != len(header):
-                        raise DataError(
-                            f"{path} line {line_no} has {len(row)} fields, the header has "
-                            f"{len(header)}; fix the row (quote values that contain commas)")
-                    for i, (name, kind) in checks.items():
-                        value = row[i]
-                        if value and not _parses(value, kind):
-                            expected = "an integer" if kind == schema_pb2.INT else "a number"
-                            raise DataError(
-                                f"{path} line {line_no}: column {name!r} needs {expected}, got "
-                                f"{value!r}; fix the value or leave it empty (missing)")
-                    file_rows += 1
-            except csv.Error as e:
-                raise DataError(f"{path} is not a readable CSV ({e}); fix the file") from None
-            if file_rows == 0:
-                raise DataError(f"{path} has a header but no data rows; add rows or point --data elsewhere")
-            rows += file_rows
+        header, reader = csv_reader(path)
+        missing = [c for c in required if c not in header]
+        if missing:
+            raise DataError(
+                f"{path} lacks required column(s) {', '.join(missing)}; add them, or "
+                "change the features in the config and the schema")
+        checks: Dict[int, Tuple[str, int]] = {
+            i: (name, numeric[name]) for i, name in enumerate(header) if name in numeric}
+        file_rows = 0
+        try:
+            for row in reader:
+                line_no = reader.line_num
+                if not row or row == [""]:
+                    continue
+                if len(row) != len(header):
+                    raise DataError(
+                        f"{path} line {line_no} has {len(row)} fields, the header has "
+                        f"{len(header)}; fix the row (quote values that contain commas)")
+                for i, (name, kind) in checks.items():
+                    value = row[i].strip()
+                    if value and not _parses(value, kind):
+                        raise DataError(f"{path} line {line_no}: column {name!r} {_type_problem(value, kind)}")
+                file_rows += 1
+        except csv.Error as e:
+            raise DataError(f"{path} is not a readable CSV ({e}); fix the file") from None
+        if file_rows == 0:
+            raise DataError(f"{path} has a header but no data rows; add rows or point --data elsewhere")
+        rows += file_rows
     return rows
+
+
+def _type_problem(value: str, kind: int) -> str:
+    """Why a value does not fit its schema type, and the fix."""
+    if kind == schema_pb2.INT and _parses(value, schema_pb2.FLOAT) and float(value).is_integer():
+        return (f"is an integer column in the schema but holds {value!r}, an integral float (as pandas writes "
+                "integer columns with missing values); write it as an integer, or make the column "
+                "'type: FLOAT' in the schema")
+    expected = "an integer" if kind == schema_pb2.INT else "a number"
+    return f"needs {expected}, got {value!r}; fix the value or leave it empty (missing)"
 
 
 _KINDS = {schema_pb2.INT: "int64_list", schema_pb2.FLOAT: "float_list", schema_pb2.BYTES: "bytes_list"}

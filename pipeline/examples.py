@@ -1,7 +1,6 @@
 """Raw CSV rows -> serialized tf.Examples, typed by the schema (as a serving client sends)."""
 from __future__ import annotations
 
-import csv
 from typing import Dict, Iterable, Iterator, List, Sequence
 
 import tensorflow as tf
@@ -33,5 +32,11 @@ def serialize_rows(rows: Iterable[Dict[str, str]], schema: schema_pb2.Schema,
 
 
 def read_csv_rows(path: str) -> Iterator[Dict[str, str]]:
-    with open(path, newline="") as f:
-        yield from csv.DictReader(f)
+    """The rows of a CSV file as dicts, read as the pipeline reads its data (UTF-8 with or
+    without a BOM, any line ends, gzip, names stripped: pipeline.data_source.csv_reader)."""
+    from pipeline.data_source import csv_reader
+
+    header, reader = csv_reader(path)
+    for row in reader:
+        if row and row != [""]:
+            yield dict(zip(header, row))

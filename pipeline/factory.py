@@ -13,6 +13,7 @@ from tfx import v1 as tfx
 from tfx.proto import example_gen_pb2, range_config_pb2, transform_pb2
 
 from components.anomalies_gate import AnomaliesGate
+from components.csv_example_gen import CsvExampleGen
 from components.drift_gate import SPAN_LEDGER, DriftGate
 from components.safe_pusher import SafePusher
 from components.serving_baseline import GatedEvaluator, ServingBaseline
@@ -98,7 +99,7 @@ def create_pipeline(
     Vertex AI Training) that takes the standard Trainer arguments.
     """
     input_config, output_config = example_gen_configs(cfg, data_pattern)
-    example_gen_class = {"csv": tfx.components.CsvExampleGen,
+    example_gen_class = {"csv": CsvExampleGen,  # TFX's, reading headers as CSV (BOM, spaces, gzip)
                          "tfrecord": tfx.components.ImportExampleGen}[cfg.data.format]
     example_gen = example_gen_class(input_base=data_root, input_config=input_config,
                                     output_config=output_config, range_config=span_range(span))

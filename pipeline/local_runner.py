@@ -134,17 +134,20 @@ class RunFailed(Exception):
 
 
 def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
-        enable_cache: bool = True, span: Optional[int] = None) -> summary_lib.RunSummary:
+        enable_cache: bool = True, span: Optional[int] = None,
+        paths: Optional[LocalPaths] = None) -> summary_lib.RunSummary:
     """Run the whole pipeline and record it (``<output>/runs/<run id>/``: run.json,
     summary.json, report.html); return the summary. Raises RunFailed when a component
     failed, after recording how far the run got. ``span``: ingest that span instead of the
-    newest (a backfill: the run is the one that day would have had)."""
+    newest (a backfill: the run is the one that day would have had). ``paths``: what
+    ``resolve_inputs`` found, when the caller ran the pre-flight check itself."""
+    stream = stream or sys.stdout
+    # The pre-flight check first, before TFX and TensorFlow load (~6 s): a bad CSV is refused
+    # in about a second (bench/preflight.py).
+    paths = paths or resolve_inputs(cfg, span)
     from tfx import v1 as tfx
 
     from trainer.keras_compat import skip_autograph_for_tf_keras
-
-    stream = stream or sys.stdout
-    paths = resolve_inputs(cfg, span)
     # Every component runs in this process: spare TFMA's tf_keras metric wrappers the
     # AutoGraph conversion too, not only the Trainer (see trainer/keras_compat.py).
     skip_autograph_for_tf_keras()

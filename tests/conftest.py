@@ -30,9 +30,10 @@ def missing(why: str, required_by: str = "CI") -> None:
     pytest.skip(why)
 
 
-def write_taxi_slice(path, every=5, limit=SLICE_ROWS, mutate=None, offset=0):
+def write_taxi_slice(path, every=5, limit=SLICE_ROWS, mutate=None, offset=0, excel=False):
     """Write a deterministic slice of the shipped taxi CSV (every `every`th row from `offset`);
-    `mutate(row)` may edit rows."""
+    `mutate(row)` may edit rows. ``excel``: as Excel's "CSV UTF-8" saves it, with a byte-order
+    mark and CRLF line ends."""
     with open(data_source.default_data_path(), newline="") as src:
         reader = csv.DictReader(src)
         rows = list(itertools.islice(itertools.islice(reader, offset, None, every), limit))
@@ -40,8 +41,8 @@ def write_taxi_slice(path, every=5, limit=SLICE_ROWS, mutate=None, offset=0):
     if mutate:
         rows = [mutate(dict(r)) for r in rows]
     os.makedirs(os.path.dirname(str(path)), exist_ok=True)
-    with open(path, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields)
+    with open(path, "w", newline="", encoding="utf-8-sig" if excel else "utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=fields, lineterminator="\r\n" if excel else "\n")
         w.writeheader()
         w.writerows(rows)
     return str(path)
@@ -60,7 +61,9 @@ def model_files(tmp_path):
 
 @pytest.fixture(scope="session")
 def taxi_slice(tmp_path_factory):
-    return write_taxi_slice(tmp_path_factory.mktemp("data") / "taxi.csv")
+    """The shared run's data, saved as a spreadsheet export (BOM, CRLF): the pipeline takes the
+    CSVs people have, end to end (pre-flight, ExampleGen, statistics, training, serving)."""
+    return write_taxi_slice(tmp_path_factory.mktemp("data") / "taxi.csv", excel=True)
 
 
 def e2e_config(data_path, output_root, *extra):

@@ -74,8 +74,32 @@ def test_bad_keys_and_values_name_the_problem(override, message):
 
 
 def test_steps_mode_needs_a_step_per_round():
-    with pytest.raises(ConfigError, match=r"in steps mode, must be <= training\.train_steps"):
+    with pytest.raises(ConfigError, match=r"in steps mode it counts the rounds .* must be <= training\.train_steps"):
         load_config(overrides=["training.mode=steps", "training.epochs=2000"])
+
+
+@pytest.mark.parametrize("argv, epochs", [
+    (["run", "--train-steps", "5"], 5),                  # the taxi config's 10 passes: 5 rounds of 1 step
+    (["run", "--train-steps", "40"], 10),                # 10 rounds of 4 steps
+    (["run", "--train-steps", "1", "--config", "penguin"], 1),
+    (["run", "--train-steps", "50", "--set", "training.epochs=2"], 2),
+])
+def test_train_steps_fits_the_configs_rounds_to_its_budget(argv, epochs):
+    """`tfxline run --train-steps 5` on the defaults: a documented flag that works alone."""
+    from pipeline import cli
+
+    cfg = cli.config_from_args(cli.build_parser().parse_args(argv))
+    assert (cfg.training.mode, cfg.training.train_steps, cfg.training.epochs) == (
+        "steps", int(argv[2]), epochs)
+
+
+def test_a_train_steps_flag_against_an_explicit_epochs_names_both():
+    from pipeline import cli
+
+    args = cli.build_parser().parse_args(["run", "--train-steps", "5", "--set", "training.epochs=10"])
+    with pytest.raises(ConfigError, match=r"training\.epochs: 10; in steps mode it counts the rounds "
+                                          r"training\.train_steps \(--train-steps\) is split into"):
+        cli.config_from_args(args)
 
 
 def test_the_default_budget_is_passes_over_the_data():

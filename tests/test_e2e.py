@@ -276,6 +276,7 @@ def test_drifted_data_stops_the_run_before_training(pipeline_run, tmp_path, caps
     assert len(errors) == 1
     assert re.search(rf"fare: Jensen-Shannon divergence 0\.\d+ vs serving version {max(before)}'s training data "
                      r"> 0\.2", errors[0]), errors[0]
+    assert "the new data drifted (" in errors[0] and "span" not in errors[0]  # data without spans
     latest = collect_run(cfg.metadata_path, cfg.name)
     assert "Transform" not in {c.node_id for c in latest.components}
     after = {v: serving_push.read_metadata(cfg.serving_dir, v) for v in serving_push.versions(cfg.serving_dir)}

@@ -1,0 +1,76 @@
+"""How long `tfxline run` takes to refuse a bad CSV (the pre-flight check), in a fresh process
+as a user runs it: one line per case, with the exit code and the error line. The check runs
+before TFX and TensorFlow load, so each case is the CLI's start plus reading the file.
+
+    .venv/bin/python bench/preflight.py [--repeat 3]
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+
+def cases(d: str):
+    from pipeline import data_source
+
+    with open(data_source.default_data_path(), newline="") as f:
+        rows = list(csv.reader(f))
+    header, body = rows[0], rows[1:]
+
+    def write(name, lines, **kw):
+        path = os.path.join(d, name)
+        with open(path, "w", newline="", **kw) as f:
+            csv.writer(f).writerows(lines)
+        return path
+
+    missing = [c for c in header if c != "company"]
+    keep = [header.index(c) for c in missing]
+    text = [r[:] for r in body]
+    text[-1][header.index("fare")] = "twelve"
+    return {
+        "empty file": write("empty.csv", []),
+        "header only": write("header.csv", [header]),
+        "missing column (15,002 rows)": write("missing.csv", [missing] + [[r[i] for i in keep] for r in body]),
+        "text in a numeric column, last row": write("text.csv", [header] + text),
+        "semicolon-delimited": write("semi.csv", [[";".join(header)]]),
+        "Latin-1 bytes": _latin1(d, header, body),
+    }
+
+
+def _latin1(d, header, body):
+    path = os.path.join(d, "latin1.csv")
+    rows = [header] + [r[:] for r in body[:100]]
+    rows[50][header.index("company")] = "Taxi Affiliation Services Café"
+    with open(path, "w", newline="", encoding="latin-1") as f:
+        csv.writer(f).writerows(rows)
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    tfxline = os.path.join(os.path.dirname(sys.executable), "tfxline")
+    with tempfile.TemporaryDirectory() as d:
+        for name, path in cases(d).items():
+            times, out = [], None
+            for _ in range(args.repeat):
+                started = time.monotonic()
+                out = subprocess.run([tfxline, "run", "--data", path, "--output", os.path.join(d, "out")],
+                                     capture_output=True, text=True)
+                times.append(time.monotonic() - started)
+            line = (out.stderr.strip().splitlines() or ["(no error line)"])[-1]
+            print(f"{name:38s} median {statistics.median(times):5.2f} s  exit {out.returncode}  {line[:110]}")
+
+
+if __name__ == "__main__":
+    main()
