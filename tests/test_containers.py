@@ -7,7 +7,8 @@ skip, unless TFXLINE_REQUIRE_DOCKER=1 (CI sets it), where they fail.
 Two containerised runs, each for a reason: the first (nothing serving yet) must end like a
 local run, blessed and pushed; the second, with a one-step budget given through the
 train_args runtime parameter, must be compared with the first one's pushed model as its
-baseline, be refused, and leave serving untouched.
+baseline, be refused, and leave serving untouched. A third, by kfp.local's DockerRunner, shows
+KFP's own local runner runs the same spec.
 """
 import contextlib
 import io
@@ -194,3 +195,33 @@ def test_a_failing_task_stops_the_run_and_is_named(image, tmp_path):
     assert "payment_type" in errors[0]
     assert os.path.isfile(re.search(r"; log: (\S+)$", errors[0]).group(1))
     assert "[ start ] Transform" not in stdout.getvalue()
+
+
+def test_kfp_local_docker_runner_runs_the_compiled_spec(image, tmp_path):
+    """kfp 2.17's own local runner (kfp.local.DockerRunner, in the image: the TFX 1.21 stack) runs
+    the compiled PipelineSpec YAML that `submit --target kfp` sends, every task a sibling
+    container of the image, to a blessed and pushed model. It hands upstream artifacts on typed
+    as KFP's generic system.Artifact; kubeflow/entrypoint.py restores the declared TFX types
+    (without it StatisticsGen failed: "No module named 'system'")."""
+    import yaml
+
+    root = tmp_path / "kfp-local"
+    data = write_taxi_slice(root / "data" / "taxi.csv")
+    cfg = load_config(overrides=["training.epochs=3", "training.eval_steps=10",
+                                 f"serving.serving_root={root / 'serving'}"])
+    out = str(tmp_path / "pipeline.json")
+    kfp_compile.compile_pipeline(cfg, image=IMAGE, pipeline_root=str(root / "compiled-root"), output=out)
+    package = tmp_path / "pipeline.yaml"
+    package.write_text(yaml.safe_dump(spec.pipeline_spec(spec.load_job(out))))
+    arguments = json.dumps({"data_root": os.path.dirname(data), "train_args": json.dumps({"num_steps": E2E_TRAIN_STEPS})})
+    runner = os.path.join(ROOT, "tests", "kfp_local_runner.py")
+    # The DockerRunner mounts the local pipeline root at the same path in each task's container,
+    # so it must be that path on the host too: the data and the serving directory live under it.
+    done = docker("run", "--rm", "--network", "none", "-v", "/var/run/docker.sock:/var/run/docker.sock",
+                  "-v", f"{root}:{root}", "-v", f"{tmp_path}:{tmp_path}", "-v", f"{runner}:/tmp/kfp_local_runner.py:ro",
+                  "--entrypoint", "python", image, "/tmp/kfp_local_runner.py", str(package), str(root), arguments,
+                  timeout=1500)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]  # raise_on_error: a failed task exits 1
+    serving_dir = os.path.join(root, "serving", cfg.name)
+    (version,) = serving_push.versions(serving_dir)
+    assert serving_push.read_metadata(serving_dir, version)["metrics"]["auc"] >= cfg.evaluation.min_auc

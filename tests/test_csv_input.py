@@ -1,0 +1,139 @@
+"""The CSVs people have, generated (hypothesis): one small table written every way a user's
+tools write it (UTF-8 with or without a byte-order mark, CRLF or LF, spaces around header
+names, a blank last line, gzip; fields holding commas, quotes and newlines), with or without
+one fault (another delimiter, a Latin-1 byte, a duplicate header name, an integral float in an
+integer column, a missing column). Each variant is either read with the clean file's values,
+by the pre-flight check and by CsvExampleGen's transform (components/csv_example_gen.py), or
+refused with one DataError that names its real cause; never another exception, never the wrong
+column."""
+import csv
+import gzip
+import io
+import os
+
+import apache_beam as beam
+import pytest
+import tensorflow as tf
+from hypothesis import HealthCheck, example, given, settings, strategies as st
+from tensorflow_metadata.proto.v0 import schema_pb2
+
+from components import csv_example_gen
+from pipeline.data_source import DataError, check_csv
+from pipeline.examples import read_csv_rows
+
+COLUMNS = ("trips", "fare", "company")
+SCHEMA = schema_pb2.Schema(feature=[
+    schema_pb2.Feature(name="trips", type=schema_pb2.INT),
+    schema_pb2.Feature(name="fare", type=schema_pb2.FLOAT),
+    schema_pb2.Feature(name="company", type=schema_pb2.BYTES)])
+FAULTS = (None, "semicolons", "latin-1", "duplicate", "integral float", "missing column")
+TEXT = st.text(alphabet=st.sampled_from('abcxyz ,"\n-Ü'), min_size=1, max_size=8).filter(lambda t: t.strip() == t)
+ROW = st.tuples(st.integers(-5, 10_000), st.floats(0, 1e4, allow_nan=False).map(lambda x: round(x, 3)), TEXT)
+
+
+@st.composite
+def variants(draw):
+    return {"rows": draw(st.lists(ROW, min_size=1, max_size=6)), "bom": draw(st.booleans()),
+            "crlf": draw(st.booleans()), "header_spaces": draw(st.booleans()),
+            "blank_last_line": draw(st.booleans()), "gzip": draw(st.booleans()),
+            "fault": draw(st.sampled_from(FAULTS))}
+
+
+def write(directory, v):
+    header = list(COLUMNS)
+    rows = [[str(t), repr(f), c] for t, f, c in v["rows"]]
+    fault = v["fault"]
+    if fault == "duplicate":
+        header[2] = "fare"
+    if fault == "missing column":
+        header, rows = header[:2], [r[:2] for r in rows]
+    if fault == "integral float":
+        rows[-1][0] = f"{v['rows'][-1][0]}.0"
+    if v["header_spaces"]:
+        header = [f" {h} " for h in header]
+    out = io.StringIO()
+    terminator = "\r\n" if v["crlf"] else "\n"
+    csv.writer(out, delimiter=";" if fault == "semicolons" else ",", lineterminator=terminator).writerows(
+        [header] + rows)
+    text = out.getvalue() + (terminator if v["blank_last_line"] else "")
+    data = ("\ufeff" if v["bom"] else "").encode() + text.encode("utf-8")
+    if fault == "latin-1":
+        data = data.replace(b"\n", b"\n\xe9", 1)  # one Latin-1 byte at the start of line 2
+    path = os.path.join(directory, "data.csv.gz" if v["gzip"] else "data.csv")
+    with (gzip.open if v["gzip"] else open)(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+CAUSES = {"semicolons": "looks delimited by semicolons", "latin-1": "line 2 byte 1 (0xe9) is not UTF-8",
+          "duplicate": "names column(s) fare more than once", "missing column": "lacks required column(s) company",
+          "integral float": "column 'trips' is an integer column in the schema but holds"}
+
+
+EVERYTHING = {"rows": [(1, 2.5, 'a,"b"\nc'), (7, 0.0, "Ü x")], "bom": True, "crlf": True, "header_spaces": True,
+              "blank_last_line": True, "gzip": True, "fault": None}
+
+
+def expected_rows(v):
+    return [{"trips": str(t), "fare": repr(f), "company": c} for t, f, c in v["rows"]]
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(v=variants())
+@example(v=EVERYTHING)
+def test_the_pre_flight_check_reads_or_names_the_cause(tmp_path_factory, v):
+    path = write(str(tmp_path_factory.mktemp("csv")), v)
+    if v["fault"] is None:
+        assert check_csv([path], SCHEMA, COLUMNS) == len(v["rows"])
+        assert list(read_csv_rows(path)) == expected_rows(v)
+        return
+    with pytest.raises(DataError) as refused:
+        check_csv([path], SCHEMA, COLUMNS)
+    message = str(refused.value)
+    assert CAUSES[v["fault"]] in message and "\n" not in message, message
+    assert message.startswith(path), message
+
+
+def examples_from(path):
+    """CsvExampleGen's transform on one file, in Beam: {column: [values]} per example."""
+    directory, name = os.path.split(path)
+    with beam.Pipeline() as p:
+        examples = p | csv_example_gen._CsvToExample({"input_base": directory}, name)
+        _ = examples | beam.combiners.ToList() | beam.Map(lambda got: found.extend(got))
+    return [{k: _values(f) for k, f in e.features.feature.items()} for e in found]
+
+
+found = []
+
+
+def _values(feature: tf.train.Feature):
+    kind = feature.WhichOneof("kind")
+    values = list(getattr(feature, kind).value) if kind else []
+    return [v.decode() if isinstance(v, bytes) else v for v in values]
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(v=variants().filter(lambda v: v["fault"] is None))
+@example(v=EVERYTHING)
+def test_csv_example_gen_reads_every_clean_variant_like_the_clean_file(tmp_path_factory, v):
+    """The header through components/csv_example_gen.read_header, the records through TFX's reader:
+    the column names without BOM or spaces, the values as written (TFX infers each column's type
+    from its values, as for any CSV)."""
+    del found[:]
+    got = examples_from(write(str(tmp_path_factory.mktemp("csv")), v))
+    want = expected_rows(v)
+    assert len(got) == len(want)
+    assert all(set(e) == set(COLUMNS) for e in got)  # no BOM glued to a name, no stray spaces
+    assert sorted(str(e["company"][0]) for e in got) == sorted(r["company"] for r in want)
+    assert sorted(e["trips"][0] for e in got) == sorted(int(r["trips"]) for r in want)
+    for e in got:
+        assert e["fare"][0] == pytest.approx(float(next(r["fare"] for r in want
+                                                           if int(r["trips"]) == e["trips"][0]
+                                                           and r["company"] == e["company"][0])), rel=1e-6)
+
+
+def test_a_duplicate_header_is_refused_by_csv_example_gen_too(tmp_path):
+    path = tmp_path / "dup.csv"
+    path.write_text("a,b,a\n1,2,3\n")
+    with pytest.raises(csv_example_gen.CsvHeaderError, match="names column\\(s\\) a more than once"):
+        csv_example_gen.read_header(str(path))
