@@ -112,15 +112,29 @@ def add_config_args(p: argparse.ArgumentParser, default=None) -> None:
                    metavar="SECTION.KEY=VALUE", help="override any config key (repeatable)")
 
 
+# The config key each shared flag sets (--train-steps sets two).
+FLAG_KEYS = {"--data": ("data.path",), "--output": ("output_root",), "--schema": ("data.schema",),
+             "--train-steps": ("training.train_steps", "training.mode"), "--strategy": ("runtime.strategy",),
+             "--precision": ("runtime.precision",)}
+
+
 def config_from_args(args: argparse.Namespace):
+    from pipeline.config import ConfigError
     from pipeline.config_loader import load_config
 
-    return load_config(args.config, args.set, **{
+    explicit = {
         "data.path": args.data, "output_root": args.output, "data.schema": args.schema,
         "training.train_steps": args.train_steps, "runtime.strategy": args.strategy,
         "training.mode": "steps" if args.train_steps is not None else None,
         "runtime.precision": args.precision,
-    })
+    }
+    overrides = {item.partition("=")[0].strip(): item.partition("=")[2] for item in args.set}
+    for flag, keys in FLAG_KEYS.items():
+        for key in keys:
+            if explicit[key] is not None and key in overrides and overrides[key] != str(explicit[key]):
+                raise ConfigError(f"{flag} {getattr(args, flag[2:].replace('-', '_'))} and --set {key}={overrides[key]} "
+                                  f"disagree on {key}; keep one of them")
+    return load_config(args.config, args.set, **explicit)
 
 
 def main(argv: Optional[Sequence[str]] = None, stream: Optional[TextIO] = None) -> int:
