@@ -12,7 +12,7 @@ import os
 import sys
 from typing import TextIO
 
-from pipeline.cli import (EXIT_FAILED, EXIT_OK, BadInput, add_config_args, config_or_bad_input,
+from pipeline.cli_common import (EXIT_FAILED, EXIT_OK, BadInput, add_config_args, config_or_bad_input,
                           quiet_tensorflow)
 
 

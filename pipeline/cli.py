@@ -21,7 +21,10 @@ import os
 import sys
 from typing import Optional, Sequence, TextIO
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+# The helpers the Kubeflow commands share live one floor down (kubeflow/cli.py imports them
+# from there, and this module imports kubeflow/cli.py: the arrows run one way).
+from pipeline.cli_common import (EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, FLAG_KEYS, BadInput,  # noqa: F401
+                                 add_config_args, config_from_args, config_or_bad_input, quiet_tensorflow)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -95,48 +98,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def add_config_args(p: argparse.ArgumentParser, default=None) -> None:
-    p.add_argument("--config", metavar="FILE", default=default,
-                   help="YAML config file, or a packaged config by name: taxi (default), penguin")
-    p.add_argument("--data", metavar="PATH", default=default,
-                   help="data file or directory, or package:PKG/PATH (data.path)")
-    p.add_argument("--output", metavar="DIR", default=default, help="output root (output_root)")
-    p.add_argument("--schema", metavar="NAME_OR_FILE", default=default,
-                   help="schema name in schema/ or a .pbtxt (data.schema)")
-    p.add_argument("--train-steps", type=int, metavar="N", default=default,
-                   help="train N optimizer steps instead of passes over the data "
-                        "(training.mode=steps, training.train_steps=N)")
-    p.add_argument("--strategy", default=default, help="runtime.strategy")
-    p.add_argument("--precision", default=default, help="runtime.precision")
-    p.add_argument("--set", action="append", default=[] if default is None else default,
-                   metavar="SECTION.KEY=VALUE", help="override any config key (repeatable)")
-
-
-# The config key each shared flag sets (--train-steps sets two).
-FLAG_KEYS = {"--data": ("data.path",), "--output": ("output_root",), "--schema": ("data.schema",),
-             "--train-steps": ("training.train_steps", "training.mode"), "--strategy": ("runtime.strategy",),
-             "--precision": ("runtime.precision",)}
-
-
-def config_from_args(args: argparse.Namespace):
-    from pipeline.config import ConfigError
-    from pipeline.config_loader import load_config
-
-    explicit = {
-        "data.path": args.data, "output_root": args.output, "data.schema": args.schema,
-        "training.train_steps": args.train_steps, "runtime.strategy": args.strategy,
-        "training.mode": "steps" if args.train_steps is not None else None,
-        "runtime.precision": args.precision,
-    }
-    overrides = {item.partition("=")[0].strip(): item.partition("=")[2] for item in args.set}
-    for flag, keys in FLAG_KEYS.items():
-        for key in keys:
-            if explicit[key] is not None and key in overrides and overrides[key] != str(explicit[key]):
-                raise ConfigError(f"{flag} {getattr(args, flag[2:].replace('-', '_'))} and --set {key}={overrides[key]} "
-                                  f"disagree on {key}; keep one of them")
-    return load_config(args.config, args.set, **explicit)
-
-
 def main(argv: Optional[Sequence[str]] = None, stream: Optional[TextIO] = None) -> int:
     # Entry point: process-wide settings are made here, before TensorFlow is imported.
     from trainer.keras_compat import select_legacy_keras
@@ -156,32 +117,6 @@ def main(argv: Optional[Sequence[str]] = None, stream: Optional[TextIO] = None) 
     except ConfigError as e:  # e.g. a MySQL metadata store whose password is not in the environment
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
-
-
-class BadInput(Exception):
-    """Bad input or config: ``main`` prints it as one ``error:`` line and exits 2."""
-
-
-def config_or_bad_input(args, tensorflow: bool = True):
-    from pipeline.config import ConfigError
-    from pipeline.data_source import DataError
-    from transforms.features import FeatureSpecError
-
-    try:
-        cfg = config_from_args(args)
-    except (ConfigError, DataError, FeatureSpecError) as e:
-        raise BadInput(str(e)) from None
-    if tensorflow:
-        quiet_tensorflow()  # the config is good: the command goes on to TensorFlow
-    return cfg
-
-
-def quiet_tensorflow() -> None:
-    """Import TensorFlow without its import-time noise (after the cheap checks, so a bad
-    input fails fast)."""
-    from pipeline.quiet import import_tensorflow_quietly
-
-    import_tensorflow_quietly()
 
 
 def cmd_run(args, stream: TextIO) -> int:

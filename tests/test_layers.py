@@ -39,3 +39,22 @@ def test_the_check_sees_nested_imports(tmp_path):
     module = tmp_path / "m.py"
     module.write_text("def f():\n    from pipeline.summary import x\n    import kubeflow.cli\n")
     assert list(imported_roots(module)) == [(2, "pipeline"), (3, "kubeflow")]
+
+
+def imported_modules(path: pathlib.Path):
+    """Every module the file imports, by its full dotted name."""
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.module
+            yield from (f"{node.module}.{alias.name}" for alias in node.names)
+
+
+def test_the_command_line_modules_import_one_way():
+    """pipeline/cli.py registers the Kubeflow commands (imports kubeflow/cli.py); both take their
+    shared helpers from pipeline/cli_common.py, which imports neither: no cycle."""
+    assert "pipeline.cli" not in set(imported_modules(ROOT / "kubeflow" / "cli.py"))
+    assert "pipeline.cli_common" in set(imported_modules(ROOT / "kubeflow" / "cli.py"))
+    common = set(imported_modules(ROOT / "pipeline" / "cli_common.py"))
+    assert not {"pipeline.cli", "kubeflow.cli", "kubeflow"} & common

@@ -1,0 +1,76 @@
+"""What every ``tfxline`` command shares: exit codes, the one-line bad-input error, the config
+flags and how they become a config. Imported by pipeline/cli.py (the local commands) and by
+kubeflow/cli.py (compile, submit, run-compiled); it imports neither."""
+from __future__ import annotations
+
+import argparse
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def add_config_args(p: argparse.ArgumentParser, default=None) -> None:
+    p.add_argument("--config", metavar="FILE", default=default,
+                   help="YAML config file, or a packaged config by name: taxi (default), penguin")
+    p.add_argument("--data", metavar="PATH", default=default,
+                   help="data file or directory, or package:PKG/PATH (data.path)")
+    p.add_argument("--output", metavar="DIR", default=default, help="output root (output_root)")
+    p.add_argument("--schema", metavar="NAME_OR_FILE", default=default,
+                   help="schema name in schema/ or a .pbtxt (data.schema)")
+    p.add_argument("--train-steps", type=int, metavar="N", default=default,
+                   help="train N optimizer steps instead of passes over the data "
+                        "(training.mode=steps, training.train_steps=N)")
+    p.add_argument("--strategy", default=default, help="runtime.strategy")
+    p.add_argument("--precision", default=default, help="runtime.precision")
+    p.add_argument("--set", action="append", default=[] if default is None else default,
+                   metavar="SECTION.KEY=VALUE", help="override any config key (repeatable)")
+
+
+# The config key each shared flag sets (--train-steps sets two).
+FLAG_KEYS = {"--data": ("data.path",), "--output": ("output_root",), "--schema": ("data.schema",),
+             "--train-steps": ("training.train_steps", "training.mode"), "--strategy": ("runtime.strategy",),
+             "--precision": ("runtime.precision",)}
+
+
+def config_from_args(args: argparse.Namespace):
+    from pipeline.config import ConfigError
+    from pipeline.config_loader import load_config
+
+    explicit = {
+        "data.path": args.data, "output_root": args.output, "data.schema": args.schema,
+        "training.train_steps": args.train_steps, "runtime.strategy": args.strategy,
+        "training.mode": "steps" if args.train_steps is not None else None,
+        "runtime.precision": args.precision,
+    }
+    overrides = {item.partition("=")[0].strip(): item.partition("=")[2] for item in args.set}
+    for flag, keys in FLAG_KEYS.items():
+        for key in keys:
+            if explicit[key] is not None and key in overrides and overrides[key] != str(explicit[key]):
+                raise ConfigError(f"{flag} {getattr(args, flag[2:].replace('-', '_'))} and --set {key}={overrides[key]} "
+                                  f"disagree on {key}; keep one of them")
+    return load_config(args.config, args.set, **explicit)
+
+
+class BadInput(Exception):
+    """Bad input or config: ``main`` prints it as one ``error:`` line and exits 2."""
+
+
+def config_or_bad_input(args, tensorflow: bool = True):
+    from pipeline.config import ConfigError
+    from pipeline.data_source import DataError
+    from transforms.features import FeatureSpecError
+
+    try:
+        cfg = config_from_args(args)
+    except (ConfigError, DataError, FeatureSpecError) as e:
+        raise BadInput(str(e)) from None
+    if tensorflow:
+        quiet_tensorflow()  # the config is good: the command goes on to TensorFlow
+    return cfg
+
+
+def quiet_tensorflow() -> None:
+    """Import TensorFlow without its import-time noise (after the cheap checks, so a bad
+    input fails fast)."""
+    from pipeline.quiet import import_tensorflow_quietly
+
+    import_tensorflow_quietly()
