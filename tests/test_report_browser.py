@@ -112,7 +112,7 @@ def test_each_tasks_own_charts_in_chromium(browser, request, runs, screenshot):
         cells = page.locator("section#evaluation svg[aria-label^='confusion matrix'] rect.cell")
         assert cells.count() == len(classes) ** 2
         shown = sum(int(t) for t in page.locator("section#evaluation svg[aria-label^='confusion matrix'] "
-                                                 "text.count").all_inner_texts())
+                                                 "text.count").all_text_contents())  # SVG: no innerText
         assert shown == int(summary.metrics["example_count"])
     else:
         assert charts.count() == 2

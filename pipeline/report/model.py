@@ -7,7 +7,7 @@ import math
 import os
 from typing import Any, Dict, List
 
-from components import serving_baseline, task_metrics, tfma_results
+from components import serving_baseline, task_metrics, tfma_metrics, tfma_results
 from pipeline import store as store_lib
 from pipeline import summary as summary_lib
 from pipeline.report.artifacts import RunArtifacts
@@ -183,6 +183,8 @@ def configured_thresholds(execution) -> List[Dict[str, Any]]:
             if metric.HasField("threshold"):
                 thresholds.append(metric.threshold)
             name = json.loads(metric.config).get("name", "") if metric.config else ""
+            if not name and metric.module == tfma_metrics.MODULE:  # our own metrics: their default name
+                name = getattr(tfma_metrics, metric.class_name)().name
             for t in thresholds:
                 row = {"metric": name or metric.class_name}
                 bounds = [f">= {t.value_threshold.lower_bound.value:g}"] if t.value_threshold.HasField(

@@ -188,6 +188,9 @@ def histogram(values: Sequence[float], title: str, x_label: str, bins: int = 30,
             f'role="img" aria-label="{escape(title)}">{"".join(parts)}</svg>')
 
 
+WHITE = ' style="fill:#fff"'  # a count on a dark cell (inline: the .tick class sets a fill)
+
+
 def confusion_matrix(classes: Sequence[str], counts: Sequence[Sequence[float]], title: str,
                      cell: int = 44) -> str:
     """Actual classes down, predicted across; each cell's shade is its share of the actual
@@ -216,6 +219,6 @@ def confusion_matrix(classes: Sequence[str], counts: Sequence[Sequence[float]], 
                          f'data-predicted="{escape(str(classes[j]))}"><title>actual {escape(str(name))}, predicted '
                          f'{escape(str(classes[j]))}: {counts[i][j]:.0f} ({share:.0%} of the class)</title></rect>'
                          f'<text x="{label_w + j * cell + cell / 2 - 1:.0f}" y="{y + cell / 2 + 3:.0f}" class="tick count" '
-                         f'text-anchor="middle">{counts[i][j]:.0f}</text>')
+                         f'text-anchor="middle"{WHITE if share > 0.5 else ""}>{counts[i][j]:.0f}</text>')
     return (f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
             f'role="img" aria-label="{escape(title)}">{"".join(parts)}</svg>')
