@@ -55,8 +55,8 @@ class DataConfig:
     # judges and gates on eval, which nothing trained or selected on. validation_buckets: 0
     # drops the validation split and early stopping then watches eval (optimistic figures).
     train_buckets: int = 7
-    validation_buckets: int = 1
-    eval_buckets: int = 2
+    validation_buckets: int = 1    # the validation split's buckets (see train_buckets; 0: none)
+    eval_buckets: int = 2          # the eval split's buckets (see train_buckets)
 
     @property
     def splits(self) -> Tuple[str, ...]:
@@ -105,7 +105,7 @@ class DriftConfig:
     quantile bins, on the integer community areas; 0.06 on fare) / 0.04 (L-infinity); fare x 50
     gives 0.75, cash trips only 0.35 on payment_type. Samples of a few hundred rows differ by
     up to 0.25: raise the thresholds there."""
-    enabled: bool = True
+    enabled: bool = True                 # false: no drift check (the run says it was not checked)
     numeric_threshold: float = 0.2       # Jensen-Shannon divergence (quantile bins), numeric features
     categorical_threshold: float = 0.15  # L-infinity distance, categorical features
     features: Dict[str, float] = dataclasses.field(default_factory=dict)  # per-feature thresholds
@@ -117,12 +117,12 @@ class MetadataConfig:
     sqlite (default): <output_root>/metadata.sqlite, embedded; runs on one output root take
     turns. mysql: a MySQL / MariaDB server a team shares; runs may overlap. The password is
     read from the environment variable named by password_env, never from the config."""
-    backend: str = "sqlite"
-    host: str = "127.0.0.1"
-    port: int = 3306
-    database: str = "tfxline"
-    user: str = "tfxline"
-    password_env: str = "TFXLINE_MLMD_PASSWORD"
+    backend: str = "sqlite"       # sqlite | mysql
+    host: str = "127.0.0.1"        # mysql: the server
+    port: int = 3306               # mysql: its TCP port
+    database: str = "tfxline"      # mysql: the database MLMD keeps its tables in
+    user: str = "tfxline"          # mysql: the user
+    password_env: str = "TFXLINE_MLMD_PASSWORD"  # mysql: the environment variable holding the password
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,27 +137,27 @@ class RetentionConfig:
     """Local runs: after each run, delete the bulky artifacts (examples, transform outputs,
     models, TensorBoard logs) of runs older than the newest ``keep_runs`` complete ones
     (pipeline/retention.py; ``tfxline gc`` does it on demand). 0 keeps everything, as TFX does."""
-    keep_runs: int = 0
+    keep_runs: int = 0             # how many complete runs keep their artifacts (0: every run)
 
 
 @dataclasses.dataclass(frozen=True)
 class VertexTrainingConfig:
     """Kubeflow/Vertex only: run the Trainer as a Vertex AI Training job. With more than
     one replica the job runs MultiWorkerMirroredStrategy across machines."""
-    enabled: bool = False
-    project: str = ""
-    region: str = "us-central1"
-    machine_type: str = "n1-standard-8"
+    enabled: bool = False          # run the Trainer as a Vertex AI Training job (Kubeflow compile only)
+    project: str = ""              # the Google Cloud project of the job
+    region: str = "us-central1"    # where the job runs
+    machine_type: str = "n1-standard-8"  # each replica's machine
     accelerator_type: str = ""     # e.g. NVIDIA_TESLA_T4; empty: CPU only
-    accelerator_count: int = 0
+    accelerator_count: int = 0     # accelerators per replica (with accelerator_type)
     replica_count: int = 1         # 1 chief + (replica_count - 1) workers
 
 
 @dataclasses.dataclass(frozen=True)
 class PipelineConfig:
     features: FeatureSpec
-    name: str = "taxi"
-    output_root: str = "output"
+    name: str = "taxi"             # the pipeline's name: MLMD's pipeline, the serving model's default name
+    output_root: str = "output"    # where local runs write: pipeline_root/, metadata.sqlite, runs/, serving/, logs/
     data: DataConfig = DataConfig()
     model: ModelConfig = ModelConfig()
     training: TrainingConfig = TrainingConfig()

@@ -27,12 +27,12 @@ TRAINING_RUN_FILE = "training_run.json"
 
 @dataclasses.dataclass(frozen=True)
 class ModelConfig:
-    hidden_units: Tuple[int, ...] = (128, 64)
-    dropout: float = 0.0
+    hidden_units: Tuple[int, ...] = (128, 64)  # the deep part's layer widths
+    dropout: float = 0.0           # dropout after each hidden layer (0: none)
     batch_norm: bool = False       # batch normalization after each hidden layer
-    embedding_max_dim: int = 16
-    learning_rate: float = 0.003
-    warmup_steps: int = 0
+    embedding_max_dim: int = 16    # cap on the categorical embeddings' width (6 x cardinality^0.25 below it)
+    learning_rate: float = 0.003   # Adam(W)'s peak learning rate (cosine decay to the end of training)
+    warmup_steps: int = 0          # linear warm-up steps before the peak (0: none)
     weight_decay: float = 0.0      # decoupled weight decay (AdamW); 0: plain Adam
 
 
@@ -53,16 +53,16 @@ class TrainingConfig:
     # --train-steps`) overrides either with a step budget. Every epoch / round ends with a
     # validation pass, a TensorBoard point, a checkpoint and a chance to stop early.
     mode: str = "epochs"
-    train_steps: int = 1000
-    epochs: int = 10
+    train_steps: int = 1000         # steps mode: optimizer steps in all (--train-steps N sets it and the mode)
+    epochs: int = 10               # epochs mode: at most this many passes; steps mode: the rounds train_steps is split into
     # Average the gradients of N micro-batches before each update: the update of an N x
     # larger batch at the memory of one batch_size batch. 1 = off.
     gradient_accumulation_steps: int = 1
     # Stop when the eval AUC (loss for non-binary tasks) has not improved for this many
     # epochs, and keep the best weights; 0 turns early stopping off.
     early_stopping_patience: int = 2
-    eval_steps: int = 50
-    seed: int = 42
+    eval_steps: int = 50           # validation batches per epoch (the same rows each time)
+    seed: int = 42                 # weights, shuffling and dropout (the same seed gives the same model)
     cache: bool = True             # cache the records in memory when they fit (trainer/data.py)
     # tfrecord: this project's tf.data reader (cached, measured 3-4x faster here);
     # tfxio: TFX's data accessor (TFXIO; reads any payload format the examples declare).
@@ -71,7 +71,13 @@ class TrainingConfig:
 
 @dataclasses.dataclass(frozen=True)
 class RuntimeConfig:
+    # tf.distribute strategy: auto | default | one_device | mirrored | multi_worker_mirrored |
+    # parameter_server | tpu (auto: multi_worker_mirrored when TF_CONFIG names several workers,
+    # else mirrored on several GPUs, one_device on one, default on a CPU; trainer/strategy.py)
     strategy: str = "auto"
+    # Keras precision policy: auto | float32 | mixed_float16 | mixed_bfloat16 (auto: mixed_bfloat16
+    # on a TPU, mixed_float16 on Volta / Turing GPUs, else float32: measured fastest on this
+    # project's CPUs and on an H100 with TF32; trainer/precision.py)
     precision: str = "auto"
     # Compile the training step with XLA: auto = on GPUs, off on CPUs (trainer/strategy.use_xla
     # has the measurements); true / false force it.
