@@ -35,3 +35,24 @@ def test_every_section_and_key_is_in_the_reference():
             assert f"| `{section}.{f.name}` |" in text
     assert all(f"| `{f.name}` |" in text for f in dataclasses.fields(PipelineConfig)
                if not dataclasses.is_dataclass(hints[f.name]) or f.name == "features")
+
+
+def test_the_error_catalogue_lists_every_error_the_code_raises():
+    """docs/troubleshooting.md is tools/error_catalogue.py's output: a new `raise ConfigError(...)`
+    (or any user-facing error class) changes it, so it cannot ship undocumented."""
+    done = subprocess.run([sys.executable, "tools/error_catalogue.py", "--check"], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr + " (an error message was added or changed)"
+
+
+def test_the_catalogue_reads_messages_and_the_config_table():
+    from tools import error_catalogue
+
+    found = error_catalogue.collect()
+    messages = {m for _, _, _, m in found}
+    assert "the data of span {...} drifted" not in " ".join(messages)
+    assert any(m.startswith("{...} looks delimited by {...}, not commas") for m in messages)
+    assert "bad config value for evaluation.max_error_increase: {...}; must be >= 0 (a fraction of the serving " \
+           "model's RMSE: 0.1 allows 10 % more)" in messages
+    classes = {c for c, _, _, _ in found}
+    assert {"ConfigError", "DataError", "SpecError", "SubmitError", "DataDriftError"} <= classes
