@@ -6,7 +6,7 @@ PYTEST_ARGS ?=
 RUN_ARGS ?=
 IMAGE ?= tfxline:local
 
-.PHONY: setup run test test-fast test-tfx121 shell-tfx121 image lock lock-tfx121 clean
+.PHONY: setup run test test-fast test-tfx121 shell-tfx121 image lock lock-tfx121 docs clean
 
 setup:
 	@bash tools/bootstrap.sh $(VENV)
@@ -41,5 +41,9 @@ lock:
 lock-tfx121:
 	bash tools/debian13_root.sh bash tools/lock.sh 1.21
 
+# The manual (docs/ -> site/, MkDocs --strict) in its own venv, .venv-docs/.
+docs: setup
+	bash tools/docs.sh
+
 clean:
-	rm -rf output test-artifacts
+	rm -rf output test-artifacts site

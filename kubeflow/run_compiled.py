@@ -16,7 +16,7 @@ Why not ``kfp.local``: TFX's compiled tasks declare artifact types by ``instance
 (the TFX 1.16 stack has kfp 2.5). This launcher needs only the ``docker`` command and no
 TFX import, so it runs from either stack.
 
-What differs from a cluster (on purpose, and said in the README): no caching and no
+What differs from a cluster (on purpose, and said in docs/kubeflow.md): no caching and no
 retries; ``lifecycle.preCacheCheck`` hooks (TFX ExampleGen's driver, which Vertex AI runs
 and open-source KFP does not) are not run; containers get no network (nothing may be
 fetched at run time); the pipeline root must be a local directory (mounted read-write at

@@ -133,7 +133,7 @@ def test_multiclass_report_runs_and_predict_speak_classes(multiclass_runs, tmp_p
 
 
 def test_regression_first_run_beats_the_mean_and_is_pushed(regression_runs):
-    """The README's regression config, no threshold set: blessed and pushed on its first run."""
+    """The regression config the manual shows (docs/your-data.md), no threshold set: blessed and pushed on its first run."""
     cfg, (summary, out), served, _ = regression_runs
     assert cfg.features.label.column is None  # the label reads the column of its own name
     assert summary.task == "regression" and summary.blessed is True and summary.pushed

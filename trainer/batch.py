@@ -13,7 +13,7 @@ too: 68k at 256, 89k at 4096 on this project's 2 cores, bench/gpu_bench.py).
 ``off``: as written everywhere.
 
 The floor is what keeps the training's quality: measured with bench/quality.py on the taxi
-data (one run each; README, "Training"), a batch 2x and 4x the written one with the
+data (one run each; docs/training.md), a batch 2x and 4x the written one with the
 square-root learning rate trained as well as 256 (AUC 0.9607 and 0.9602 against 0.9606, at 24
 and 12 steps per epoch), and 8x lost 0.0018 AUC at 6 steps per epoch: what the model needs is
 enough optimizer steps, and the 500-step floor leaves a grown batch 40x the 12 that held.

@@ -10,7 +10,7 @@ Two readers (``training.reader``):
   prefetch. Every step of the repeated part works on whole batches, so the input keeps up
   with a GPU: the per-example shuffle it replaces (below) topped out at ~410k examples/s on
   the GPU machine's 16 cores at any batch, which made batch 4096 on an H100 input-bound (75 %
-  of each step waiting; bench/gpu_bench.py, README). Each epoch is a full shuffle, not a
+  of each step waiting; bench/gpu_bench.py, docs/performance.md). Each epoch is a full shuffle, not a
   windowed one; the rows a batch cannot hold (rows mod batch) differ from epoch to epoch.
 * otherwise (data that streams, or validation): read -> cache the serialized records when
   asked -> repeat -> shuffle (seeded; the buffer holds at least 8 batches) -> batch ->

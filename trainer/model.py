@@ -105,7 +105,7 @@ def gather_with_dense_gradient(params, rows):
     segment sum) instead of IndexedSlices. The optimizers update every row of the table
     anyway (Adam decays all its moments), so the math is the same; but under XLA the
     IndexedSlices path (scatter updates of the optimizer slots) measured 1.3 s per step
-    against 5.6 ms dense, for a 2,400 x 16 table and 4096 x 20 lookups (README, "XLA")."""
+    against 5.6 ms dense, for a 2,400 x 16 table and 4096 x 20 lookups (docs/performance.md, "XLA")."""
 
     def grad(dy):
         flat = tf.reshape(dy, [-1, tf.shape(dy)[-1]])

@@ -3,7 +3,7 @@
 Keras' current Adam and AdamW (``keras.optimizers.Adam``) update each variable with about 30
 small ops (the two moments, the bias corrections, the step), and on a GPU compile each
 variable's update as its own XLA launch. A training step of this model's size is launch-bound
-on a GPU (README, "Trainer throughput"), and that update was most of the step: 405 kernel ops
+on a GPU (docs/performance.md, "Trainer throughput"), and that update was most of the step: 405 kernel ops
 per step for the taxi model with Keras' AdamW, 246 with this one (train_step.step_kernel_ops).
 Here the same update is TensorFlow's fused
 ``ResourceApplyAdam`` kernel (through Keras' V2 optimizer, ``keras.optimizers.legacy.Adam``),

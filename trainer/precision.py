@@ -3,7 +3,7 @@
 ``auto``, by measurement:
 
 * float32 on GPUs of compute capability 8.0+ (Ampere, Hopper): their float32 matmuls run on
-  Tensor Cores as TF32. Measured on an H100 (TF 2.21, bench/gpu_bench.py, README "On an
+  Tensor Cores as TF32. Measured on an H100 (TF 2.21, bench/gpu_bench.py, docs/performance.md "On an
   H100"): the taxi model at batch 256 with XLA (what ``auto`` runs on a GPU) float32 162-203k
   examples/s vs mixed_bfloat16 142k; the [2048]x3 model at batch 8192 from GPU memory float32
   72 TFLOP/s, bfloat16 47, float16 41 (with XLA: 101 vs 63 bfloat16), although bare matmuls

@@ -70,7 +70,7 @@ def steps_per_execution(configured: int, steps_per_epoch: int) -> int:
 def use_xla(jit_compile: str, device: str) -> bool:
     """``runtime.jit_compile``: "true" / "false" as set; "auto" compiles the training step with
     XLA on a GPU and not on a CPU. Measured with bench/gpu_bench.py (taxi model, float32, 50
-    steps per call, README "Trainer throughput"): on an H100 XLA took batch 256 from 146k to
+    steps per call, docs/performance.md "Trainer throughput"): on an H100 XLA took batch 256 from 146k to
     374k examples/s and batch 4096 from 2.4M to 5.6M (OneDeviceStrategy); on that machine's 16
     CPU cores it helped too (161k -> 184k, 581k -> 789k), but on a 2-core CPU it was slower at
     batch 256 (69k -> 56k), so a CPU compiles only when asked. On a TPU, Keras compiles anyway."""
