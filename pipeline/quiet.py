@@ -25,11 +25,13 @@ def quiet_libraries() -> None:
 # What TensorFlow's C++ side writes to stderr while it is imported, before any log level applies
 # (absl logs before InitializeLog; the CUDA plugins registered twice by the CPU wheel; no CUDA
 # driver on a CPU machine, which the run says anyway: the Trainer's device is in the summary;
-# TF 2.21 says that at the first device lookup, as cuInit error 303, so the import looks once).
+# TF 2.21 says that at the first device lookup, as cuInit error 303, so the import looks once;
+# and, on CPUs where TensorFlow turns oneDNN on by default (seen on an AMD EPYC with TF 2.21,
+# whose absl logs ignore TF_CPP_MIN_LOG_LEVEL), that oneDNN's custom operations are on).
 TF_IMPORT_NOISE = re.compile(
     r"Unable to register cu(FFT|DNN|BLAS) factory|All log messages before absl::InitializeLog|"
     r"cudart_stub\.cc.*Could not find cuda drivers|TF-TRT Warning: Could not find TensorRT|"
-    r"failed call to cuInit: .*\(303\)")
+    r"failed call to cuInit: .*\(303\)|port\.cc:\d+\] oneDNN custom operations are on")
 
 
 def import_tensorflow_quietly() -> None:
