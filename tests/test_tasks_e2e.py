@@ -42,6 +42,18 @@ def eval_rows_csv(cfg, path, drop):
     return str(path), labels
 
 
+def predict_eval_rows(cfg, tmp_path, drop):
+    """`tfxline predict` (the packaged config named as the pipeline) on 40 eval rows without the
+    label column ``drop``: (the prediction rows, the true labels, its stdout)."""
+    rows, labels = eval_rows_csv(cfg, tmp_path / "rows.csv", drop=drop)
+    out = tmp_path / "pred.csv"
+    done = tfxline("predict", "--config", cfg.name, "--output", cfg.output_root, "--input", rows,
+                   "--predictions", str(out))
+    assert done.returncode == 0, done.stderr
+    with open(out) as f:
+        return list(csv.DictReader(f)), labels, done.stdout
+
+
 def report_of(cfg, summary):
     with open(os.path.join(cfg.output_root, "runs", summary.run_id, "report.json")) as f:
         return json.load(f)
@@ -112,13 +124,8 @@ def test_multiclass_report_runs_and_predict_speak_classes(multiclass_runs, tmp_p
     assert report_of(cfg, worse)["serving"]["reason"] == "not blessed: " + worse.failed_thresholds[0]
     assert f"accuracy {first.metrics['accuracy']:.4f}" in runs_row(cfg, first.run_id)
     assert runs_row(cfg, worse.run_id).endswith("no: " + worse.failed_thresholds[0])
-    rows, species = eval_rows_csv(cfg, tmp_path / "rows.csv", drop="species")
-    out = tmp_path / "pred.csv"
-    done = tfxline("predict", "--config", "penguin", "--output", cfg.output_root, "--input", rows,
-                   "--predictions", str(out))
-    assert done.returncode == 0, done.stderr
-    assert "predicted classes: " in done.stdout
-    predicted = list(csv.DictReader(open(out)))
+    predicted, species, stdout = predict_eval_rows(cfg, tmp_path, drop="species")
+    assert "predicted classes: " in stdout
     assert len(predicted) == 40 and {r["predicted_class"] for r in predicted} <= {"0", "1", "2"}
     for r in predicted:
         probabilities = json.loads(r["probabilities"])
@@ -164,12 +171,8 @@ def test_regression_report_runs_and_predict(regression_runs, tmp_path):
     assert f"rmse {first.metrics['rmse']:.4f}" in runs_row(cfg, first.run_id)
     listing = tfxline("serving", "--output", cfg.output_root, "--config", "penguin_mass")
     assert f"rmse {first.metrics['rmse']:.4f}" in listing.stdout, listing.stdout + listing.stderr
-    rows, mass = eval_rows_csv(cfg, tmp_path / "rows.csv", drop="body_mass_g")
-    out = tmp_path / "pred.csv"
-    done = tfxline("predict", "--config", "penguin_mass", "--output", cfg.output_root, "--input", rows,
-                   "--predictions", str(out))
-    assert done.returncode == 0, done.stderr
-    assert "predictions mean " in done.stdout
-    predicted = [float(r["prediction"]) for r in csv.DictReader(open(out))]
+    rows, mass, stdout = predict_eval_rows(cfg, tmp_path, drop="body_mass_g")
+    assert "predictions mean " in stdout
+    predicted = [float(r["prediction"]) for r in rows]
     assert len(predicted) == 40 and all(np.isfinite(predicted))
     assert np.mean(np.abs(np.array(predicted) - mass)) < 2 * first.metrics["mae"]

@@ -7,7 +7,6 @@ the file differs from what this writes).
 """
 from __future__ import annotations
 
-import argparse
 import ast
 import dataclasses
 import inspect
@@ -112,23 +111,7 @@ def render() -> str:
     return "\n".join(out) + "\n"
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 when docs/configuration.md is stale")
-    args = parser.parse_args()
-    text = render()
-    current = open(OUTPUT).read() if os.path.exists(OUTPUT) else ""
-    if args.check:
-        if current != text:
-            print(f"{OUTPUT} is stale; run: .venv/bin/python tools/config_reference.py", file=sys.stderr)
-            return 1
-        return 0
-    os.makedirs(os.path.dirname(OUTPUT), exist_ok=True)
-    with open(OUTPUT, "w") as f:
-        f.write(text)
-    print(f"wrote {OUTPUT}")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    from tools.generated_page import main
+
+    sys.exit(main(OUTPUT, render, __doc__.splitlines()[0], "tools/config_reference.py"))

@@ -11,13 +11,13 @@ shows the message as written, ``{...}`` standing for what the run fills in.
 """
 from __future__ import annotations
 
-import argparse
 import ast
 import os
 import sys
 from typing import Dict, List, Tuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
 OUTPUT = os.path.join(ROOT, "docs", "troubleshooting.md")
 PACKAGES = ("pipeline", "components", "transforms", "trainer", "kubeflow")
 # The errors a user sees as the `error:` line (exit 2 for input and config, 1 for a refused or
@@ -109,23 +109,7 @@ def render() -> str:
     return "\n".join(out)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 when docs/troubleshooting.md is stale")
-    args = parser.parse_args()
-    text = render()
-    current = open(OUTPUT).read() if os.path.exists(OUTPUT) else ""
-    if args.check:
-        if current != text:
-            print(f"{OUTPUT} is stale; run: .venv/bin/python tools/error_catalogue.py", file=sys.stderr)
-            return 1
-        return 0
-    os.makedirs(os.path.dirname(OUTPUT), exist_ok=True)
-    with open(OUTPUT, "w") as f:
-        f.write(text)
-    print(f"wrote {OUTPUT}")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    from tools.generated_page import main
+
+    sys.exit(main(OUTPUT, render, __doc__.splitlines()[0], "tools/error_catalogue.py"))
