@@ -65,8 +65,8 @@ def build_request(pipeline_json: str, *, target: str, parameters: Optional[Mappi
         if not serving_pvc:
             raise SubmitError(
                 f"{pipeline_json} pushes to {serving_root}, a file system path that a KFP pod has only if a volume "
-                "is mounted there: pass --serving-pvc NAME (a PersistentVolumeClaim; TF Serving reads the same "
-                "volume), or compile with --set serving.serving_root=<the mount path> first")
+                "is mounted there: pass --serving-pvc NAME (a PersistentVolumeClaim, mounted there; TF Serving reads "
+                "the same volume); to mount it elsewhere, compile with --set serving.serving_root=<the mount path>")
     root = pipeline_root or job.get("runtimeConfig", {}).get("gcsOutputDirectory", "")
     return SubmitRequest(
         target=target, template_path=os.path.abspath(pipeline_json),
@@ -118,11 +118,10 @@ def submit(request: SubmitRequest) -> str:
 def kfp_package(request: SubmitRequest, directory: str) -> str:
     """The PipelineSpec of a compiled PipelineJob JSON as the file ``kfp.Client`` takes (it reads
     .yaml / .zip / .tar.gz holding a PipelineSpec, not a PipelineJob), then the platform spec."""
-    pipeline_json = request.template_path
     import yaml
 
     path = os.path.join(directory, "pipeline.yaml")
-    job = spec.load_job(pipeline_json)
+    job = spec.load_job(request.template_path)
     documents = [spec.pipeline_spec(job)] + ([platform_spec(job, request)] if request.serving_pvc else [])
     with open(path, "w") as f:
         yaml.safe_dump_all(documents, f, sort_keys=True)
