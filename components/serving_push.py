@@ -70,7 +70,7 @@ def push(model_dir: str, serving_dir: str, metadata: Dict[str, Any], keep_versio
          copytree: Callable[[str, str], Any] = shutil.copytree, now: Optional[float] = None) -> int:
     """Copy ``model_dir`` in as a new version atomically; return the version number."""
     if keep_versions < 1:
-        raise PushError(f"keep_versions must be >= 1, got {keep_versions}")
+        raise PushError(f"keep_versions must be >= 1, got {keep_versions}; set serving.keep_versions to 1 or more")
     if not os.path.isfile(os.path.join(model_dir, "saved_model.pb")):
         raise PushError(f"{model_dir} is not a SavedModel (no saved_model.pb); nothing pushed")
     os.makedirs(serving_dir, exist_ok=True)

@@ -60,7 +60,7 @@ def params(args) -> dict:
     for item in args.param:
         name, sep, value = item.partition("=")
         if not sep:
-            raise BadInput(f"--param {item!r} must look like NAME=VALUE")
+            raise BadInput(f"--param {item!r} must look like NAME=VALUE; e.g. --param train_steps=100")
         out[name] = value
     return out
 

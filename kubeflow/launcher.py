@@ -38,7 +38,7 @@ def build_executor_input(body, component, values, produced, task_dir: str, run_i
     artifacts = {}
     for name, source in body.get("inputs", {}).get("artifacts", {}).items():
         if "taskOutputArtifact" not in source:
-            raise UnsupportedSpec(f"task {task} input {name}: only upstream task outputs are supported")
+            raise UnsupportedSpec(f"task {task} input {name}: only upstream task outputs are supported; recompile with 'tfxline compile' or run it on Vertex / KFP")
         ref = source["taskOutputArtifact"]
         upstream = produced[ref["producerTask"]][ref["outputArtifactKey"]]
         artifacts[name] = {"artifacts": [driver_artifact(upstream)]}
@@ -69,7 +69,7 @@ def parameter_value(source: Mapping[str, Any], values, produced, task: str, name
             f"task {task} parameter {name}: param runtime value spec of type "
             f"{'ConstantValue' if 'constantValue' in runtime else sorted(runtime)} not implemented (KFP's driver "
             "reads schema 2.1.0's runtimeValue.constant only); recompile with 'tfxline compile'")
-    raise UnsupportedSpec(f"task {task} parameter {name}: unsupported source {sorted(source)}")
+    raise UnsupportedSpec(f"task {task} parameter {name}: unsupported source {sorted(source)}; recompile with 'tfxline compile' or run it on Vertex / KFP")
 
 
 _PLACEHOLDER = re.compile(r"\{\{\$(.*?)\}\}")
@@ -92,7 +92,7 @@ def fill_placeholders(arg: str, executor_input: Mapping[str, Any]) -> str:
         if m := _PARAMETER.match(path):
             value = executor_input["inputs"]["parameterValues"][m.group(1)]
             return value if isinstance(value, str) else json.dumps(value)
-        raise UnsupportedSpec(f"unsupported placeholder {match.group(0)} in an executor's arguments")
+        raise UnsupportedSpec(f"unsupported placeholder {match.group(0)} in an executor's arguments; recompile with 'tfxline compile' or run it on Vertex / KFP")
 
     return _PLACEHOLDER.sub(one, arg)
 

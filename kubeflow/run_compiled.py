@@ -170,7 +170,7 @@ def run_task(job, task: str, values: Mapping[str, Any], produced, result: RunRes
     body = pipeline["root"]["dag"]["tasks"][task]
     for unsupported in ("triggerPolicy", "iteratorPolicy", "parameterIterator", "artifactIterator"):
         if unsupported in body:
-            raise UnsupportedSpec(f"task {task} uses {unsupported}, which run-compiled does not support")
+            raise UnsupportedSpec(f"task {task} uses {unsupported}, which run-compiled does not support; run that spec on Vertex / KFP")
     component = pipeline["components"][body["componentRef"]["name"]]
     executor = pipeline["deploymentSpec"]["executors"][component["executorLabel"]]
     task_dir = os.path.join(result.run_dir, task)

@@ -159,12 +159,12 @@ def tasks_in_order(job: Mapping[str, Any]) -> List[str]:
     for name, deps in needs.items():
         missing = deps - set(tasks)
         if missing:
-            raise SpecError(f"task {name} depends on unknown task(s) {', '.join(sorted(missing))}")
+            raise SpecError(f"task {name} depends on unknown task(s) {', '.join(sorted(missing))}; recompile the spec with 'tfxline compile'")
     done: List[str] = []
     while len(done) < len(tasks):
         ready = sorted(n for n in tasks if n not in done and needs[n] <= set(done))
         if not ready:
-            raise SpecError(f"the task graph has a cycle among {', '.join(sorted(set(tasks) - set(done)))}")
+            raise SpecError(f"the task graph has a cycle among {', '.join(sorted(set(tasks) - set(done)))}; recompile the spec with 'tfxline compile'")
         done.append(ready[0])
     return done
 

@@ -42,13 +42,13 @@ def load_config(path: Optional[str] = None, overrides: Sequence[str] = (),
         with open(path) as f:
             raw = yaml.safe_load(f) or {}
     except yaml.YAMLError as e:
-        raise ConfigError(f"config file {path} is not valid YAML: {_first_line(e)}") from None
+        raise ConfigError(f"config file {path} is not valid YAML: {_first_line(e)}; fix the YAML at the place named (indentation, a missing colon)") from None
     if not isinstance(raw, dict):
-        raise ConfigError(f"config file {path} must hold a mapping of sections")
+        raise ConfigError(f"config file {path} must hold a mapping of sections; start from pipeline/configs/taxi.yaml")
     for item in overrides:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise ConfigError(f"override {item!r} must look like section.key=value")
+            raise ConfigError(f"override {item!r} must look like section.key=value; e.g. --set training.epochs=3")
         try:
             parsed = yaml.safe_load(value)
         except yaml.YAMLError:
@@ -80,7 +80,7 @@ def config_from_dict(raw: Mapping[str, Any]) -> PipelineConfig:
     raw = dict(raw)
     _check_keys("config", raw, {f.name for f in dataclasses.fields(PipelineConfig)})
     if "features" not in raw:
-        raise ConfigError("config: the 'features' section is required (see pipeline/configs/taxi.yaml)")
+        raise ConfigError("config: the 'features' section is required; add one (pipeline/configs/taxi.yaml has an example, `tfxline schema draft` writes one from a CSV)")
     try:
         features = FeatureSpec.from_dict(raw.pop("features"))
     except FeatureSpecError as e:
@@ -227,7 +227,7 @@ def _set_dotted(raw: Dict[str, Any], key: str, value: Any) -> None:
     for part in parts[:-1]:
         child = node.setdefault(part, {})
         if not isinstance(child, dict):
-            raise ConfigError(f"override {key}: {part} is not a section")
+            raise ConfigError(f"override {key}: {part} is not a section; set a key inside a section, e.g. training.epochs=3")
         node = child
     node[parts[-1]] = value
 
@@ -244,7 +244,7 @@ def _coerce(tp: Any, value: Any, where: str) -> Any:
     origin = typing.get_origin(tp)
     if dataclasses.is_dataclass(tp):
         if not isinstance(value, Mapping):
-            raise ConfigError(f"bad config value for {where}: expected a section (mapping)")
+            raise ConfigError(f"bad config value for {where}: expected a section (mapping); write its keys indented under it")
         allowed = {f.name for f in dataclasses.fields(tp)}
         unknown = sorted(set(value) - allowed)
         if unknown:
@@ -255,27 +255,27 @@ def _coerce(tp: Any, value: Any, where: str) -> Any:
         return tp(**{k: _coerce(hints[k], v, f"{where}.{k}") for k, v in value.items()})
     if origin is dict:
         if not isinstance(value, Mapping):
-            raise ConfigError(f"bad config value for {where}: expected a mapping, got {value!r}")
+            raise ConfigError(f"bad config value for {where}: expected a mapping, got {value!r}; write NAME: VALUE pairs indented under it")
         item = typing.get_args(tp)[1]
         return {str(k): _coerce(item, v, f"{where}.{k}") for k, v in value.items()}
     if origin is tuple:
         if isinstance(value, str):
             value = [v for v in value.split(",") if v]
         if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"bad config value for {where}: expected a list, got {value!r}")
+            raise ConfigError(f"bad config value for {where}: expected a list, got {value!r}; write [a, b] or a comma-separated string")
         item = typing.get_args(tp)[0]
         return tuple(_coerce(item, v, where) for v in value)
     if tp is bool:
         if isinstance(value, bool):
             return value
-        raise ConfigError(f"bad config value for {where}: expected true or false, got {value!r}")
+        raise ConfigError(f"bad config value for {where}: expected true or false, got {value!r}; write true or false")
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"bad config value for {where}: expected an integer, got {value!r}")
+            raise ConfigError(f"bad config value for {where}: expected an integer, got {value!r}; write a whole number")
         return value
     if tp is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"bad config value for {where}: expected a number, got {value!r}")
+            raise ConfigError(f"bad config value for {where}: expected a number, got {value!r}; write a number")
         return float(value)
     if tp is str:
         if value is None:
@@ -283,6 +283,6 @@ def _coerce(tp: Any, value: Any, where: str) -> Any:
         if isinstance(value, bool):  # YAML's true / false, for a setting whose values are words
             return str(value).lower()
         if not isinstance(value, (str, int, float)):
-            raise ConfigError(f"bad config value for {where}: expected a string, got {value!r}")
+            raise ConfigError(f"bad config value for {where}: expected a string, got {value!r}; write one value (quote it)")
         return str(value)
     raise TypeError(f"unsupported config type {tp} at {where}")  # a programming error

@@ -17,6 +17,8 @@ from typing import Mapping, Optional
 
 import tensorflow as tf
 
+from trainer.settings import STRATEGIES
+
 
 class StrategyError(RuntimeError):
     """The requested strategy cannot run in this environment."""
@@ -127,7 +129,7 @@ def create_strategy(name: str, env: Mapping[str, str] = os.environ) -> tf.distri
                 f"strategy tpu needs a TPU, and none was found ({str(e).splitlines()[0]}); "
                 "run on a TPU VM or set TPU_NAME, or use runtime.strategy=auto") from None
         return tf.distribute.TPUStrategy(resolver)
-    raise StrategyError(f"unknown strategy {name!r}")
+    raise StrategyError(f"unknown strategy {name!r}; use one of {', '.join(STRATEGIES)}")
 
 
 def device_kind(strategy: tf.distribute.Strategy) -> str:

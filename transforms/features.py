@@ -172,10 +172,10 @@ class FeatureSpec:
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> "FeatureSpec":
         if not isinstance(raw, Mapping):
-            raise FeatureSpecError("features: expected a mapping with 'label' and 'inputs'")
+            raise FeatureSpecError("features: expected a mapping with 'label' and 'inputs'; see pipeline/configs/taxi.yaml")
         _check_keys("features", raw, {"label", "inputs", "crosses"})
         if "label" not in raw or "inputs" not in raw:
-            raise FeatureSpecError("features: both 'label' and 'inputs' are required")
+            raise FeatureSpecError("features: both 'label' and 'inputs' are required; add the missing one (pipeline/configs/taxi.yaml has both)")
         label = _build(Label, "features.label", raw["label"])
         inputs = tuple(
             _build(InputFeature, f"features.inputs[{i}]", item)
@@ -192,7 +192,7 @@ class FeatureSpec:
     def validate(self, schema_columns: Optional[Sequence[str]] = None) -> None:
         """Raise FeatureSpecError naming the first problem found."""
         if not self.inputs:
-            raise FeatureSpecError("features.inputs: declare at least one input feature")
+            raise FeatureSpecError("features.inputs: declare at least one input feature; list the columns the model reads under inputs")
         if self.label.transform not in LABEL_TRANSFORMS:
             raise FeatureSpecError(
                 f"features.label: unknown transform {self.label.transform!r}; "
@@ -200,7 +200,7 @@ class FeatureSpec:
         for field in _REQUIRED_LABEL_FIELDS[self.label.transform]:
             if not getattr(self.label, field):
                 raise FeatureSpecError(
-                    f"features.label: transform {self.label.transform!r} needs '{field}'")
+                    f"features.label: transform {self.label.transform!r} needs '{field}'; add {field}: to features.label")
         seen = set()
         for f in self.inputs:
             if f.transform not in INPUT_TRANSFORMS:
@@ -210,30 +210,30 @@ class FeatureSpec:
             for field in ("top_k", "oov_buckets", "num_buckets"):
                 if getattr(f, field) < 1:
                     raise FeatureSpecError(
-                        f"features.inputs: {f.name!r} needs {field} >= 1")
+                        f"features.inputs: {f.name!r} needs {field} >= 1; set it to 1 or more")
             if f.name in seen:
-                raise FeatureSpecError(f"features: duplicate feature name {f.name!r}")
+                raise FeatureSpecError(f"features: duplicate feature name {f.name!r}; give each feature its own name")
             seen.add(f.name)
         for c in self.crosses:
             if c.name in seen or c.name == self.label.name:
-                raise FeatureSpecError(f"features: duplicate feature name {c.name!r}")
+                raise FeatureSpecError(f"features: duplicate feature name {c.name!r}; give the cross a name no feature or label has")
             seen.add(c.name)
             if len(c.inputs) < 2:
-                raise FeatureSpecError(f"features.crosses: {c.name!r} needs two or more inputs")
+                raise FeatureSpecError(f"features.crosses: {c.name!r} needs two or more inputs; list at least two categorical inputs")
             for name in c.inputs:
                 if name not in self.input_names or not self.input(name).is_categorical:
                     raise FeatureSpecError(
                         f"features.crosses: {c.name!r} crosses {name!r}, which is not a "
-                        "categorical input (vocabulary, identity or bucketize)")
+                        "categorical input; cross only inputs with transform vocabulary, identity or bucketize")
             if c.hash_buckets < 2:
-                raise FeatureSpecError(f"features.crosses: {c.name!r} needs hash_buckets >= 2")
+                raise FeatureSpecError(f"features.crosses: {c.name!r} needs hash_buckets >= 2; set hash_buckets to 2 or more")
         if self.label.name in self.input_names:
             raise FeatureSpecError(
-                f"features.label: label name {self.label.name!r} is also an input feature")
+                f"features.label: label name {self.label.name!r} is also an input feature; rename the label or the input")
         for col in self.label.source_columns:
             if col in self.serving_columns and self.label.transform != "ratio_threshold":
                 raise FeatureSpecError(
-                    f"features.label: label column {col!r} is also an input (label leak)")
+                    f"features.label: label column {col!r} is also an input (label leak); remove it from features.inputs")
         if schema_columns is not None:
             missing = [c for c in self.raw_columns if c not in set(schema_columns)]
             if missing:
@@ -255,17 +255,17 @@ def _check_keys(where: str, raw: Mapping[str, Any], allowed: set) -> None:
 
 def _build(kind, where: str, raw: Any):
     if not isinstance(raw, Mapping):
-        raise FeatureSpecError(f"{where}: expected a mapping, got {raw!r}")
+        raise FeatureSpecError(f"{where}: expected a mapping, got {raw!r}; write name: and transform: keys indented under it")
     _check_keys(where, raw, _FIELDS[kind])
     if "name" not in raw:
-        raise FeatureSpecError(f"{where}: 'name' is required")
+        raise FeatureSpecError(f"{where}: 'name' is required; add name: (the column it reads, unless column: says otherwise)")
     values = dict(raw)
     if kind is Cross:
         values["inputs"] = tuple(values.get("inputs") or ())
     try:
         return kind(**values)
     except TypeError as e:
-        raise FeatureSpecError(f"{where}: {e}") from None
+        raise FeatureSpecError(f"{where}: {e}; the keys of each kind are in docs/your-data.md") from None
 
 
 def categorical_cardinality(feature: InputFeature, vocabulary_size: Optional[int] = None) -> int:

@@ -1,0 +1,280 @@
+"""The benches' tables in the manual, rendered from bench/results/*.json (what the benches wrote),
+never typed by hand. A page marks each table's place:
+
+    <!-- bench-table: quality -->
+    ...rendered rows, replaced on every run...
+    <!-- /bench-table -->
+
+    .venv/bin/python tools/bench_tables.py            # re-render every marked table in docs/
+    .venv/bin/python tools/bench_tables.py --check    # exit 1 when a page's table differs from its JSON
+
+tests/test_docs.py runs --check and fails on a table outside the markers, so a figure in a table
+is always one a bench wrote (re-run the bench, then this).
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import re
+import sys
+from typing import Callable, Dict, List, Optional
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, "bench", "results")
+DOCS = os.path.join(ROOT, "docs")
+BLOCK = re.compile(r"^([ \t]*)(<!-- bench-table: ([\w-]+) -->\n)(.*?)^([ \t]*<!-- /bench-table -->)", re.S | re.M)
+
+
+def load(name: str) -> dict:
+    with open(os.path.join(RESULTS, name)) as f:
+        return json.load(f)
+
+
+def table(header: List[str], rows: List[List[object]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join("–" if c is None else str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def rate(n: Optional[float]) -> Optional[str]:
+    """examples/s as people read them: 608,882 -> 609k, 5,559,113 -> 5.56M."""
+    if n is None:
+        return None
+    if n >= 1e6:
+        return f"{n / 1e6:.2f}M"
+    if n >= 1e4:
+        return f"{n / 1e3:.0f}k"
+    if n >= 1e3:
+        return f"{n / 1e3:.1f}k"
+    return f"{n:.0f}"
+
+
+def pct(x: Optional[float]) -> Optional[str]:
+    return None if x is None else f"{100 * x:.0f} %"
+
+
+def signed(d: dict) -> str:
+    return f"{d['difference']:+.4f} [{d['low']:+.4f}, {d['high']:+.4f}]"
+
+
+# --- model quality (bench/quality.py) ---------------------------------------------------------------
+
+def quality() -> str:
+    q = load("quality.json")
+    rows = []
+    for key, name in (("auc", "AUC"), ("pr_auc", "PR-AUC"), ("accuracy", "accuracy"),
+                      ("log_loss", "log loss (lower is better)")):
+        rows.append([name, f"{q['model'][key]:.4f}", f"{q['trees'][key]:.4f}", signed(q["difference"][key])])
+    for value, s in q["model"]["slices"].items():
+        if s.get("auc") is not None and s["positives"] >= 10 and s["n"] - s["positives"] >= 10:
+            rows.append([f"AUC within `payment_type={value}` ({s['n']:,} rows)", f"{s['auc']:.3f}",
+                         f"{q['trees']['slices'][value]['auc']:.3f}", ""])
+    return table(["", "model", "trees", "model − trees [95 % interval]"], rows)
+
+
+def quality_setup() -> str:
+    q = load("quality.json")
+    t, trees = q["training"], q["trees_settings"]
+    return table(["", "value"], [
+        ["run", f"`{q['config']}` config{', ' + ', '.join(q['overrides']) if q['overrides'] else ''}, {q['run_id'][:10]}"],
+        ["rows: train / validation / eval", f"{q['train_rows']:,} / {q['validation_rows']:,} / {q['eval_rows']:,}"],
+        ["model: epochs run, best (kept) epoch, steps", f"{t['epochs']}, {t['best_epoch']}, {t['steps']} (batch {t['global_batch']})"],
+        ["trees: learning rate, leaves, rows per leaf, rounds",
+         f"{trees['learning_rate']}, {trees['max_leaf_nodes']}, {trees['min_samples_leaf']}, {trees['rounds']}"],
+        ["trees' validation AUC (what selected them)", f"{trees['validation_auc']:.4f}"],
+    ])
+
+
+def batch_scaling() -> str:
+    rows = []
+    for path in sorted(glob.glob(os.path.join(RESULTS, "batch_scaling", "*.json")),
+                       key=lambda p: [float(x) for x in os.path.basename(p)[:-5].split("_")]):
+        q = json.load(open(path))
+        sets = dict(o.split("=", 1) for o in q["overrides"])
+        m = q["model"]
+        rows.append([sets.get("training.batch_size", "256"), sets.get("model.learning_rate", "default"),
+                     f"{m['auc']:.4f}", f"{m['pr_auc']:.4f}", f"{m['accuracy']:.4f}", f"{m['log_loss']:.4f}"])
+    return table(["per-replica batch", "learning rate", "AUC", "PR-AUC", "accuracy", "log loss"], rows)
+
+
+# --- the trainer (bench/gpu_bench.py, bench/step_profile.py, bench/trainer_bench.py) ----------------
+
+def _variant(r: dict) -> str:
+    parts = [r.get("source", "files")]
+    if not r.get("metrics", True):
+        parts.append("no train metrics")
+    if r.get("strategy", "default") != "default":
+        parts.append(r["strategy"])
+    return ", ".join(parts)
+
+
+MODELS = ("input", "default", "wide", "matmul")
+
+
+def trainer_rows(rows: List[dict]) -> str:
+    """One line per measured row, in a reading order (GPU first; then model, batch, precision,
+    steps per call, XLA, input), whatever order the bench measured them in."""
+    rows = sorted((r for r in rows if r.get("model") in MODELS),
+                  key=lambda r: (r["device"] != "gpu", MODELS.index(r["model"]), r["batch"], r["precision"],
+                                 r["steps_per_execution"], r["xla"], _variant(r)))
+    out = []
+    for r in rows:
+        if "model" not in r or "examples_per_s" not in r:
+            continue
+        out.append([r["device"], r["model"], r["batch"], r["precision"], r["steps_per_execution"],
+                    "on" if r["xla"] else "off", _variant(r), rate(r["examples_per_s"]),
+                    r.get("tflops"), r.get("step_ops"), r.get("variables")])
+    return table(["device", "model", "batch", "precision", "steps per call", "XLA", "input",
+                  "examples/s", "TFLOP/s", "ops per step", "variables"], out)
+
+
+def gpu_bench_cpu() -> str:
+    return trainer_rows(load("gpu_bench.json")["rows"])
+
+
+def _h100(now: bool) -> str:
+    rows = load("gpu_bench_h100.json")["rows"]
+    return trainer_rows([r for r in rows if r.get("input_pipeline", "").startswith("in-memory") == now])
+
+
+def gpu_bench_h100() -> str:
+    return _h100(True)
+
+
+def gpu_bench_h100_before() -> str:
+    return _h100(False)
+
+
+def fused_optimizer() -> str:
+    d = load("fused_optimizer_cpu.json")
+    ops = d["kernel_ops_per_step"]
+    rows = [["kernel ops per step (with / without train metrics)",
+             f"{ops['keras_adamw']['metrics']} / {ops['keras_adamw']['no_metrics']}",
+             f"{ops['fused_adamw']['metrics']} / {ops['fused_adamw']['no_metrics']}"]]
+    rows += [[name, rate(r["before_median"]), rate(r["after_median"])] for name, r in d["rows"].items()]
+    return table(["CPU, default model (median examples/s of three)", "Keras AdamW", "fused AdamW"], rows)
+
+
+def _profile(name: str) -> str:
+    d = load(name)
+    rows = []
+    for r in d["rows"]:
+        gpu = next((d for d in r.get("devices") or [] if "GPU" in d.get("device", "")), None)
+        if gpu:
+            work, busy = f"{gpu['kernels_per_step']:.0f}", pct(gpu["busy_fraction"])
+            copies = f"{gpu['copies_per_step'].get('MemcpyH2D', 0):.0f}"
+        else:  # an XLA cluster's ops are not traced one by one: no count, not zero
+            work = f"{r['host_ops_per_step']:.0f}" if r["host_ops_per_step"] else None
+            busy, copies = pct(r["host_op_busy_fraction"] or None), None
+        rows.append([r["name"], r["batch"], r["steps_per_execution"], "on" if r["xla"] else "off", _variant(r),
+                     f"{r['ms_per_step']:.1f}", work, busy, copies, pct(r["input_wait_fraction"]),
+                     r["verdict"].split(":")[0]])
+    return table(["row", "batch", "steps per call", "XLA", "input", "ms/step",
+                  "kernels (GPU) / ops run (CPU) per step", "GPU / executors busy",
+                  "host-to-device copies per step", "waiting for input", "verdict"], rows)
+
+
+def step_profile_cpu() -> str:
+    return _profile("step_profile.json")
+
+
+def step_profile_h100() -> str:
+    return _profile("step_profile_h100.json")
+
+
+def trainer_input() -> str:
+    d = load("trainer.json")
+    return table(["bench/trainer_bench.py, batch 256", "value"], [
+        ["input pipeline, cached / uncached (examples/s)",
+         f"{rate(d['input_examples_per_s'])} / {rate(d['input_uncached_examples_per_s'])}"],
+        ["TFXIO reader / raw read and parse (examples/s)",
+         f"{rate(d['tfxio_examples_per_s'])} / {rate(d['raw_read_parse_examples_per_s'])}"],
+        ["training, float32 / mixed_bfloat16 (examples/s, first epoch's tracing included)",
+         f"{rate(d['train_examples_per_s_float32'])} / {rate(d['train_examples_per_s_mixed_bfloat16'])}"],
+        ["MirroredStrategy, 1 / 2 logical devices on the same cores (steps/s)",
+         f"{d['train_steps_per_s_1_devices']} / {d['train_steps_per_s_2_devices']}"],
+    ])
+
+
+# --- the pipeline (bench/e2e.py, bench/scale.py) ---------------------------------------------------
+
+STAGES = ("CsvExampleGen", "StatisticsGen", "Transform", "Trainer", "Evaluator")
+
+
+def _stages(components: Dict[str, float]) -> str:
+    return " / ".join(f"{components.get(s, 0):.0f}" for s in STAGES)
+
+
+def e2e() -> str:
+    d = load("e2e.json")
+    rows = []
+    for i, r in enumerate(d["rounds"], 1):
+        for who, name in (("ours", "this project"), ("tfx_example", "TFX `taxi_pipeline_native_keras.py`")):
+            x = r[who]
+            rows.append([i, name, f"{x['wall_seconds']:.0f} s", _stages(x["components"]),
+                         f"{x['shared_eval']['auc']:.3f} / {x['shared_eval']['accuracy']:.3f}"])
+    rows.append(["", "median wall-time ratio (this / TFX's)", d["median_ratio"], "", ""])
+    return table(["round", "pipeline", "wall", "s: " + " / ".join(STAGES),
+                  f"AUC / accuracy on the {d['rounds'][0]['shared_eval_rows']:,} eval rows both hold out"], rows)
+
+
+def scale() -> str:
+    d = load("scale.json")
+    rows = [[f"{r['rows']:,}", f"{r['wall_seconds']:.0f} s", r["rows_per_second"], f"{r['peak_rss_gb']} GB",
+             f"{r['train_steps']:,}", _stages(r["components"])] for r in d["runs"]]
+    rows.append(["time ratio", d["time_ratio"], f"for {d['rows_ratio']}× the rows", "", "", ""])
+    return table(["rows", "wall", "rows/s", "peak RSS (process tree)", "train steps",
+                  "s: " + " / ".join(STAGES)], rows)
+
+
+TABLES: Dict[str, Callable[[], str]] = {
+    "quality": quality, "quality-setup": quality_setup, "batch-scaling": batch_scaling,
+    "gpu-bench-cpu": gpu_bench_cpu, "gpu-bench-h100": gpu_bench_h100,
+    "gpu-bench-h100-before": gpu_bench_h100_before, "fused-optimizer": fused_optimizer,
+    "step-profile-cpu": step_profile_cpu, "step-profile-h100": step_profile_h100,
+    "trainer-input": trainer_input, "e2e": e2e, "scale": scale,
+}
+
+
+def render_page(text: str) -> str:
+    def one(m: re.Match) -> str:
+        indent, name = m.group(1), m.group(3)
+        if name not in TABLES:
+            raise KeyError(f"unknown bench table {name!r}; known: {', '.join(sorted(TABLES))}")
+        rows = "".join(indent + line + "\n" for line in TABLES[name]().splitlines())  # inside a list item too
+        return indent + m.group(2) + rows + m.group(5)
+    return BLOCK.sub(one, text)
+
+
+def pages() -> List[str]:
+    return sorted(glob.glob(os.path.join(DOCS, "*.md")))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 when a page's table is stale")
+    args = parser.parse_args()
+    stale = []
+    for path in pages():
+        text = open(path).read()
+        new = render_page(text)
+        if new == text:
+            continue
+        if args.check:
+            stale.append(os.path.relpath(path, ROOT))
+        else:
+            with open(path + ".tmp", "w") as f:
+                f.write(new)
+            os.replace(path + ".tmp", path)
+            print(f"wrote {os.path.relpath(path, ROOT)}")
+    if stale:
+        print(f"{', '.join(stale)}: a bench table differs from bench/results; run: python tools/bench_tables.py",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
