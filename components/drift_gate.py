@@ -35,7 +35,7 @@ from tfx.types import artifact_utils, standard_artifacts
 from tfx.types.component_spec import ChannelParameter, ExecutionParameter
 from tfx.utils import io_utils
 
-from components import serving_push
+from components import serving_push, serving_release
 from components.anomalies_gate import ANOMALIES_FILE, DataAnomaliesError
 from components.spans import span_of, version_of
 
@@ -52,11 +52,11 @@ class DataDriftError(DataAnomaliesError):
 def reference_statistics_uri(serving_dir: str) -> Tuple[str, str]:
     """(statistics URI of the serving model's training data, 'serving version N'); empty
     URI when nothing is serving or the version did not record its statistics."""
-    found = serving_push.versions(serving_dir)
-    if not found:
+    version = serving_release.serving_version(serving_dir)  # the stable label, or the highest version
+    if version is None:
         return "", ""
-    meta = serving_push.read_metadata(serving_dir, found[-1])
-    return meta.get("data", {}).get("statistics_uri", ""), f"serving version {found[-1]}"
+    meta = serving_push.read_metadata(serving_dir, version)
+    return meta.get("data", {}).get("statistics_uri", ""), f"serving version {version}"
 
 
 def record_span(ledger: str, examples, statistics_uri: str, run_id: str) -> None:

@@ -17,7 +17,7 @@ from tfx.types.component_spec import ChannelParameter, ExecutionParameter
 from tfx.components.util import model_utils
 from tfx.utils import path_utils
 
-from components import serving_push
+from components import batch_latency, serving_push, serving_release
 from components.spans import span_of, version_of
 from components.tfma_results import read_evaluation
 
@@ -55,9 +55,15 @@ class Executor(base_executor.BaseExecutor):
         version = serving_push.find_pushed(serving_dir, model.uri)
         if version is None:
             run_id = getattr(self._context, "pipeline_run_id", None) or ""
-            version = serving_push.push(path_utils.serving_model_path(model.uri), serving_dir,
-                                        _metadata(input_dict, run_id, exec_properties.get("task") or ""),
-                                        int(exec_properties["keep_versions"]))
+            model_dir = path_utils.serving_model_path(model.uri)
+            meta = _metadata(input_dict, run_id, exec_properties.get("task") or "")
+            if input_dict.get(EXAMPLES_KEY):  # TF Serving's batching settings are chosen from this
+                newest = sorted(input_dict[EXAMPLES_KEY], key=span_of)[-1]
+                meta["batching"] = batch_latency.measure(model_dir, batch_latency.eval_records(newest.uri))
+            version = serving_push.push(model_dir, serving_dir, meta, int(exec_properties["keep_versions"]),
+                                        protect=serving_release.read(serving_dir).labelled)
+            serving_release.on_push(serving_dir, version, exec_properties.get("release") or serving_release.STABLE,
+                                    int(exec_properties.get("canary_percent") or 10), release_settings(exec_properties))
         else:
             pushed.set_int_custom_property("already_pushed", 1)
         pushed.set_int_custom_property("pushed", 1)
@@ -65,9 +71,25 @@ class Executor(base_executor.BaseExecutor):
         pushed.set_string_custom_property("pushed_version", str(version))
 
 
+def release_settings(exec_properties: Dict[str, Any]) -> serving_release.Settings:
+    return serving_release.Settings(
+        model_name=exec_properties.get("model_name") or "model",
+        base_path=exec_properties.get("tf_serving_base_path") or "",
+        kserve_storage_uri=exec_properties.get("kserve_storage_uri") or "",
+        batch_threads=int(exec_properties.get("batch_threads") or 0))
+
+
 class SafePusherSpec(types.ComponentSpec):
     PARAMETERS = {"serving_dir": ExecutionParameter(type=str), "keep_versions": ExecutionParameter(type=int),
-                  "task": ExecutionParameter(type=str, optional=True)}  # the feature spec's, for the metadata
+                  "task": ExecutionParameter(type=str, optional=True),  # the feature spec's, for the metadata
+                  # the release (components/serving_release.py): what a push does to the labels, and
+                  # how the TF Serving / KServe files are rendered (the serving config section)
+                  "release": ExecutionParameter(type=str, optional=True),
+                  "canary_percent": ExecutionParameter(type=int, optional=True),
+                  "model_name": ExecutionParameter(type=str, optional=True),
+                  "tf_serving_base_path": ExecutionParameter(type=str, optional=True),
+                  "kserve_storage_uri": ExecutionParameter(type=str, optional=True),
+                  "batch_threads": ExecutionParameter(type=int, optional=True)}
     INPUTS = {
         MODEL_KEY: ChannelParameter(type=standard_artifacts.Model),
         BLESSING_KEY: ChannelParameter(type=standard_artifacts.ModelBlessing),
@@ -83,9 +105,9 @@ class SafePusher(base_component.BaseComponent):
     EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(Executor)
 
     def __init__(self, model, model_blessing, serving_dir: str, keep_versions: int = 5,
-                 evaluation=None, examples=None, statistics=None, task: str = ""):
+                 evaluation=None, examples=None, statistics=None, task: str = "", release: Dict[str, Any] = None):
         super().__init__(spec=SafePusherSpec(
             model=model, model_blessing=model_blessing, evaluation=evaluation, examples=examples,
             statistics=statistics,
-            serving_dir=serving_dir, keep_versions=keep_versions, task=task,
+            serving_dir=serving_dir, keep_versions=keep_versions, task=task, **(release or {}),
             pushed_model=types.Channel(type=standard_artifacts.PushedModel)))

@@ -40,7 +40,7 @@ from tfx.types.component_spec import ChannelParameter, ExecutionParameter
 from tfx.utils import io_utils, path_utils
 from tfx import v1 as tfx
 
-from components import serving_push
+from components import serving_push, serving_release
 
 CANDIDATE_KEY, BASELINE_KEY = "candidate_model", "baseline_model"
 BASELINE_FILE = "baseline.json"
@@ -77,10 +77,10 @@ class Executor(base_executor.BaseExecutor):
            exec_properties: Dict[str, Any]) -> None:
         serving_dir = exec_properties["serving_dir"]
         out = output_dict[BASELINE_KEY][0]
-        found = serving_push.versions(serving_dir)
-        info: Dict[str, Any] = {"found": bool(found), "serving_dir": serving_dir}
+        version = serving_release.serving_version(serving_dir)  # the stable label, or the highest version
+        found = version is not None
+        info: Dict[str, Any] = {"found": found, "serving_dir": serving_dir}
         if found:
-            version = found[-1]
             source = os.path.join(serving_dir, str(version))
             io_utils.copy_dir(source, path_utils.serving_model_dir(out.uri))
             info.update(serving_version=version,

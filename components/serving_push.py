@@ -21,7 +21,7 @@ import json
 import os
 import shutil
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 METADATA_FILE = "push_metadata.json"
 TMP_PREFIX = ".tmp-"
@@ -67,8 +67,10 @@ def next_version(serving_dir: str, now: Optional[float] = None) -> int:
 
 
 def push(model_dir: str, serving_dir: str, metadata: Dict[str, Any], keep_versions: int,
-         copytree: Callable[[str, str], Any] = shutil.copytree, now: Optional[float] = None) -> int:
-    """Copy ``model_dir`` in as a new version atomically; return the version number."""
+         copytree: Callable[[str, str], Any] = shutil.copytree, now: Optional[float] = None,
+         protect: Iterable[int] = ()) -> int:
+    """Copy ``model_dir`` in as a new version atomically; return the version number. Pruning
+    never deletes a ``protect``ed version (the release's stable and canary)."""
     if keep_versions < 1:
         raise PushError(f"keep_versions must be >= 1, got {keep_versions}; set serving.keep_versions to 1 or more")
     if not os.path.isfile(os.path.join(model_dir, "saved_model.pb")):
@@ -88,13 +90,14 @@ def push(model_dir: str, serving_dir: str, metadata: Dict[str, Any], keep_versio
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    prune(serving_dir, keep_versions)
+    prune(serving_dir, keep_versions, protect)
     return version
 
 
-def prune(serving_dir: str, keep_versions: int) -> List[int]:
-    """Delete all but the newest ``keep_versions`` versions; return the deleted ones."""
-    old = versions(serving_dir)[:-keep_versions]
+def prune(serving_dir: str, keep_versions: int, protect: Iterable[int] = ()) -> List[int]:
+    """Delete all but the newest ``keep_versions`` versions and the protected ones; return the
+    deleted ones."""
+    old = [v for v in versions(serving_dir)[:-keep_versions] if v not in set(protect)]
     for v in old:
         # Hide first (rename is atomic), then delete, so no half-deleted version is visible.
         hidden = os.path.join(serving_dir, f"{TMP_PREFIX}deleting-{v}")
@@ -109,12 +112,6 @@ def remove_stale_temporaries(serving_dir: str) -> None:
             shutil.rmtree(os.path.join(serving_dir, d), ignore_errors=True)
 
 
-def latest_version_dir(serving_dir: str) -> str:
-    found = versions(serving_dir)
-    if not found:
-        raise FileNotFoundError(
-            f"no pushed model in {serving_dir}; run 'tfxline run' until a model is blessed and pushed")
-    return os.path.join(serving_dir, str(found[-1]))
 
 
 def metadata_by_version(serving_dir: str) -> Dict[int, Dict[str, Any]]:
@@ -132,14 +129,15 @@ def rolled_back_versions(serving_dir: str) -> Dict[int, int]:
     return rolled_back(metadata_by_version(serving_dir))
 
 
-def rollback_target(serving_dir: str, to: Optional[int] = None) -> Tuple[int, int]:
+def rollback_target(serving_dir: str, to: Optional[int] = None, current: Optional[int] = None) -> Tuple[int, int]:
     """(the version serving now, the version to serve again). By default the newest older
-    version with another model that was not itself rolled back from; ``to`` picks one."""
+    version with another model that was not itself rolled back from; ``to`` picks one.
+    ``current``: the version serving now when a release labels it (default: the highest)."""
     metadata = metadata_by_version(serving_dir)
     found = list(metadata)
     if not found:
         raise RollbackError(f"no pushed model in {serving_dir}; nothing to roll back")
-    current = found[-1]
+    current = found[-1] if current is None else current
     current_model = metadata[current].get("model_uri")
 
     def serves_now(v: int) -> bool:
@@ -155,7 +153,7 @@ def rollback_target(serving_dir: str, to: Optional[int] = None) -> Tuple[int, in
                                 "pick an older one: 'tfxline serving' lists them")
         return current, to
     replaced = rolled_back(metadata)
-    older = [v for v in found if v not in replaced and not serves_now(v)]
+    older = [v for v in found if v not in replaced and not serves_now(v) and v < current]
     if not older:
         raise RollbackError(f"no earlier model to roll back to in {serving_dir} (it holds {listing}, "
                             "and the older versions were rolled back from or hold the serving model); "
@@ -164,14 +162,16 @@ def rollback_target(serving_dir: str, to: Optional[int] = None) -> Tuple[int, in
 
 
 def rollback(serving_dir: str, keep_versions: int, to: Optional[int] = None, reason: str = "",
-             by: str = "", now: Optional[float] = None) -> Tuple[int, int, int]:
+             by: str = "", now: Optional[float] = None, current: Optional[int] = None,
+             protect: Iterable[int] = ()) -> Tuple[int, int, int]:
     """Serve an older version again: copy it in as a new version. Returns (new version, the
     version rolled back from, the version restored)."""
-    current, target = rollback_target(serving_dir, to)
+    current, target = rollback_target(serving_dir, to, current)
     meta = read_metadata(serving_dir, target)
     meta.pop("version", None)
     meta["rollback"] = {"from_version": current, "restored_version": target, "reason": reason, "by": by,
                         "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))}
     # Keep the version rolled back from, whatever keep_versions says: it is the evidence.
-    new = push(os.path.join(serving_dir, str(target)), serving_dir, meta, max(keep_versions, 2), now=now)
+    new = push(os.path.join(serving_dir, str(target)), serving_dir, meta, max(keep_versions, 2), now=now,
+               protect=set(protect) | {current})
     return new, current, target

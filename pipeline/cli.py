@@ -7,6 +7,7 @@
     tfxline report [RUN_DIR]
     tfxline gc [--keep-runs N] [--dry-run]
     tfxline serving  |  tfxline serving rollback [--to VERSION] [--reason TEXT] [--dry-run]
+    tfxline serving canary VERSION --percent P  |  tfxline serving promote
     tfxline compile | submit | run-compiled ...   (Kubeflow / Vertex AI: kubeflow/cli.py)
 
 Errors in input or config print one ``error:`` line naming the problem and the fix and
@@ -83,6 +84,13 @@ def build_parser() -> argparse.ArgumentParser:
                           help="the version to serve again (default: the one that served before the current)")
     rollback.add_argument("--reason", default="", metavar="TEXT", help="recorded in the new version's metadata")
     rollback.add_argument("--dry-run", action="store_true", help="say what would be served, change nothing")
+    canary = serving_sub.add_parser(
+        "canary", help="serve VERSION to a share of the traffic beside the stable version (label 'canary')")
+    add_config_args(canary, default=argparse.SUPPRESS)
+    canary.add_argument("version", type=int, metavar="VERSION", help="a pushed version ('tfxline serving' lists them)")
+    canary.add_argument("--percent", type=int, required=True, metavar="P", help="its share of the traffic, 1-99")
+    promote = serving_sub.add_parser("promote", help="the canary becomes stable, with all the traffic")
+    add_config_args(promote, default=argparse.SUPPRESS)
 
     pr = sub.add_parser("predict", help="predict a CSV of raw rows with the newest pushed model")
     add_config_args(pr)
@@ -234,19 +242,26 @@ def cmd_gc(args, stream: TextIO) -> int:
 
 def cmd_serving(args, stream: TextIO) -> int:
     from components.serving_push import RollbackError
+    from components.serving_release import ReleaseError
     from pipeline import local_runner, serving
 
     cfg = config_or_bad_input(args, tensorflow=False)  # these commands read and copy files
-    if getattr(args, "serving_command", None) != "rollback":
+    command = getattr(args, "serving_command", None)
+    if command is None:
         print(serving.format_versions(cfg.serving_dir), file=stream, flush=True)
         return EXIT_OK
     # Not between a run's baseline and its push (SQLite: one run at a time per output root).
-    lock = (contextlib.nullcontext() if args.dry_run or not os.path.isdir(cfg.output_root)
+    lock = (contextlib.nullcontext() if getattr(args, "dry_run", False) or not os.path.isdir(cfg.output_root)
             else local_runner.one_run_at_a_time(cfg, stream))
     try:
         with lock:
-            lines = serving.rollback(cfg.serving_dir, cfg.serving.keep_versions, args.to, args.reason, args.dry_run)
-    except RollbackError as e:
+            if command == "canary":
+                lines = serving.canary(cfg, args.version, args.percent)
+            elif command == "promote":
+                lines = serving.promote(cfg)
+            else:
+                lines = serving.rollback(cfg, args.to, args.reason, args.dry_run)
+    except (RollbackError, ReleaseError) as e:
         raise BadInput(str(e)) from None
     print(lines, file=stream, flush=True)
     return EXIT_OK

@@ -129,7 +129,15 @@ class MetadataConfig:
 class ServingConfig:
     serving_root: str = ""         # empty means <output_root>/serving
     model_name: str = ""           # empty means the pipeline name
-    keep_versions: int = 5         # pushed versions kept in the serving directory
+    keep_versions: int = 5         # pushed versions kept in the serving directory (and the stable and canary ones)
+    # What a push does to the release labels (docs/serving.md): stable (the new version serves at
+    # once) or canary (it serves canary_percent of the traffic beside the stable one until
+    # 'tfxline serving promote'; a first push is stable)
+    release: str = "stable"
+    canary_percent: int = 10       # the traffic share of a canary that a push starts (serving.release: canary)
+    tf_serving_base_path: str = ""  # the serving directory as TF Serving sees it (models.config); empty: its path here
+    kserve_storage_uri: str = ""   # the serving directory as KServe sees it; empty: pvc://tfxline-serving/<model name>
+    batch_threads: int = 0         # TF Serving's num_batch_threads in batching_parameters.txt; 0: this machine's CPUs
 
 
 @dataclasses.dataclass(frozen=True)

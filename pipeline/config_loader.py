@@ -16,6 +16,7 @@ import yaml
 
 from pipeline.config import DEFAULT_CONFIG, ConfigError, PipelineConfig
 from pipeline.data_source import FORMATS, PACKAGE_PREFIX, DataError, has_span_spec, resolve_data_path
+from components.serving_release import RELEASES
 from trainer.settings import (BATCH_SCALINGS, JIT_COMPILES, PRECISIONS, READERS, STRATEGIES, TRAINING_MODES,
                               TrainingConfig)
 from transforms.features import FeatureSpec, FeatureSpecError
@@ -176,6 +177,10 @@ def validate(cfg: PipelineConfig) -> None:
          "must be > 0 (drift.enabled=false turns the check off)"),
         (all(v >= 0 for v in cfg.drift.features.values()), "drift.features", "thresholds must be >= 0 (0: not checked)"),
         (cfg.serving.keep_versions >= 1, "serving.keep_versions", "must be >= 1"),
+        (cfg.serving.release in RELEASES, "serving.release", f"use one of {', '.join(RELEASES)}"),
+        (0 < cfg.serving.canary_percent < 100, "serving.canary_percent",
+         "must be in 1-99 (the canary's share of the traffic)"),
+        (cfg.serving.batch_threads >= 0, "serving.batch_threads", "must be >= 0 (0: this machine's CPU count)"),
         (cfg.retention.keep_runs >= 0, "retention.keep_runs", "must be >= 0 (0 keeps every run's artifacts)"),
         (cfg.metadata.backend in ("sqlite", "mysql"), "metadata.backend", "use sqlite or mysql"),
         (1 <= cfg.metadata.port <= 65535, "metadata.port", "must be a TCP port (1-65535)"),

@@ -19,6 +19,7 @@ from components.safe_pusher import SafePusher
 from components.serving_baseline import GatedEvaluator, ServingBaseline
 from pipeline.config import EVAL_SPLIT, TRAIN_SPLIT, VALIDATION_SPLIT, PipelineConfig
 from pipeline.eval_config import build_eval_config
+from pipeline.serving import release_properties
 
 PREPROCESSING_FN = "transforms.preprocessing.preprocessing_fn"
 RUN_FN = "trainer.run.run_fn"
@@ -160,6 +161,7 @@ def create_pipeline(
         serving_dir=serving_dir,
         keep_versions=cfg.serving.keep_versions,
         task=cfg.features.task,
+        release=release_properties(cfg),
     ).with_id("Pusher")
     return tfx.dsl.Pipeline(
         pipeline_name=cfg.name,

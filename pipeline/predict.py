@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Sequence, TextIO
 
 import numpy as np
 
-from components.serving_push import latest_version_dir
+from components.serving_release import serving_version_dir
 from components.tfma_results import label_classes
 from pipeline import data_source
 from pipeline.config import PipelineConfig
@@ -73,7 +73,7 @@ def predict_csv(cfg: PipelineConfig, input_csv: str, output_path: str,
                 model_dir: Optional[str] = None, stream: Optional[TextIO] = None) -> int:
     schema = data_source.load_schema(data_source.schema_path(cfg.data.schema))
     data_source.check_csv(data_source.csv_files(input_csv), schema, required=cfg.features.serving_columns)
-    model_dir = model_dir or latest_version_dir(cfg.serving_dir)
+    model_dir = model_dir or serving_version_dir(cfg.serving_dir)
     rows = list(read_csv_rows(input_csv))
     values = predict_rows(load_serving_fn(model_dir), rows, cfg, schema)
     extra = output_columns(cfg, values, label_classes(model_dir))

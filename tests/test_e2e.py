@@ -69,7 +69,7 @@ def test_beam_components_build_no_tfx_sdist(pipeline_run):
 def test_pushed_savedmodel_serves_raw_examples(pipeline_run, taxi_slice):
     cfg, summary, _ = pipeline_run
     assert summary.pushed and summary.pushed_to.startswith(cfg.serving_dir)
-    versions = os.listdir(cfg.serving_dir)
+    versions = [v for v in os.listdir(cfg.serving_dir) if not v.startswith(".") and v != "release"]
     assert len(versions) == 1 and versions[0].isdigit()  # TF Serving's <base>/<int version>
     model = tf.saved_model.load(os.path.join(cfg.serving_dir, versions[0]))
     serve = model.signatures["serving_default"]
@@ -140,6 +140,33 @@ def test_push_metadata_next_to_the_version(pipeline_run):
     assert "span" in meta["data"]
 
 
+def test_the_push_writes_the_release_tf_serving_reads(pipeline_run):
+    """Every push writes models.config (the pushed version labelled stable), batching parameters
+    chosen from the pushed model's measured latency, monitoring.config and the KServe manifest."""
+    from google.protobuf import text_format
+    from tensorflow_serving.config import model_server_config_pb2
+
+    from components import serving_push, serving_release
+    from tests.test_serving_release import tf_serving_message
+
+    cfg, _, _ = pipeline_run
+    (version,) = serving_push.versions(cfg.serving_dir)
+    release = serving_release.read(cfg.serving_dir)
+    assert (release.stable, release.canary) == (version, None) and release.history[-1]["event"] == "push"
+    measured = serving_push.read_metadata(cfg.serving_dir, version)["batching"]
+    assert set(measured["latency_ms"]) == {"1", "8", "32", "128", "512"}
+    assert all(ms > 0 for ms in measured["latency_ms"].values())
+    folder = serving_release.release_dir(cfg.serving_dir)
+    config = text_format.Parse(open(os.path.join(folder, "models.config")).read(),
+                               model_server_config_pb2.ModelServerConfig()).model_config_list.config[0]
+    assert config.name == cfg.name and dict(config.version_labels) == {"stable": version}
+    batching = text_format.Parse(open(os.path.join(folder, "batching_parameters.txt")).read(),
+                                 tf_serving_message("tensorflow.serving.BatchingParameters")())
+    assert batching.max_batch_size.value in (1, 8, 32, 128, 512)
+    assert list(batching.allowed_batch_sizes)[-1] == batching.max_batch_size.value
+    assert os.path.isfile(os.path.join(folder, "inferenceservice.yaml"))
+
+
 def test_slice_metrics_exist_for_every_configured_slice(pipeline_run):
     cfg, summary, _ = pipeline_run
     for feature in cfg.evaluation.slices:
@@ -165,9 +192,9 @@ def test_predict_matches_the_serving_signature(pipeline_run, taxi_slice, tmp_pat
     assert code == 0, capsys.readouterr().err
     got = [float(r["probability"]) for r in read_csv_rows(str(out))]
     assert len(got) == len(rows) and all(0.0 <= p <= 1.0 for p in got)
-    from components.serving_push import latest_version_dir
+    from components.serving_release import serving_version_dir
 
-    serve = tf.saved_model.load(latest_version_dir(cfg.serving_dir)).signatures["serving_default"]
+    serve = tf.saved_model.load(serving_version_dir(cfg.serving_dir)).signatures["serving_default"]
     schema = data_source.load_schema(data_source.schema_path(cfg.data.schema))
     direct = serve(examples=tf.constant(serialize_rows(rows, schema, cfg.features.serving_columns)))
     np.testing.assert_allclose(got, direct["probabilities"].numpy(), rtol=1e-6, atol=1e-7)

@@ -1,6 +1,7 @@
 """Rolling the serving directory back: which version serves again, what is recorded, what is
 kept, the CLI's errors; and, on the shared run's real model, a bad model rolled back so that
 ``predict`` (and TF Serving, which serves the highest version) uses the good one again."""
+import getpass
 import io
 import json
 import os
@@ -8,6 +9,7 @@ import os
 import pytest
 
 from components import serving_push as sp
+from components import serving_release
 from pipeline import cli
 
 
@@ -32,7 +34,7 @@ def test_rollback_serves_the_previous_model_as_a_new_version_and_keeps_the_bad_o
                                 "by": "ana", "at": "1970-01-01T00:03:20Z"}
     assert sorted(os.listdir(os.path.join(d, "200"))) == sorted(os.listdir(os.path.join(d, "101")))
     assert sp.rolled_back_versions(d) == {102: 200}
-    assert sp.latest_version_dir(d).endswith("/200")  # what predict, the baseline and TF Serving take
+    assert serving_release.serving_version_dir(d).endswith("/200")  # what predict, the baseline and TF Serving take
 
 
 def test_rolling_back_twice_goes_one_model_further_back(model_files, tmp_path):
@@ -103,12 +105,14 @@ def test_cli_lists_versions_and_rolls_back(model_files, tmp_path, capsys):
     code, out, err = run_cli(["serving", "--output", str(out_root)], capsys)
     assert (code, err) == (0, "")
     lines = out.splitlines()
-    assert lines[0] == f"{d} (TF Serving serves the highest version)"
+    assert lines[0] == f"{d} (labels in {d}/release/models.config)"  # a rollback writes the release
     assert lines[1].split() == ["version", "pushed", "(UTC)", "run", "spans", "metric", "state"]
-    assert lines[2].startswith(str(new)) and lines[2].endswith("serving, restores 101 (bad tips)")
+    assert lines[2].startswith(str(new)) and lines[2].endswith("stable, restores 101 (bad tips)")
     assert lines[3].split()[:2] == ["102", "2026-11-22"] and lines[3].endswith(f"rolled back by {new}")
     assert lines[2].split()[3:7] == ["r1", "2", "auc", "0.9100"]  # the restored model's run, spans, metric
     assert lines[5].split()[:3] == ["100", "2026-11-20", "02:00:00"] and lines[5].endswith("  -")
+    assert lines[6] == "release history (newest last):" and lines[7].endswith(f"rollback to 101: stable {new} (by "
+                                                                              f"{getpass.getuser()}): bad tips")
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -134,7 +138,7 @@ def test_a_bad_model_rolled_back_predicts_as_the_good_one_again(pipeline_run, ta
     from pipeline.examples import read_csv_rows
 
     cfg, _, _ = pipeline_run
-    good = sp.latest_version_dir(cfg.serving_dir)
+    good = serving_release.serving_version_dir(cfg.serving_dir)
     out_root = tmp_path / "out"
     d = str(out_root / "serving" / "taxi")
     sp.push(good, d, dict(sp.read_metadata(cfg.serving_dir, int(os.path.basename(good))), pipeline_run_id="good"),

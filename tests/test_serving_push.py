@@ -68,6 +68,8 @@ def test_not_a_savedmodel_is_refused(tmp_path):
     assert not os.path.exists(tmp_path / "s" / "1")
 
 
-def test_latest_version_dir_names_the_fix(tmp_path):
+def test_serving_version_dir_names_the_fix(tmp_path):
+    from components.serving_release import serving_version_dir
+
     with pytest.raises(FileNotFoundError, match="tfxline run"):
-        sp.latest_version_dir(str(tmp_path / "none"))
+        serving_version_dir(str(tmp_path / "none"))

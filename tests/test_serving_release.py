@@ -1,0 +1,254 @@
+"""The release labels (stable / canary) and the files a model server reads
+(components/serving_release.py): each file parsed with TF Serving's own protos or validated against
+KServe's published InferenceService schema; label moves atomic under an injected crash; bad input
+refused in one line with nothing changed."""
+import gzip
+import json
+import os
+
+import pytest
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
+from tensorflow_serving.config import model_server_config_pb2
+
+from components import serving_push as sp
+from components import serving_release as sr
+from pipeline import cli
+from tests.conftest import ROOT
+
+DATA = os.path.join(ROOT, "tests", "data")
+SETTINGS = sr.Settings(model_name="taxi", batch_threads=4)
+
+
+def tf_serving_message(name: str):
+    """A message class from TF Serving's own protos (tests/data/README.md)."""
+    with open(os.path.join(DATA, "tf_serving", "serving_config.pb"), "rb") as f:
+        files = descriptor_pb2.FileDescriptorSet.FromString(f.read())
+    pool = descriptor_pool.DescriptorPool()
+    for proto in files.file:
+        pool.Add(proto)
+    descriptor = pool.FindMessageTypeByName(name)
+    if hasattr(message_factory, "GetMessageClass"):
+        return message_factory.GetMessageClass(descriptor)
+    return message_factory.MessageFactory(pool).GetPrototype(descriptor)
+
+
+def parsed(serving_dir):
+    release = sr.release_dir(serving_dir)
+
+    def read(name):
+        with open(os.path.join(release, name)) as f:
+            return f.read()
+    models = text_format.Parse(read(sr.MODELS_CONFIG), model_server_config_pb2.ModelServerConfig())
+    batching = text_format.Parse(read(sr.BATCHING_FILE), tf_serving_message("tensorflow.serving.BatchingParameters")())
+    monitoring = text_format.Parse(read(sr.MONITORING_FILE), tf_serving_message("tensorflow.serving.MonitoringConfig")())
+    import yaml
+    return models, batching, monitoring, yaml.safe_load(read(sr.KSERVE_FILE))
+
+
+def pushed(model_files, serving_dir, n, batching=None):
+    for i in range(n):
+        meta = {"model_uri": f"m{i}", "pipeline_run_id": f"r{i}"}
+        if batching:
+            meta["batching"] = batching
+        sp.push(model_files, serving_dir, meta, keep_versions=5, now=100 + i)
+    return sp.versions(serving_dir)
+
+
+def snapshot(serving_dir):
+    """Everything a model server or a later command reads: versions, the link, every release file."""
+    out = {"versions": sp.versions(serving_dir), "entries": sorted(os.listdir(serving_dir))}
+    release = sr.release_dir(serving_dir)
+    if os.path.islink(release):
+        out["link"] = os.readlink(release)
+        for name in sorted(os.listdir(release)):
+            path = os.path.join(release, name)
+            if os.path.isfile(path):
+                with open(path) as f:
+                    out[name] = f.read()
+    return out
+
+
+def test_canary_promote_and_rollback_move_the_labels(model_files, tmp_path):
+    d = str(tmp_path / "serving" / "taxi")
+    measured = {"latency_ms": {"1": 0.8, "8": 1.0, "32": 1.6, "128": 4.2, "512": 16.0}}
+    v1, v2 = pushed(model_files, d, 2, batching=measured)
+    assert sr.serving_version(d) == v2  # no release yet: the highest, as TF Serving's bare base path
+    sr.on_push(d, v1, "stable", 10, SETTINGS)
+    sr.canary(d, v2, 10, SETTINGS, by="ana")
+    models, batching, monitoring, isvc = parsed(d)
+    (config,) = models.model_config_list.config
+    assert config.name == "taxi" and config.base_path == os.path.abspath(d) and config.model_platform == "tensorflow"
+    assert list(config.model_version_policy.specific.versions) == [v1, v2]
+    assert dict(config.version_labels) == {"stable": v1, "canary": v2}
+    assert isvc["spec"]["predictor"]["canaryTrafficPercent"] == 10
+    assert isvc["spec"]["predictor"]["model"]["storageUri"] == f"pvc://tfxline-serving/taxi/release/models/{v2}"
+    assert os.path.realpath(os.path.join(d, "release", "models", str(v2), str(v2))) == os.path.realpath(
+        os.path.join(d, str(v2)))  # KServe's model base path for the version: one version inside
+    assert monitoring.prometheus_config.enable and monitoring.prometheus_config.path == sr.PROMETHEUS_PATH
+    # batching from v1's (stable's) measurement: batch 128 costs 0.033 ms per example, 512 0.031
+    assert batching.max_batch_size.value == 128 and batching.batch_timeout_micros.value == 800
+    assert batching.num_batch_threads.value == 4 and list(batching.allowed_batch_sizes) == [1, 8, 32, 128]
+    assert sr.serving_version(d) == v1  # the baseline, drift reference and predict take stable
+
+    sr.promote(d, SETTINGS, by="ana")
+    models, _, _, isvc = parsed(d)
+    assert dict(models.model_config_list.config[0].version_labels) == {"stable": v2}
+    assert "canaryTrafficPercent" not in isvc["spec"]["predictor"]
+    assert isvc["spec"]["predictor"]["model"]["storageUri"].endswith(f"/release/models/{v2}")
+    assert sr.serving_version(d) == v2
+
+    from pipeline import serving
+    current, target = serving.rollback_target(d, None)
+    assert (current, target) == (v2, v1)  # the stable version before the promote
+    new, _, restored = sp.rollback(d, 5, to=target, current=current, protect=sr.read(d).labelled)
+    sr.on_rollback(d, new, restored, SETTINGS, by="ana", reason="bad tips")
+    models, _, _, _ = parsed(d)
+    assert dict(models.model_config_list.config[0].version_labels) == {"stable": new}
+    assert sp.read_metadata(d, new)["model_uri"] == "m0"  # the previous stable's model serves again
+    events = [r["event"] for r in sr.read(d).history]
+    assert events == ["push", "canary", "promote", f"rollback to {v1}"]
+    assert not [n for n in os.listdir(d) if n.startswith((sr.HIDDEN_PREFIX, ".release."))
+                and os.path.realpath(os.path.join(d, n)) != os.path.realpath(sr.release_dir(d))]
+
+
+@pytest.mark.parametrize("crash_after", ["release.json", "models.config", "batching_parameters.txt",
+                                         "monitoring.config", "inferenceservice.yaml", "models", "link"])
+def test_a_crash_mid_move_leaves_the_old_release(model_files, tmp_path, crash_after):
+    d = str(tmp_path / "serving")
+    v1, v2 = pushed(model_files, d, 2)
+    sr.on_push(d, v1, "stable", 10, SETTINGS)
+    before = snapshot(d)
+
+    def step(name):
+        if name == crash_after:
+            raise KeyboardInterrupt(f"killed after {name}")
+    moved = sr.read(d).moved("canary", stable=v1, canary=v2, canary_percent=20)
+    with pytest.raises(KeyboardInterrupt):
+        sr.write(d, moved, SETTINGS, step=step)
+    after = snapshot(d)
+    leftovers = set(after.pop("entries")) - set(before["entries"])
+    assert after == {k: v for k, v in before.items() if k != "entries"}  # the old release, whole
+    assert not {n for n in leftovers if n.startswith(sr.HIDDEN_PREFIX)}  # cleaned on the way out
+    sr.canary(d, v2, 20, SETTINGS)  # and the next move works, leaving nothing behind
+    assert sr.read(d).canary == v2
+    assert [n for n in os.listdir(d) if n.startswith(".")] == [os.readlink(sr.release_dir(d))]
+
+
+def test_a_crash_between_link_and_rename_leaves_no_second_link(model_files, tmp_path):
+    """Killed for real (no cleanup ran) after the new link was made: the next move removes it."""
+    d = str(tmp_path / "serving")
+    v1, v2 = pushed(model_files, d, 2)
+    sr.on_push(d, v1, "stable", 10, SETTINGS)
+    os.symlink(".release-stale", os.path.join(d, ".release.dead"))
+    os.makedirs(os.path.join(d, ".release-stale"))
+    sr.canary(d, v2, 5, SETTINGS)
+    assert sorted(n for n in os.listdir(d) if n.startswith(".")) == [os.readlink(sr.release_dir(d))]
+
+
+def test_pushes_follow_serving_release(model_files, tmp_path):
+    d = str(tmp_path / "serving")
+    (v1,) = pushed(model_files, d, 1)
+    sr.on_push(d, v1, "canary", 10, SETTINGS)  # a first push has no stable beside it: stable
+    assert (sr.read(d).stable, sr.read(d).canary) == (v1, None)
+    v2 = sp.push(model_files, d, {"model_uri": "m1"}, keep_versions=5, now=200)
+    sr.on_push(d, v2, "canary", 15, SETTINGS)
+    assert (sr.read(d).stable, sr.read(d).canary, sr.read(d).canary_percent) == (v1, v2, 15)
+    v3 = sp.push(model_files, d, {"model_uri": "m2"}, keep_versions=5, now=300)
+    sr.on_push(d, v3, "stable", 10, SETTINGS)
+    assert (sr.read(d).stable, sr.read(d).canary) == (v3, None)
+
+
+def test_pruning_keeps_the_labelled_versions(model_files, tmp_path):
+    d = str(tmp_path / "serving")
+    v1, v2 = pushed(model_files, d, 2)
+    sr.on_push(d, v1, "stable", 10, SETTINGS)
+    for i in range(3):
+        sp.push(model_files, d, {"model_uri": f"n{i}"}, keep_versions=2, now=300 + i, protect=sr.read(d).labelled)
+    assert sp.versions(d) == [v1, 301, 302]  # v1 is stable: kept beyond keep_versions
+
+
+def test_the_kserve_manifest_is_valid_for_kserves_published_schema(model_files, tmp_path):
+    # jsonschema comes with the TFX 1.16 stack's kfp 2.5 only; the manifest is PyYAML output,
+    # the same on both stacks, so the host stack's run of this test covers it.
+    jsonschema = pytest.importorskip("jsonschema", reason="not in this stack's lock (TFX 1.16's has it)")
+    import yaml
+
+    with gzip.open(os.path.join(DATA, "kserve", "inferenceservice-v1beta1.schema.json.gz")) as f:
+        schema = json.load(f)
+
+    def strict(node):  # kubectl apply --validate=strict: an unknown field is an error, not pruned
+        if isinstance(node, dict):
+            if node.get("type") == "object" and "properties" in node and \
+                    not node.get("x-kubernetes-preserve-unknown-fields"):
+                node.setdefault("additionalProperties", False)
+            for v in node.values():
+                strict(v)
+        elif isinstance(node, list):
+            for v in node:
+                strict(v)
+    strict(schema)
+    d = str(tmp_path / "serving")
+    v1, v2 = pushed(model_files, d, 2)
+    sr.on_push(d, v1, "stable", 10, sr.Settings(model_name="Taxi_Tips 2", kserve_storage_uri="gs://b/serving/taxi/"))
+    sr.canary(d, v2, 30, sr.Settings(model_name="Taxi_Tips 2", kserve_storage_uri="gs://b/serving/taxi/"))
+    manifest = yaml.safe_load(open(os.path.join(sr.release_dir(d), sr.KSERVE_FILE)))
+    jsonschema.validate(manifest, schema)
+    assert manifest["metadata"]["name"] == "taxi-tips-2"  # a DNS-1035 label
+    assert manifest["spec"]["predictor"]["model"]["storageUri"] == f"gs://b/serving/taxi/release/models/{v2}"
+    bad = json.loads(json.dumps(manifest))
+    bad["spec"]["predictor"]["canaryTrafficPercentage"] = 30  # a typo the schema must catch
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)
+
+
+def test_batching_without_a_measurement_says_so():
+    choice = sr.batching_choice(None, 2)
+    assert choice["max_batch_size"] == 128 and "not measured" in choice["how"]
+    text = sr.batching_parameters(choice)
+    parsed_ = text_format.Parse(text, tf_serving_message("tensorflow.serving.BatchingParameters")())
+    assert parsed_.num_batch_threads.value == 2 and not parsed_.allowed_batch_sizes
+
+
+def run_cli(argv, capsys):
+    code = cli.main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_the_commands_canary_promote_rollback(model_files, tmp_path, capsys):
+    out_root = tmp_path / "out"
+    d = str(out_root / "serving" / "taxi")
+    v1, v2 = pushed(model_files, d, 2)
+    sr.on_push(d, v1, "stable", 10, SETTINGS)
+    code, out, err = run_cli(["serving", "canary", str(v2), "--percent", "10", "--output", str(out_root)], capsys)
+    assert (code, err) == (0, "") and f"canary: version {v2} serves 10 % of the traffic beside stable version {v1}" in out
+    code, out, _ = run_cli(["serving", "--output", str(out_root)], capsys)
+    rows = out.splitlines()
+    assert rows[2].startswith(str(v2)) and rows[2].endswith("canary 10 %")
+    assert rows[3].startswith(str(v1)) and rows[3].endswith("stable 90 %")
+    code, out, err = run_cli(["serving", "promote", "--output", str(out_root)], capsys)
+    assert (code, err) == (0, "") and f"promoted: version {v2} is stable" in out
+    code, out, err = run_cli(["serving", "rollback", "--output", str(out_root)], capsys)
+    assert (code, err) == (0, "") and "serves the model of version 100 (run r0)" in out
+    assert sp.read_metadata(d, sr.read(d).stable)["model_uri"] == "m0"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["canary", "7", "--percent", "10"], "error: version 7 is not in "),
+    (["canary", "101", "--percent", "0"], "error: --percent 0 is outside 1-99"),
+    (["canary", "101", "--percent", "100"], "error: --percent 100 is outside 1-99"),
+    (["canary", "101", "--percent", "150"], "error: --percent 150 is outside 1-99"),
+    (["canary", "100", "--percent", "10"], "error: version 100 has no stable version beside it"),
+    (["promote"], "error: no canary in "),
+])
+def test_bad_moves_are_one_line_and_change_nothing(model_files, tmp_path, capsys, argv, message):
+    out_root = tmp_path / "out"
+    d = str(out_root / "serving" / "taxi")
+    v1, v2 = pushed(model_files, d, 2)
+    sr.on_push(d, v2, "stable", 10, SETTINGS)  # stable 101: a canary of 100 would be an older model, fine
+    if argv[:2] == ["canary", "100"]:
+        sr.on_push(d, v1, "stable", 10, SETTINGS)  # now stable is 100 itself
+    before = snapshot(d)
+    code, out, err = run_cli(["serving", *argv, "--output", str(out_root)], capsys)
+    assert code == 2 and err.startswith(message) and len(err.strip().splitlines()) == 1 and out == ""
+    assert snapshot(d) == before
