@@ -7,6 +7,7 @@ pushed a second time; the artifact points at the existing version.
 """
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any, Dict, List
 
@@ -59,7 +60,11 @@ class Executor(base_executor.BaseExecutor):
             meta = _metadata(input_dict, run_id, exec_properties.get("task") or "")
             if input_dict.get(EXAMPLES_KEY):  # TF Serving's batching settings are chosen from this
                 newest = sorted(input_dict[EXAMPLES_KEY], key=span_of)[-1]
-                meta["batching"] = batch_latency.measure(model_dir, batch_latency.eval_records(newest.uri))
+                try:
+                    meta["batching"] = batch_latency.measure(model_dir, batch_latency.eval_records(newest.uri))
+                except Exception as e:  # noqa: BLE001 - a measurement never blocks a blessed model's push
+                    logging.warning("batch latency not measured (%s); batching_parameters.txt uses TF Serving's "
+                                    "usual starting values", str(e).splitlines()[0] if str(e) else type(e).__name__)
             version = serving_push.push(model_dir, serving_dir, meta, int(exec_properties["keep_versions"]),
                                         protect=serving_release.read(serving_dir).labelled)
             serving_release.on_push(serving_dir, version, exec_properties.get("release") or serving_release.STABLE,

@@ -252,3 +252,37 @@ def test_bad_moves_are_one_line_and_change_nothing(model_files, tmp_path, capsys
     code, out, err = run_cli(["serving", *argv, "--output", str(out_root)], capsys)
     assert code == 2 and err.startswith(message) and len(err.strip().splitlines()) == 1 and out == ""
     assert snapshot(d) == before
+
+
+def test_the_pusher_writes_the_release_and_a_failed_measurement_does_not_block_it(model_files, tmp_path, monkeypatch):
+    """The Pusher's executor on real TFX artifacts: a blessed model is pushed and labelled stable;
+    a latency measurement that fails is a warning and TF Serving's usual batching values."""
+    import shutil
+
+    from tfx.types import standard_artifacts
+
+    from components import batch_latency, safe_pusher
+
+    def broken(model_dir, records):
+        raise RuntimeError("no eval rows")
+    monkeypatch.setattr(batch_latency, "eval_records", lambda uri: [b"x"])
+    monkeypatch.setattr(batch_latency, "measure", broken)
+    model = standard_artifacts.Model()
+    model.uri = str(tmp_path / "model")
+    shutil.copytree(model_files, os.path.join(model.uri, "Format-Serving"))
+    blessing = standard_artifacts.ModelBlessing()
+    blessing.set_int_custom_property("blessed", 1)
+    examples = standard_artifacts.Examples()
+    examples.uri, examples.span = str(tmp_path / "examples"), 3
+    pushed = standard_artifacts.PushedModel()
+    d = str(tmp_path / "serving" / "taxi")
+    safe_pusher.Executor().Do({"model": [model], "model_blessing": [blessing], "examples": [examples]},
+                              {"pushed_model": [pushed]},
+                              {"serving_dir": d, "keep_versions": 5, "release": "stable", "canary_percent": 10,
+                               "model_name": "taxi", "batch_threads": 2})
+    (version,) = sp.versions(d)
+    assert pushed.get_string_custom_property("pushed_version") == str(version)
+    assert "batching" not in sp.read_metadata(d, version)
+    _, batching, _, _ = parsed(d)
+    assert batching.max_batch_size.value == 128 and batching.num_batch_threads.value == 2
+    assert sr.read(d).stable == version
