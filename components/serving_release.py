@@ -336,9 +336,10 @@ def inference_service(release: Release, settings: Settings) -> str:
     }}
     if release.canary is not None:
         predictor["canaryTrafficPercent"] = release.canary_percent
+    annotations = {f"tfxline/{label}-version": str(v) for label, v in ((STABLE, release.stable), (CANARY, release.canary))
+                   if v is not None}
     manifest = {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
-                "metadata": {"name": _k8s_name(settings.model_name), "annotations": {
-                    "tfxline/stable-version": str(release.stable), "tfxline/canary-version": str(release.canary)}},
+                "metadata": {"name": _k8s_name(settings.model_name), "annotations": annotations},
                 "spec": {"predictor": predictor}}
     return "# kubectl apply -f inferenceservice.yaml (written by tfxline)\n" + yaml.safe_dump(manifest, sort_keys=False)
 

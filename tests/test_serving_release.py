@@ -94,6 +94,7 @@ def test_canary_promote_and_rollback_move_the_labels(model_files, tmp_path):
     models, _, _, isvc = parsed(d)
     assert dict(models.model_config_list.config[0].version_labels) == {"stable": v2}
     assert "canaryTrafficPercent" not in isvc["spec"]["predictor"]
+    assert isvc["metadata"]["annotations"] == {"tfxline/stable-version": str(v2)}
     assert isvc["spec"]["predictor"]["model"]["storageUri"].endswith(f"/release/models/{v2}")
     assert sr.serving_version(d) == v2
 
