@@ -59,7 +59,7 @@ def test_read_commands_print_no_library_noise(pipeline_run, command):
                           timeout=300, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith({"report": "report: ", "runs": "run ", "gc": "retention: nothing to delete",
-                                   "serving": f"{cfg.serving_dir} (TF Serving serves the highest version)"}[command])
+                                   "serving": f"{cfg.serving_dir} (labels in {cfg.serving_dir}/release/models.config)"}[command])
     assert done.stderr == "", done.stderr
 
 
