@@ -58,10 +58,10 @@ class Executor(base_executor.BaseExecutor):
             run_id = getattr(self._context, "pipeline_run_id", None) or ""
             model_dir = path_utils.serving_model_path(model.uri)
             meta = _metadata(input_dict, run_id, exec_properties.get("task") or "")
-            if input_dict.get(EXAMPLES_KEY):  # TF Serving's batching settings are chosen from this
-                newest = sorted(input_dict[EXAMPLES_KEY], key=span_of)[-1]
+            newest_uri = (meta.get("data") or {}).get("examples_uri")  # the newest span's examples
+            if newest_uri:  # TF Serving's batching settings are chosen from this
                 try:
-                    meta["batching"] = batch_latency.measure(model_dir, batch_latency.eval_records(newest.uri))
+                    meta["batching"] = batch_latency.measure(model_dir, batch_latency.eval_records(newest_uri))
                 except Exception as e:  # noqa: BLE001 - a measurement never blocks a blessed model's push
                     logging.warning("batch latency not measured (%s); batching_parameters.txt uses TF Serving's "
                                     "usual starting values", str(e).splitlines()[0] if str(e) else type(e).__name__)

@@ -101,10 +101,11 @@ def read(serving_dir: str) -> Release:
                    canary_percent=int(state.get("canary_percent") or 0), history=tuple(state.get("history", ())))
 
 
-def serving_version(serving_dir: str) -> Optional[int]:
+def serving_version(serving_dir: str, release: Optional[Release] = None) -> Optional[int]:
     """The version the model server serves by default: the ``stable`` label, or without a release
-    the highest version (TF Serving's rule for a bare ``--model_base_path``)."""
-    stable = read(serving_dir).stable
+    the highest version (TF Serving's rule for a bare ``--model_base_path``). ``release``: the
+    one already read, if any."""
+    stable = (release or read(serving_dir)).stable
     if stable is not None:
         return stable
     found = serving_push.versions(serving_dir)

@@ -57,11 +57,12 @@ def _state(version: int, labels: List[str], meta: Dict, rolled_back: Dict[int, i
     return ", ".join(parts) or "-"
 
 
-def version_rows(serving_dir: str) -> List[Tuple[str, ...]]:
+def version_rows(serving_dir: str, release: Optional[serving_release.Release] = None) -> List[Tuple[str, ...]]:
     """One row per kept version, newest first (``HEADER``'s columns)."""
     metadata = serving_push.metadata_by_version(serving_dir)
     rolled_back = serving_push.rolled_back(metadata)
-    release, serving = serving_release.read(serving_dir), serving_release.serving_version(serving_dir)
+    release = release or serving_release.read(serving_dir)
+    serving = serving_release.serving_version(serving_dir, release)
     rows = []
     for v, meta in reversed(metadata.items()):
         pushed = (meta.get("rollback") or {}).get("at") or meta.get("pushed_at", "-")
@@ -72,10 +73,10 @@ def version_rows(serving_dir: str) -> List[Tuple[str, ...]]:
 
 
 def format_versions(serving_dir: str) -> str:
-    rows = version_rows(serving_dir)
+    release = serving_release.read(serving_dir)
+    rows = version_rows(serving_dir, release)
     if not rows:
         return f"no pushed model in {serving_dir}; run 'tfxline run' until a model is blessed and pushed"
-    release = serving_release.read(serving_dir)
     how = ("TF Serving serves the highest version; no release labels yet" if release.stable is None else
            f"labels in {serving_release.release_dir(serving_dir)}/{serving_release.MODELS_CONFIG}")
     lines = [f"{serving_dir} ({how})", format_columns(HEADER, rows)]
@@ -128,7 +129,7 @@ def rollback_target(serving_dir: str, to: Optional[int]):
     """(the version serving now, the one to serve again): by default the stable version before
     the current one when a release records it, else serving_push's rule."""
     release = serving_release.read(serving_dir)
-    current = serving_release.serving_version(serving_dir)
+    current = serving_release.serving_version(serving_dir, release)
     if to is None and release.stable is not None:
         previous = serving_release.previous_stable(release)
         if previous in serving_push.versions(serving_dir):

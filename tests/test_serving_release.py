@@ -12,8 +12,8 @@ from tensorflow_serving.config import model_server_config_pb2
 
 from components import serving_push as sp
 from components import serving_release as sr
-from pipeline import cli
 from tests.conftest import ROOT
+from tests.test_rollback import run_cli
 
 DATA = os.path.join(ROOT, "tests", "data")
 SETTINGS = sr.Settings(model_name="taxi", batch_threads=4)
@@ -208,12 +208,6 @@ def test_batching_without_a_measurement_says_so():
     text = sr.batching_parameters(choice)
     parsed_ = text_format.Parse(text, tf_serving_message("tensorflow.serving.BatchingParameters")())
     assert parsed_.num_batch_threads.value == 2 and not parsed_.allowed_batch_sizes
-
-
-def run_cli(argv, capsys):
-    code = cli.main(argv)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def test_the_commands_canary_promote_rollback(model_files, tmp_path, capsys):
