@@ -15,12 +15,12 @@ BATCH_SIZES = (1, 8, 32, 128, 512)
 BUDGET_S = 0.4  # timed calls per batch size: as many as fit in this, at least 5
 
 
-def eval_records(examples_uri: str, limit: int = max(BATCH_SIZES)) -> List[bytes]:
-    """Up to ``limit`` serialized tf.Examples of the eval split (the label column too: the
+def eval_records(examples_uri: str, limit: int = max(BATCH_SIZES), split: str = "eval") -> List[bytes]:
+    """Up to ``limit`` serialized tf.Examples of a split (the label column too: the
     signature's parsing ignores features it does not read)."""
     import tensorflow as tf
 
-    files = sorted(glob.glob(os.path.join(examples_uri, "Split-eval", "*")))
+    files = sorted(glob.glob(os.path.join(examples_uri, f"Split-{split}", "*")))
     out: List[bytes] = []
     for record in tf.data.TFRecordDataset(files, compression_type="GZIP").take(limit):
         out.append(record.numpy())

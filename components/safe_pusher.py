@@ -4,9 +4,14 @@ pushes of ``components.serving_push`` and a metadata file per version.
 
 A model artifact that is already in the serving directory (a cached re-run) is not
 pushed a second time; the artifact points at the existing version.
+
+With serving.tflite on, the version also holds ``model.tflite``, built and checked against the
+SavedModel here (components/tflite_export.py); a TFLite model that fails its check refuses
+the whole push (``refused`` on the PushedModel says why), as an unblessed model does.
 """
 from __future__ import annotations
 
+import json
 import logging
 import time
 from typing import Any, Dict, List
@@ -18,12 +23,15 @@ from tfx.types.component_spec import ChannelParameter, ExecutionParameter
 from tfx.components.util import model_utils
 from tfx.utils import path_utils
 
-from components import batch_latency, serving_push, serving_release
+from components import batch_latency, serving_push, serving_release, tflite_export
 from components.spans import span_of, version_of
 from components.tfma_results import read_evaluation
+from transforms import features as F
+from transforms.analyzers import AnalyzerValuesError
 
 MODEL_KEY, BLESSING_KEY, EVALUATION_KEY, EXAMPLES_KEY = "model", "model_blessing", "evaluation", "examples"
 STATISTICS_KEY = "statistics"
+TRANSFORM_GRAPH_KEY = "transform_graph"
 PUSHED_MODEL_KEY = "pushed_model"
 
 
@@ -65,8 +73,21 @@ class Executor(base_executor.BaseExecutor):
                 except Exception as e:  # noqa: BLE001 - a measurement never blocks a blessed model's push
                     logging.warning("batch latency not measured (%s); batching_parameters.txt uses TF Serving's "
                                     "usual starting values", str(e).splitlines()[0] if str(e) else type(e).__name__)
+            extra_files = {}
+            if (exec_properties.get("tflite") or tflite_export.OFF) != tflite_export.OFF:
+                try:
+                    exported = _tflite(input_dict, exec_properties, model_dir, meta)
+                except (tflite_export.TFLiteError, AnalyzerValuesError) as e:
+                    # the TFLite model is gated like the model: refused, nothing pushed, the run says why
+                    logging.error("push refused: %s", e)
+                    pushed.set_int_custom_property("pushed", 0)
+                    pushed.set_string_custom_property("refused", str(e))
+                    return
+                meta["tflite"] = exported.metadata()
+                extra_files[tflite_export.FILE] = exported.content
+                pushed.set_string_custom_property("tflite", tflite_export.summary_line(meta["tflite"]))
             version = serving_push.push(model_dir, serving_dir, meta, int(exec_properties["keep_versions"]),
-                                        protect=serving_release.read(serving_dir).labelled)
+                                        protect=serving_release.read(serving_dir).labelled, extra_files=extra_files)
             serving_release.on_push(serving_dir, version, exec_properties.get("release") or serving_release.STABLE,
                                     int(exec_properties.get("canary_percent") or 10), release_settings(exec_properties))
         else:
@@ -74,6 +95,21 @@ class Executor(base_executor.BaseExecutor):
         pushed.set_int_custom_property("pushed", 1)
         pushed.set_string_custom_property("pushed_destination", f"{serving_dir.rstrip('/')}/{version}")
         pushed.set_string_custom_property("pushed_version", str(version))
+
+
+def _tflite(input_dict: Dict[str, List[types.Artifact]], exec_properties: Dict[str, Any], model_dir: str,
+            meta: Dict[str, Any]) -> tflite_export.Export:
+    """The TFLite model of ``model_dir``, checked on the newest span's eval rows."""
+    if not input_dict.get(TRANSFORM_GRAPH_KEY) or not (meta.get("data") or {}).get("examples_uri"):
+        raise tflite_export.TFLiteError("serving.tflite needs the Transform graph and the examples wired to the "
+                                        "Pusher; fix: build the pipeline with pipeline/factory.py")
+    examples_uri = meta["data"]["examples_uri"]
+    spec = F.FeatureSpec.from_dict(json.loads(exec_properties["features"]))
+    return tflite_export.export(
+        model_dir, input_dict[TRANSFORM_GRAPH_KEY][0].uri, spec, exec_properties["tflite"],
+        batch_latency.eval_records(examples_uri, tflite_export.PARITY_ROWS),
+        batch_latency.eval_records(examples_uri, tflite_export.CALIBRATION_ROWS, split="train"),
+        float(exec_properties.get("tflite_tolerance") or 0.0))
 
 
 def release_settings(exec_properties: Dict[str, Any]) -> serving_release.Settings:
@@ -94,13 +130,18 @@ class SafePusherSpec(types.ComponentSpec):
                   "model_name": ExecutionParameter(type=str, optional=True),
                   "tf_serving_base_path": ExecutionParameter(type=str, optional=True),
                   "kserve_storage_uri": ExecutionParameter(type=str, optional=True),
-                  "batch_threads": ExecutionParameter(type=int, optional=True)}
+                  "batch_threads": ExecutionParameter(type=int, optional=True),
+                  # serving.tflite (components/tflite_export.py): the mode, its tolerance, the feature spec
+                  "tflite": ExecutionParameter(type=str, optional=True),
+                  "tflite_tolerance": ExecutionParameter(type=float, optional=True),
+                  "features": ExecutionParameter(type=str, optional=True)}
     INPUTS = {
         MODEL_KEY: ChannelParameter(type=standard_artifacts.Model),
         BLESSING_KEY: ChannelParameter(type=standard_artifacts.ModelBlessing),
         EVALUATION_KEY: ChannelParameter(type=standard_artifacts.ModelEvaluation, optional=True),
         EXAMPLES_KEY: ChannelParameter(type=standard_artifacts.Examples, optional=True),  # any number
         STATISTICS_KEY: ChannelParameter(type=standard_artifacts.ExampleStatistics, optional=True),
+        TRANSFORM_GRAPH_KEY: ChannelParameter(type=standard_artifacts.TransformGraph, optional=True),  # TFLite
     }
     OUTPUTS = {PUSHED_MODEL_KEY: ChannelParameter(type=standard_artifacts.PushedModel)}
 
@@ -110,9 +151,10 @@ class SafePusher(base_component.BaseComponent):
     EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(Executor)
 
     def __init__(self, model, model_blessing, serving_dir: str, keep_versions: int = 5,
-                 evaluation=None, examples=None, statistics=None, task: str = "", release: Dict[str, Any] = None):
+                 evaluation=None, examples=None, statistics=None, task: str = "", release: Dict[str, Any] = None,
+                 transform_graph=None, tflite: Dict[str, Any] = None):
         super().__init__(spec=SafePusherSpec(
             model=model, model_blessing=model_blessing, evaluation=evaluation, examples=examples,
-            statistics=statistics,
-            serving_dir=serving_dir, keep_versions=keep_versions, task=task, **(release or {}),
+            statistics=statistics, transform_graph=transform_graph,
+            serving_dir=serving_dir, keep_versions=keep_versions, task=task, **(release or {}), **(tflite or {}),
             pushed_model=types.Channel(type=standard_artifacts.PushedModel)))

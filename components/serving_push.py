@@ -68,9 +68,10 @@ def next_version(serving_dir: str, now: Optional[float] = None) -> int:
 
 def push(model_dir: str, serving_dir: str, metadata: Dict[str, Any], keep_versions: int,
          copytree: Callable[[str, str], Any] = shutil.copytree, now: Optional[float] = None,
-         protect: Iterable[int] = ()) -> int:
+         protect: Iterable[int] = (), extra_files: Optional[Dict[str, bytes]] = None) -> int:
     """Copy ``model_dir`` in as a new version atomically; return the version number. Pruning
-    never deletes a ``protect``ed version (the release's stable and canary)."""
+    never deletes a ``protect``ed version (the release's stable and canary). ``extra_files``
+    ({name: content}, e.g. model.tflite) are written into the version before it appears."""
     if keep_versions < 1:
         raise PushError(f"keep_versions must be >= 1, got {keep_versions}; set serving.keep_versions to 1 or more")
     if not os.path.isfile(os.path.join(model_dir, "saved_model.pb")):
@@ -82,6 +83,9 @@ def push(model_dir: str, serving_dir: str, metadata: Dict[str, Any], keep_versio
     tmp = os.path.join(serving_dir, f"{TMP_PREFIX}{version}-{os.getpid()}")
     try:
         copytree(model_dir, tmp)
+        for name, content in (extra_files or {}).items():
+            with open(os.path.join(tmp, name), "wb") as f:
+                f.write(content)
         with open(os.path.join(tmp, METADATA_FILE), "w") as f:
             json.dump(dict(metadata, version=version), f, indent=2, sort_keys=True)
         if os.path.exists(target):  # never overwrite a version

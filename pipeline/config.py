@@ -138,6 +138,14 @@ class ServingConfig:
     tf_serving_base_path: str = ""  # the serving directory as TF Serving sees it (models.config); empty: its path here
     kserve_storage_uri: str = ""   # the serving directory as KServe sees it; empty: pvc://tfxline-serving/<model name>
     batch_threads: int = 0         # TF Serving's num_batch_threads in batching_parameters.txt; 0: this machine's CPUs
+    # A TFLite model (model.tflite) beside each pushed SavedModel, for devices (docs/serving.md):
+    # off, or its quantization: none (float32), dynamic (int8 weights), float16, int8 (weights and
+    # activations, calibrated on train rows; models with string inputs cannot be calibrated)
+    tflite: str = "off"
+    # how far the TFLite model may stray from the SavedModel on the eval rows before the push is
+    # refused; 0: the mode's default (none 1e-4, dynamic 0.1, float16 0.1: the largest output
+    # difference; int8 0.02: the drop of auc / accuracy, or the relative rise of rmse)
+    tflite_tolerance: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,6 +17,7 @@ import yaml
 from pipeline.config import DEFAULT_CONFIG, ConfigError, PipelineConfig
 from pipeline.data_source import FORMATS, PACKAGE_PREFIX, DataError, has_span_spec, resolve_data_path
 from components.serving_release import RELEASES
+from components.tflite_export import MODES as TFLITE_MODES, OFF as TFLITE_OFF
 from trainer.settings import (BATCH_SCALINGS, JIT_COMPILES, PRECISIONS, READERS, STRATEGIES, TRAINING_MODES,
                               TrainingConfig)
 from transforms.features import FeatureSpec, FeatureSpecError
@@ -181,6 +182,9 @@ def validate(cfg: PipelineConfig) -> None:
         (0 < cfg.serving.canary_percent < 100, "serving.canary_percent",
          "must be in 1-99 (the canary's share of the traffic)"),
         (cfg.serving.batch_threads >= 0, "serving.batch_threads", "must be >= 0 (0: this machine's CPU count)"),
+        (cfg.serving.tflite in (TFLITE_OFF,) + TFLITE_MODES, "serving.tflite",
+         f"use {TFLITE_OFF} or a quantization: {', '.join(TFLITE_MODES)}"),
+        (cfg.serving.tflite_tolerance >= 0, "serving.tflite_tolerance", "must be >= 0 (0: the mode's default)"),
         (cfg.retention.keep_runs >= 0, "retention.keep_runs", "must be >= 0 (0 keeps every run's artifacts)"),
         (cfg.metadata.backend in ("sqlite", "mysql"), "metadata.backend", "use sqlite or mysql"),
         (1 <= cfg.metadata.port <= 65535, "metadata.port", "must be a TCP port (1-65535)"),

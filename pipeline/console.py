@@ -76,6 +76,10 @@ def format_summary(summary: RunSummary) -> str:
     lines.append(blessing_line(summary.blessed, summary.failed_thresholds))
     if summary.pushed:
         lines.append(f"  pushed to: {summary.pushed_to}")
+        if summary.tflite:
+            lines.append(f"  tflite: {summary.tflite}")
+    elif summary.push_refused:
+        lines.append(f"  pushed: nothing (refused: {summary.push_refused})")
     else:
         lines.append("  pushed: nothing (" + ("model not blessed" if summary.blessed is False else "no push") + ")")
     return "\n".join(lines)

@@ -19,7 +19,7 @@ from components.safe_pusher import SafePusher
 from components.serving_baseline import GatedEvaluator, ServingBaseline
 from pipeline.config import EVAL_SPLIT, TRAIN_SPLIT, VALIDATION_SPLIT, PipelineConfig
 from pipeline.eval_config import build_eval_config
-from pipeline.serving import release_properties
+from pipeline.serving import release_properties, tflite_properties
 
 PREPROCESSING_FN = "transforms.preprocessing.preprocessing_fn"
 RUN_FN = "trainer.run.run_fn"
@@ -162,6 +162,9 @@ def create_pipeline(
         keep_versions=cfg.serving.keep_versions,
         task=cfg.features.task,
         release=release_properties(cfg),
+        # serving.tflite: the TFLite model is rebuilt from the Transform's graph and checked here
+        transform_graph=transform.outputs["transform_graph"] if tflite_properties(cfg) else None,
+        tflite=tflite_properties(cfg),
     ).with_id("Pusher")
     return tfx.dsl.Pipeline(
         pipeline_name=cfg.name,

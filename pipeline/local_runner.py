@@ -76,8 +76,25 @@ def resolve_inputs(cfg: PipelineConfig, span: Optional[int] = None) -> LocalPath
     cfg.features.validate(schema_columns)
     check = data_source.check_csv if cfg.data.format == "csv" else data_source.check_tfrecords
     check(found.files, schema, required=cfg.features.raw_columns)
+    check_tflite(cfg, schema)
     check_window_splits(cfg, found.span)
     return LocalPaths(found.root, found.pattern, found.files, schema_path, found.span)
+
+
+def check_tflite(cfg: PipelineConfig, schema) -> None:
+    """serving.tflite: a mode this model can be converted in (int8 cannot calibrate string
+    inputs), refused before the run rather than at its push."""
+    from components import tflite_export
+    from tensorflow_metadata.proto.v0 import schema_pb2
+
+    if cfg.serving.tflite == tflite_export.OFF:
+        return
+    strings = [f.name for f in schema.feature
+               if f.name in cfg.features.serving_columns and f.type == schema_pb2.BYTES]
+    try:
+        tflite_export.check_mode(cfg.serving.tflite, strings)
+    except tflite_export.TFLiteError as e:
+        raise data_source.DataError(str(e)) from None
 
 
 def check_window_splits(cfg: PipelineConfig, span: Optional[int]) -> None:

@@ -3,12 +3,14 @@ the Google client libraries' warnings, which are not the user's to act on. Stand
 only, so the TF-only GPU bundle's bench scripts use it too."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import sys
 import tempfile
 import warnings
+from typing import Iterator
 
 
 def quiet_libraries() -> None:
@@ -34,29 +36,42 @@ TF_IMPORT_NOISE = re.compile(
     r"failed call to cuInit: .*\(303\)|port\.cc:\d+\] oneDNN custom operations are on")
 
 
-def import_tensorflow_quietly() -> None:
-    """Import TensorFlow with stderr (the file descriptor: the noise comes from C++) captured,
-    then write back every captured line but the known import-time noise (TF_IMPORT_NOISE):
-    anything else TensorFlow says, errors included, still shows. Also silences TensorFlow's
-    deprecation notices (TFDV's and TFMA's calls of deprecated TF functions: for their
-    developers, not the user)."""
-    if "tensorflow" not in sys.modules:
-        sys.stderr.flush()
-        saved = os.dup(2)
-        with tempfile.TemporaryFile() as captured:
-            os.dup2(captured.fileno(), 2)
-            try:
-                import tensorflow
+# What TFLite's converter writes to stderr through absl on every conversion: flags it ignores
+# by design, and absl's notice that it logs before being initialized.
+TFLITE_CONVERTER_NOISE = re.compile(
+    r"All log messages before absl::InitializeLog|tf_tfl_flatbuffer_helpers\.cc:\d+\] Ignored ")
 
-                tensorflow.config.list_physical_devices()  # the platforms' start-up lines, here
-            finally:
-                os.dup2(saved, 2)
-                os.close(saved)
-                captured.seek(0)
-                kept = [line for line in captured.read().decode("utf-8", "replace").splitlines()
-                        if line.strip() and not TF_IMPORT_NOISE.search(line)]
-                if kept:
-                    print("\n".join(kept), file=sys.stderr, flush=True)
+
+@contextlib.contextmanager
+def stderr_filtered(noise: "re.Pattern[str]") -> Iterator[None]:
+    """Capture stderr (the file descriptor: C++ writes there) during the block, then write
+    back every captured line but those ``noise`` matches: anything else, errors included,
+    still shows."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            kept = [line for line in captured.read().decode("utf-8", "replace").splitlines()
+                    if line.strip() and not noise.search(line)]
+            if kept:
+                print("\n".join(kept), file=sys.stderr, flush=True)
+
+
+def import_tensorflow_quietly() -> None:
+    """Import TensorFlow without its import-time noise (TF_IMPORT_NOISE; ``stderr_filtered``).
+    Also silences TensorFlow's deprecation notices (TFDV's and TFMA's calls of deprecated TF
+    functions: for their developers, not the user)."""
+    if "tensorflow" not in sys.modules:
+        with stderr_filtered(TF_IMPORT_NOISE):
+            import tensorflow
+
+            tensorflow.config.list_physical_devices()  # the platforms' start-up lines, here
     try:
         from tensorflow.python.util import deprecation
 

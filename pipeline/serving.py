@@ -7,6 +7,7 @@ No TensorFlow here: they read and copy files (``components.serving_push``, ``ser
 from __future__ import annotations
 
 import getpass
+import json
 from typing import Dict, List, Optional, Tuple
 
 from components import serving_push, serving_release
@@ -33,6 +34,14 @@ def release_properties(cfg: PipelineConfig) -> Dict:
     return {"release": cfg.serving.release, "canary_percent": cfg.serving.canary_percent,
             "model_name": settings.model_name, "tf_serving_base_path": settings.base_path,
             "kserve_storage_uri": settings.kserve_storage_uri, "batch_threads": settings.batch_threads}
+
+
+def tflite_properties(cfg: PipelineConfig) -> Dict:
+    """The Pusher's TFLite parameters (components/tflite_export.py); none when it is off."""
+    if cfg.serving.tflite == "off":
+        return {}
+    return {"tflite": cfg.serving.tflite, "tflite_tolerance": cfg.serving.tflite_tolerance,
+            "features": json.dumps(cfg.features.to_dict(), sort_keys=True)}
 
 
 def _labels(version: int, release: serving_release.Release, serving: Optional[int]) -> List[str]:

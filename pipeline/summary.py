@@ -49,6 +49,8 @@ class RunSummary:
     failed_thresholds: List[str] = dataclasses.field(default_factory=list)
     pushed: Optional[bool] = None
     pushed_to: str = ""
+    push_refused: str = ""   # why a blessed model was not pushed (its TFLite model failed its check)
+    tflite: str = ""         # the pushed model.tflite in one line (serving.tflite)
     model_uri: str = ""
     baseline_version: Optional[int] = None  # the serving version the candidate was judged against
     spans: List[int] = dataclasses.field(default_factory=list)  # the spans trained on (else ExampleGen's)
@@ -111,6 +113,8 @@ def collect_run(metadata_store: Any, pipeline_name: str, run_id: Optional[str] =
             pushed = outputs["pushed_model"][0]
             summary.pushed = bool(_int_prop(pushed, "pushed"))
             summary.pushed_to = _str_prop(pushed, "pushed_destination")
+            summary.push_refused = _str_prop(pushed, "refused")
+            summary.tflite = _str_prop(pushed, "tflite")
     return summary
 
 

@@ -77,10 +77,11 @@ def e2e_config(data_path, output_root, *extra):
 def pipeline_run(taxi_slice, tmp_path_factory):
     """One real pipeline run on the slice, shared by every test that inspects its outputs. Its
     Trainer also profiles one execution of its train function (runtime.profile_steps; the
-    report test reads the summary)."""
+    report test reads the summary), and its Pusher writes a checked TFLite model
+    (serving.tflite=dynamic; tests/test_tflite.py)."""
     from pipeline import local_runner
 
-    cfg = e2e_config(taxi_slice, tmp_path_factory.mktemp("run"), "runtime.profile_steps=50")
+    cfg = e2e_config(taxi_slice, tmp_path_factory.mktemp("run"), "runtime.profile_steps=50", "serving.tflite=dynamic")
     out = io.StringIO()
     summary = local_runner.run(cfg, stream=out)
     return cfg, summary, out.getvalue()
@@ -117,17 +118,18 @@ def tfxline(*args):
                           timeout=900, cwd=ROOT)
 
 
-def two_runs(config, output, *worse_sets):
+def two_runs(config, output, *worse_sets, first_sets=()):
     """A packaged config's first run, the serving directory after it, then a much worse
     candidate's run on the same output root: (cfg, (first summary, its stdout), {version:
     push metadata}, (second summary, its stdout)). Each run is a `tfxline run` process: TFT
     names its vocabulary tables by analyzer position, so a pipeline with other feature types
-    in the same Python process as the shared taxi run would collide with that run's tables."""
+    in the same Python process as the shared taxi run would collide with that run's tables.
+    ``first_sets``: --set arguments of the first run only."""
     from components import serving_push
     from pipeline.summary import collect_run
 
     cfg = load_config(config, overrides=[f"output_root={output}"])
-    first = tfxline("run", "--config", config, "--output", str(output))
+    first = tfxline("run", "--config", config, "--output", str(output), *first_sets)
     assert first.returncode == 0, first.stderr[-3000:]
     first_summary = collect_run(cfg.metadata_path, cfg.name)
     served = {v: serving_push.read_metadata(cfg.serving_dir, v) for v in serving_push.versions(cfg.serving_dir)}
@@ -138,14 +140,15 @@ def two_runs(config, output, *worse_sets):
 
 @pytest.fixture(scope="session")
 def multiclass_runs(tmp_path_factory):
-    """Penguin species (pipeline/configs/penguin.yaml): blessed, then a worse candidate.
+    """Penguin species (pipeline/configs/penguin.yaml): blessed (with an int8 TFLite model), then a worse candidate.
     evaluation.min_accuracy=0.1 for the second: the floor alone would pass it, so the change
     threshold against the serving model is what refuses it."""
-    return two_runs("penguin", tmp_path_factory.mktemp("penguin"), "--set", "evaluation.min_accuracy=0.1")
+    return two_runs("penguin", tmp_path_factory.mktemp("penguin"), "--set", "evaluation.min_accuracy=0.1",
+                    first_sets=("--set", "serving.tflite=int8"))  # a model of numbers only: int8 calibrates
 
 
 @pytest.fixture(scope="session")
 def regression_runs(tmp_path_factory):
-    """Penguin body mass (pipeline/configs/penguin_mass.yaml, no threshold set): blessed, then a
-    worse candidate."""
-    return two_runs("penguin_mass", tmp_path_factory.mktemp("penguin_mass"))
+    """Penguin body mass (pipeline/configs/penguin_mass.yaml, no threshold set): blessed (with a
+    float32 TFLite model), then a worse candidate."""
+    return two_runs("penguin_mass", tmp_path_factory.mktemp("penguin_mass"), first_sets=("--set", "serving.tflite=none"))

@@ -104,6 +104,16 @@ def test_bad_config_value_and_unknown_key(tmp_path, capsys):
     assert not os.path.exists(tmp_path / "metadata.sqlite")
 
 
+def test_int8_tflite_of_a_model_with_string_inputs_stops_before_the_run(tmp_path, capsys):
+    """TFLite's calibrator cannot feed string inputs: said before anything runs, not at the push."""
+    data = write_taxi_slice(tmp_path / "d" / "t.csv", limit=50)
+    code, out, err = run_cli(["run", "--data", data, "--output", str(tmp_path / "o"), "--set", "serving.tflite=int8"],
+                             capsys)
+    assert code == cli.EXIT_BAD_INPUT and len(err.strip().splitlines()) == 1
+    assert "string input(s) payment_type, company; fix: use serving.tflite: dynamic" in err
+    assert not os.path.exists(tmp_path / "o" / "metadata.sqlite")
+
+
 def test_missing_schema_names_the_draft_command(tmp_path, capsys):
     code, _, err = run_cli(["run", "--output", str(tmp_path), "--schema", "nosuch"], capsys)
     assert code == cli.EXIT_BAD_INPUT

@@ -67,6 +67,8 @@ def test_overrides_and_explicit_values_are_typed():
     ("data.spans={days: 2}", "data.spans: {'days': 2}"),
     ("data.validation_buckets=-1", "data.validation_buckets: -1; must be >= 0"),
     ("data.spans=window:3", "a window of spans needs TFX's {SPAN} placeholder in data.pattern"),
+    ("serving.tflite=int4", "serving.tflite: 'int4'; use off or a quantization: none, dynamic, float16, int8"),
+    ("serving.tflite_tolerance=-0.1", "serving.tflite_tolerance: -0.1; must be >= 0"),
 ])
 def test_bad_keys_and_values_name_the_problem(override, message):
     with pytest.raises(ConfigError, match=message.replace(".", r"\.")):

@@ -11,7 +11,10 @@ from pipeline.factory import PREPROCESSING_FN, BASELINE_ID, RUN_FN, create_pipel
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("p")
-    cfg = load_config(overrides=[f"output_root={root}", "data.train_buckets=3", "data.eval_buckets=2"])
+    return build(load_config(overrides=[f"output_root={root}", "data.train_buckets=3", "data.eval_buckets=2"]), root)
+
+
+def build(cfg, root):
     p = create_pipeline(cfg, data_root="/data", data_pattern="taxi.csv", schema_path="/s/taxi.pbtxt",
                         pipeline_root=str(root / "pr"), serving_dir=str(root / "serving"),
                         metadata_connection_config=tfx.orchestration.metadata.sqlite_metadata_connection_config(
@@ -68,6 +71,16 @@ def test_config_reaches_the_components(built):
     drift = json.loads(c["DriftGate"].exec_properties["thresholds"])
     assert drift["numeric_threshold"] == cfg.drift.numeric_threshold and "fare" in drift["columns"]
     assert c["DriftGate"].exec_properties["serving_dir"] == c["Pusher"].exec_properties["serving_dir"]
+
+
+def test_tflite_wires_the_transform_graph_into_the_pusher_only_when_on(built, tmp_path):
+    cfg, _, c = built
+    assert "transform_graph" not in c["Pusher"].inputs and "tflite" not in c["Pusher"].exec_properties
+    on, _, components = build(load_config(overrides=[f"output_root={tmp_path}", "serving.tflite=float16"]), tmp_path)
+    pusher = components["Pusher"]
+    assert pusher.exec_properties["tflite"] == "float16" and pusher.exec_properties["tflite_tolerance"] == 0.0
+    assert json.loads(pusher.exec_properties["features"]) == on.features.to_dict()
+    assert "transform_graph" in pusher.inputs
 
 
 def split_config(component, prop, field=None):

@@ -5,8 +5,9 @@ import tensorflow as tf
 import tensorflow_transform.beam as tft_beam
 from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
 
+from transforms.analyzers import AnalyzerValuesError, FrozenAnalyzers, analyzer_name, needed, read_values
 from transforms.features import FeatureSpec
-from transforms.preprocessing import MISSING_STRING, make_preprocessing_fn
+from transforms.preprocessing import MISSING_STRING, Present, hashed_cross, make_preprocessing_fn
 
 SPEC = FeatureSpec.from_dict({
     "label": {"name": "big_tipper", "transform": "ratio_threshold", "numerator": "tips",
@@ -45,12 +46,20 @@ def rows():
 
 
 @pytest.fixture(scope="module")
-def transformed(tmp_path_factory):
+def analyzed(tmp_path_factory):
+    """(the transformed rows, the Transform output directory)."""
     metadata = dataset_metadata.DatasetMetadata(schema_utils.schema_from_feature_spec(RAW_SPEC))
+    output = str(tmp_path_factory.mktemp("transform_output"))
     with tft_beam.Context(temp_dir=str(tmp_path_factory.mktemp("tft"))):
-        (out, _), _ = (rows(), metadata) | tft_beam.AnalyzeAndTransformDataset(
+        (out, _), transform_fn = (rows(), metadata) | tft_beam.AnalyzeAndTransformDataset(
             make_preprocessing_fn(SPEC))
-    return out
+        _ = transform_fn | tft_beam.WriteTransformFn(output)
+    return out, output
+
+
+@pytest.fixture(scope="module")
+def transformed(analyzed):
+    return analyzed[0]
 
 
 def column(out, name):
@@ -108,6 +117,45 @@ def test_cross_is_a_deterministic_hash_in_range(transformed):
     assert got.min() >= 0 and got.max() < 50
     assert got[5] == got[6]  # same (OOV payment, hour 7) pair -> same bucket
     assert len(set(got)) > 3
+
+
+def test_cross_is_exact_when_the_product_fits_and_spreads_when_hashed():
+    a = tf.constant([0, 0, 1, 1, 2, -1], tf.int64)
+    b = tf.constant([0, 1, 0, 1, 3, 2], tf.int64)
+    exact = hashed_cross([a, b], [3, 4], 20).numpy()  # (3 + 1) * (4 + 1) = 20 cells
+    assert len(set(exact.tolist())) == 6 and exact.min() >= 0 and exact.max() < 20
+    grid = tf.constant([[i, j] for i in range(100) for j in range(100)], tf.int64)
+    hashed = hashed_cross([grid[:, 0], grid[:, 1]], [100, 100], 500).numpy()
+    counts = np.bincount(hashed, minlength=500)
+    assert hashed.min() >= 0 and hashed.max() < 500
+    assert counts.max() <= 3 * counts.mean()  # 10000 pairs spread over the buckets, not piled up
+
+
+def test_frozen_analyzers_reproduce_the_transform_on_dense_inputs_with_missing_marks(analyzed):
+    """The TFLite model's preprocessing: the Transform's values read back from its graph, raw
+    columns as dense values with a present mask, must give the Transform's outputs."""
+    out, output_dir = analyzed
+    frozen = FrozenAnalyzers.load(output_dir, SPEC)
+    assert frozen.values[analyzer_name(SPEC.input("fare"), "mean")] == pytest.approx(
+        np.mean([f for f in FARES if f is not None]))
+
+    def present(values, missing, dtype):
+        mask = [v is not None for v in values]
+        return Present(tf.constant([missing if v is None else v for v in values], dtype), tf.constant(mask))
+
+    inputs = {"fare": present(FARES, 0.0, tf.float32), "payment_type": present(PAYMENTS, "", tf.string),
+              "hour": present(HOURS, 0, tf.int64), "lat": present(LATS, 0.0, tf.float32)}
+    got = make_preprocessing_fn(SPEC, frozen, with_label=False)(inputs)
+    assert "big_tipper" not in got
+    for name, value in got.items():
+        np.testing.assert_allclose(value.numpy(), column(out, name), rtol=1e-6, err_msg=name)
+
+
+def test_a_transform_output_without_named_analyzers_says_to_rerun(analyzed, tmp_path):
+    _, output_dir = analyzed
+    other = FeatureSpec.from_dict(dict(SPEC.to_dict(), inputs=[{"name": "tips", "transform": "zscore"}], crosses=[]))
+    with pytest.raises(AnalyzerValuesError, match="holds no value for tfxline_analyzer_.*fix: run the pipeline again"):
+        read_values(output_dir + "/transform_fn", needed(other))
 
 
 def test_missing_string_placeholder_is_not_a_real_value():

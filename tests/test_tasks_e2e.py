@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components import serving_push
+from components import serving_push, task_metrics
 from pipeline import data_source
 from tests.conftest import tfxline
 
@@ -82,6 +82,16 @@ def assert_refused_and_serving_untouched(cfg, served, worse, metric):
     assert after == served
 
 
+def assert_tflite_pushed(cfg, meta, mode, out):
+    """serving.tflite on a first run: model.tflite in the version, checked, in builtins only."""
+    tflite = meta["tflite"]
+    assert tflite["mode"] == mode and tflite["parity"]["ok"] and tflite["flex_ops"] == []
+    assert tflite["parity"]["metric"] == task_metrics.VIEWS[meta["task"]].main
+    path = os.path.join(cfg.serving_dir, str(meta["version"]), "model.tflite")
+    assert os.path.getsize(path) == tflite["bytes"]
+    assert f"  tflite: model.tflite ({mode}, " in out and "TFLite builtins only" in out
+
+
 # ---------------------------------------------------------------------------------------------
 # multi-class
 
@@ -101,6 +111,7 @@ def test_multiclass_first_run_is_blessed_and_pushed_with_per_class_recall(multic
     (meta,) = served.values()
     assert meta["task"] == "multiclass" and meta["metrics"]["accuracy"] == summary.metrics["accuracy"]
     assert meta["metrics"]["recall[1]"] == recall["recall[1]"]
+    assert_tflite_pushed(cfg, meta, "int8", out)
 
 
 def test_multiclass_worse_candidate_is_refused_by_the_change_threshold(multiclass_runs):
@@ -150,6 +161,8 @@ def test_regression_first_run_beats_the_mean_and_is_pushed(regression_runs):
     assert eval_line.split(": ", 1)[1].startswith(f"rmse {m['rmse']:.4f}, mae {m['mae']:.4f}, r2 {m['r2']:.4f}")
     (meta,) = served.values()
     assert meta["task"] == "regression" and meta["metrics"]["r2"] == m["r2"]
+    assert_tflite_pushed(cfg, meta, "none", out)
+    assert meta["tflite"]["parity"]["max_abs_diff"] < 1e-4  # float32: the same model
 
 
 def test_regression_worse_candidate_is_refused_by_the_error_increase(regression_runs):

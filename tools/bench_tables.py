@@ -229,12 +229,34 @@ def scale() -> str:
                   "s: " + " / ".join(STAGES)], rows)
 
 
+def tflite() -> str:
+    d = load("tflite.json")
+    rows = []
+    for name, m in d["models"].items():
+        saved = m["savedmodel"]
+        rows.append([f"{name} ({m['task']}, {m['eval_rows']:,} eval rows)", "SavedModel", f"{saved['bytes'] / 1024:,.0f} KB",
+                     f"{saved['p50_ms']:.3f} / {saved['p99_ms']:.3f}", "", ""])
+        for mode in ("none", "dynamic", "float16", "int8"):  # serving.tflite's modes, in the manual's order
+            r = m["modes"].get(mode)
+            if r is None:
+                continue
+            if "refused" in r:
+                rows.append(["", mode, "refused", "", "", r["refused"].split("; fix:")[0]])
+                continue
+            rows.append(["", mode, f"{r['bytes'] / 1024:,.0f} KB", f"{r['p50_ms']:.3f} / {r['p99_ms']:.3f}",
+                         f"{r['metric']} {r['tflite_metric']:.4f} ({r['saved_model_metric']:.4f})",
+                         f"{r['max_abs_diff']:.3g}"])
+    return table(["model (task)", "format", "size", "ms per example, p50 / p99",
+                  "metric (the SavedModel's)",
+                  "largest output difference (regression: in prediction std)"], rows)
+
+
 TABLES: Dict[str, Callable[[], str]] = {
     "quality": quality, "quality-setup": quality_setup, "batch-scaling": batch_scaling,
     "gpu-bench-cpu": gpu_bench_cpu, "gpu-bench-h100": gpu_bench_h100,
     "gpu-bench-h100-before": gpu_bench_h100_before, "fused-optimizer": fused_optimizer,
     "step-profile-cpu": step_profile_cpu, "step-profile-h100": step_profile_h100,
-    "trainer-input": trainer_input, "e2e": e2e, "scale": scale,
+    "trainer-input": trainer_input, "e2e": e2e, "scale": scale, "tflite": tflite,
 }
 
 

@@ -38,6 +38,8 @@ USER_ERRORS = {
     "EmptySplitError": "trainer (exit 1)",
     "StrategyError": "trainer (exit 1)",
     "CsvHeaderError": "CsvExampleGen (exit 1)",
+    "TFLiteError": "TFLite model (the push refused, as for an unblessed model; int8 with strings: exit 2)",
+    "AnalyzerValuesError": "TFLite model (the push refused)",
 }
 
 

@@ -279,6 +279,14 @@ def categorical_cardinality(feature: InputFeature, vocabulary_size: Optional[int
     raise ValueError(f"{feature.name!r} is not categorical")
 
 
+def index_bound(feature: InputFeature) -> int:
+    """An upper bound on a categorical transform's indices, known before any analysis
+    (a vocabulary's size is at most top_k)."""
+    if feature.transform == "vocabulary":
+        return feature.top_k + max(feature.oov_buckets, 0)
+    return categorical_cardinality(feature)
+
+
 def transformed_name(name: str) -> str:
     """Transformed features get a suffix so they never shadow the raw column of the same
     name (TFMA sees both; slices must use the raw values)."""

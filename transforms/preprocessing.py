@@ -4,15 +4,22 @@ TFX's Transform calls ``preprocessing_fn(inputs, custom_config)``; the pipeline 
 puts the feature spec into ``custom_config['features']``, so this module names no
 feature itself. Missing values (the taxi columns are 0% to 100% empty) arrive as sparse
 tensors and are filled per transform as documented in ``transforms.features``.
+
+The same code builds the TFLite model's preprocessing (components/tflite_export.py): there
+the full-pass analyzers are the values the Transform computed, read back from its graph
+(``transforms.analyzers``), and a raw input is a dense column with a mask of present values
+(``Present``), so the math is written once.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Mapping
+import dataclasses
+from typing import Any, Callable, Dict, Mapping, Optional
 
 import tensorflow as tf
 import tensorflow_transform as tft
 
 from transforms import features as F
+from transforms.analyzers import Analyzers, TftAnalyzers
 
 MISSING_STRING = "__MISSING__"
 MISSING_INT = -1
@@ -24,24 +31,47 @@ def preprocessing_fn(inputs: Dict[str, Any], custom_config: Mapping[str, Any]) -
     return make_preprocessing_fn(spec)(inputs)
 
 
-def make_preprocessing_fn(spec: F.FeatureSpec) -> Callable[[Dict[str, Any]], Dict[str, Any]]:
-    """A plain ``preprocessing_fn(inputs)`` for a feature spec (also used by tests)."""
+def make_preprocessing_fn(spec: F.FeatureSpec, analyzers: Optional[Analyzers] = None,
+                          with_label: bool = True) -> Callable[[Dict[str, Any]], Dict[str, Any]]:
+    """A plain ``preprocessing_fn(inputs)`` for a feature spec (also used by tests).
+
+    ``analyzers``: tft's full passes (the default), or the frozen values of a Transform
+    output (``transforms.analyzers.FrozenAnalyzers``, for a model that serves without tft).
+    ``with_label``: False for serving, where no label column is sent.
+    """
+    analyzers = analyzers or TftAnalyzers()
 
     def fn(inputs: Dict[str, Any]) -> Dict[str, Any]:
         outputs: Dict[str, Any] = {}
         for feature in spec.inputs:
-            outputs[F.transformed_name(feature.name)] = transform_input(feature, inputs[feature.source])
+            outputs[F.transformed_name(feature.name)] = transform_input(feature, inputs[feature.source], analyzers)
         for cross in spec.crosses:
             outputs[F.transformed_name(cross.name)] = hashed_cross(
-                [outputs[F.transformed_name(n)] for n in cross.inputs], cross.hash_buckets)
-        outputs[spec.label.name] = transform_label(spec.label, inputs)
+                [outputs[F.transformed_name(n)] for n in cross.inputs],
+                [F.index_bound(spec.input(n)) for n in cross.inputs], cross.hash_buckets)
+        if with_label:
+            outputs[spec.label.name] = transform_label(spec.label, inputs)
         return outputs
 
     return fn
 
 
+@dataclasses.dataclass
+class Present:
+    """A dense single-valued column and which of its values are present (``values`` holds
+    anything where ``present`` is False): how the TFLite model takes a raw feature."""
+    values: tf.Tensor
+    present: tf.Tensor
+
+    @property
+    def dtype(self) -> tf.DType:
+        return self.values.dtype
+
+
 def to_dense(x: Any, default: Any) -> tf.Tensor:
-    """A rank-1 dense tensor from a sparse/ragged/dense single-valued column."""
+    """A rank-1 dense tensor from a sparse/ragged/dense/``Present`` single-valued column."""
+    if isinstance(x, Present):
+        return tf.where(x.present, x.values, tf.cast(default, x.values.dtype))
     if isinstance(x, tf.SparseTensor):
         x = tf.sparse.to_dense(
             tf.SparseTensor(x.indices, x.values, [x.dense_shape[0], 1]), default_value=default)
@@ -51,6 +81,8 @@ def to_dense(x: Any, default: Any) -> tf.Tensor:
 
 
 def _missing_default(x: Any) -> Any:
+    if isinstance(x, Present):
+        x = x.values
     if x.dtype == tf.string:
         return MISSING_STRING
     if x.dtype.is_integer:
@@ -58,25 +90,28 @@ def _missing_default(x: Any) -> Any:
     return tf.constant(0, x.dtype)
 
 
-def transform_input(feature: F.InputFeature, x: Any) -> tf.Tensor:
+def transform_input(feature: F.InputFeature, x: Any, analyzers: Analyzers) -> tf.Tensor:
     if feature.transform == "zscore":
-        return zscore_fill_mean(x)
+        return zscore_fill_mean(feature, x, analyzers)
     if feature.transform == "log_zscore":
-        return zscore_fill_mean(log1p_non_negative(x))
+        return zscore_fill_mean(feature, log1p_non_negative(x), analyzers)
     if feature.transform == "bucketize":
         # Boundaries are quantiles of the present values; a missing value is filled with
         # the mean. Both analyzers read the raw values, so this stays one analysis phase.
         values = _float_values(x)
-        boundaries = tft.quantiles(values, feature.num_buckets, epsilon=0.01 / feature.num_buckets)
-        filled = to_dense(_as_float(x), tft.mean(values))
-        return tft.apply_buckets(filled, boundaries)
+        boundaries = analyzers.quantiles(feature, values)
+        filled = to_dense(_as_float(x), analyzers.mean(feature, values))
+        return analyzers.apply_buckets(filled, boundaries)
     if feature.transform == "vocabulary":
+        if isinstance(x, Present) and x.dtype == tf.string:
+            # TFLite has no select of strings: look the values up, then take the missing
+            # value's id where a value is missing (the same ids as filling first)
+            missing_id = analyzers.vocabulary(feature, tf.constant([MISSING_STRING]))[0]
+            return tf.where(x.present, analyzers.vocabulary(feature, x.values), missing_id)
         dense = to_dense(x, _missing_default(x))
         if dense.dtype.is_integer:
             dense = tf.cast(dense, tf.int64)
-        return tft.compute_and_apply_vocabulary(
-            dense, top_k=feature.top_k, num_oov_buckets=feature.oov_buckets,
-            vocab_filename=F.vocabulary_name(feature.name))
+        return analyzers.vocabulary(feature, dense)
     if feature.transform == "identity":
         dense = tf.cast(to_dense(x, tf.constant(feature.default, x.dtype)), tf.int64)
         out_of_range = tf.logical_or(dense < 0, dense >= feature.num_buckets)
@@ -84,11 +119,11 @@ def transform_input(feature: F.InputFeature, x: Any) -> tf.Tensor:
     raise ValueError(f"unknown transform {feature.transform!r}")  # FeatureSpec.validate stops this
 
 
-def zscore_fill_mean(x: Any) -> tf.Tensor:
+def zscore_fill_mean(feature: F.InputFeature, x: Any, analyzers: Analyzers) -> tf.Tensor:
     """(x - mean) / std over the present values; a missing value becomes 0 (the mean)."""
     values = _float_values(x)
-    mean = tft.mean(values)
-    std = tf.sqrt(tft.var(values))
+    mean = analyzers.mean(feature, values)
+    std = tf.sqrt(analyzers.var(feature, values))
     filled = to_dense(_as_float(x), mean)
     safe_std = tf.where(std > 0, std, tf.ones_like(std))
     return (filled - mean) / safe_std
@@ -98,6 +133,8 @@ def log1p_non_negative(x: Any) -> Any:
     """log(1 + max(x, 0)) of the present values, keeping the column's sparsity."""
     x = _as_float(x)
     fn = lambda v: tf.math.log1p(tf.maximum(v, 0.0))  # noqa: E731
+    if isinstance(x, Present):
+        return Present(fn(x.values), x.present)
     if isinstance(x, tf.SparseTensor):
         return tf.SparseTensor(x.indices, fn(x.values), x.dense_shape)
     if isinstance(x, tf.RaggedTensor):
@@ -105,10 +142,27 @@ def log1p_non_negative(x: Any) -> Any:
     return fn(x)
 
 
-def hashed_cross(indices, hash_buckets: int) -> tf.Tensor:
-    """Hash the joined transformed indices of categorical features into buckets."""
-    joined = tf.strings.join([tf.strings.as_string(i) for i in indices], separator="_x_")
-    return tf.strings.to_hash_bucket_fast(joined, hash_buckets)
+# Knuth's multiplicative constant and the Mersenne prime 2^31 - 1: every product below stays
+# under 2^63, so int64 arithmetic never overflows
+_CROSS_MULTIPLIER = 2654435761
+_CROSS_PRIME = 2 ** 31 - 1
+
+
+def hashed_cross(indices, bounds, hash_buckets: int) -> tf.Tensor:
+    """The cell of the inputs' transformed indices in their product, folded into
+    ``hash_buckets``: exact (no two pairs share a bucket) when the product fits, else a
+    multiplicative hash of the cell. Integer arithmetic only, so a TFLite model computes it
+    with builtins (a string hash has none). ``bounds``: each index is below its bound."""
+    cell = tf.zeros_like(indices[0], tf.int64)
+    size = 1
+    for index, bound in zip(indices, bounds):
+        # +1: a missing or out-of-vocabulary index (-1 without OOV buckets) is a value too
+        index = tf.clip_by_value(tf.cast(index, tf.int64) + 1, 0, bound)
+        cell = tf.math.floormod(cell * (bound + 1) + index, _CROSS_PRIME)
+        size *= bound + 1
+    if size <= hash_buckets:
+        return cell
+    return tf.math.floormod(tf.math.floormod(cell * _CROSS_MULTIPLIER, _CROSS_PRIME), hash_buckets)
 
 
 def transform_label(label: F.Label, inputs: Mapping[str, Any]) -> tf.Tensor:
@@ -133,6 +187,8 @@ def transform_label(label: F.Label, inputs: Mapping[str, Any]) -> tf.Tensor:
 
 
 def _as_float(x: Any) -> Any:
+    if isinstance(x, Present):
+        return Present(tf.cast(x.values, tf.float32), x.present)
     if isinstance(x, tf.SparseTensor):
         return tf.SparseTensor(x.indices, tf.cast(x.values, tf.float32), x.dense_shape)
     if isinstance(x, tf.RaggedTensor):
@@ -143,6 +199,8 @@ def _as_float(x: Any) -> Any:
 def _float_values(x: Any) -> tf.Tensor:
     """The present values of a column, as float32 (what the analyzers see)."""
     x = _as_float(x)
+    if isinstance(x, Present):
+        return tf.boolean_mask(x.values, x.present)
     if isinstance(x, tf.SparseTensor):
         return x.values
     if isinstance(x, tf.RaggedTensor):

@@ -1,0 +1,355 @@
+"""The pushed model as TFLite, for devices: raw feature values in, the Transform inside,
+checked against the SavedModel on the eval split before it is pushed (serving.tflite).
+
+Why not TFX's TFLite rewriter (or the converter on ``serving_default``): that signature parses
+serialized tf.Examples (ParseExampleV2 has no TFLite builtin) and its vocabularies are tft
+tables filled from asset files, which the converted model never initializes ("Table not
+initialized" at the first call). Here the model is rebuilt for TFLite from the same parts:
+
+* inputs: one dense tensor per raw column the model reads (``input_name``), of the
+  column's type; a missing value is NaN (float), "" (string) or INT64_MIN (integer);
+* the preprocessing: ``transforms.preprocessing`` itself, with the Transform's analyzer values
+  as constants and vocabularies as in-graph tables (``transforms.analyzers.FrozenAnalyzers``);
+* the trained Keras network from the SavedModel, unchanged;
+* outputs: as ``serving_default``'s (``probabilities`` or ``predictions``).
+
+Every op is a TFLite builtin except what tft's hashing needs (StringToHashBucketFast, with
+AsString and StringJoin for crosses and integer out-of-vocabulary keys): those run as Select
+TF ops (the Flex delegate); ``flex_ops`` lists them per model.
+
+Quantization (``MODES``): ``none`` (float32), ``dynamic`` (int8 weights), ``float16``
+(float16 weights), ``int8`` (weights and activations int8, calibrated on train rows; the
+string preprocessing stays as it is). The parity gate: ``none`` / ``dynamic`` / ``float16``:
+the largest difference of an output on the eval rows (regression: in standard deviations
+of the SavedModel's predictions); ``int8``: the task's main metric (auc, accuracy: the
+drop; rmse: the relative increase) against the SavedModel's on the same rows.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+import shutil
+import tempfile
+import time
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
+
+import numpy as np
+
+from transforms import features as F
+
+OFF = "off"
+MODES = ("none", "dynamic", "float16", "int8")
+FILE = "model.tflite"
+INT64_MISSING = np.iinfo(np.int64).min
+# The default tolerance per mode (serving.tflite_tolerance: 0 takes it), above what bench/tflite.py
+# measures on the taxi, penguin and penguin-mass models (docs/serving.md). float16 strays more
+# than dynamic on the taxi model: its float constants (the means that fill a missing value)
+# become float16 too, and a filled value that lands across a bucket boundary moves a row.
+DEFAULT_TOLERANCE = {"none": 1e-4, "dynamic": 0.1, "float16": 0.1, "int8": 0.02}
+PARITY_ROWS = 2000       # eval rows compared
+CALIBRATION_ROWS = 200   # train rows the int8 quantization is calibrated on
+CALIBRATION_BATCH = 20
+
+
+class TFLiteError(RuntimeError):
+    """The TFLite model could not be built or does not match the SavedModel; nothing pushed."""
+
+
+def input_name(column: str) -> str:
+    """The TFLite signature's input name of a raw column (op-name characters only)."""
+    name = re.sub(r"[^A-Za-z0-9_.\-]", "_", column)
+    return name if re.match(r"[A-Za-z0-9.]", name) else "x" + name
+
+
+@dataclasses.dataclass
+class Parity:
+    mode: str
+    rows: int
+    max_abs_diff: float      # regression: in standard deviations of the SavedModel's predictions
+    metric: str
+    saved_model_metric: float
+    tflite_metric: float
+    tolerance: float
+    ok: bool
+    reason: str = ""
+
+    def to_dict(self) -> Dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+# ---- the model -------------------------------------------------------------------------
+
+def build_module(model_dir: str, transform_dir: str, spec: F.FeatureSpec):
+    """A tf.Module whose ``serve`` takes raw dense columns; its tables are tracked, so a
+    SavedModel of it initializes them (TFLite's hash table builtins)."""
+    import tensorflow as tf
+    import tensorflow_transform as tft
+
+    from trainer.export import output_key
+    from transforms.analyzers import FrozenAnalyzers
+    from transforms.preprocessing import Present, make_preprocessing_fn
+
+    frozen = FrozenAnalyzers.load(transform_dir, spec)
+    raw_spec = tft.TFTransformOutput(transform_dir).raw_feature_spec()
+    columns = list(spec.serving_columns)
+    module = tf.Module()
+    module.model = tf.saved_model.load(model_dir)
+    module.tables = [frozen.table(f) for f in spec.inputs
+                     if f.transform == "vocabulary" and raw_spec[f.source].dtype == tf.string]
+    preprocess = make_preprocessing_fn(spec, frozen, with_label=False)
+    names, key, task = spec.model_feature_names, output_key(spec.task), spec.task
+    signature = [tf.TensorSpec([None], raw_spec[c].dtype, name=input_name(c)) for c in columns]
+
+    @tf.function(input_signature=signature, autograph=False)
+    def serve(*values):
+        inputs = {c: Present(v, _present(v)) for c, v in zip(columns, values)}
+        transformed = preprocess(inputs)
+        outputs = tf.cast(module.model({n: transformed[n] for n in names}), tf.float32)
+        if task != F.TASK_MULTICLASS:
+            outputs = tf.reshape(outputs, [-1])
+        return {key: outputs}
+
+    module.serve = serve
+    return module
+
+
+def _present(values):
+    import tensorflow as tf
+    if values.dtype == tf.string:
+        return tf.not_equal(values, "")
+    if values.dtype.is_floating:
+        return tf.logical_not(tf.math.is_nan(values))
+    return tf.not_equal(values, tf.constant(INT64_MISSING, values.dtype))
+
+
+def string_columns(transform_dir: str, spec: F.FeatureSpec) -> List[str]:
+    import tensorflow as tf
+    import tensorflow_transform as tft
+    raw_spec = tft.TFTransformOutput(transform_dir).raw_feature_spec()
+    return [c for c in spec.serving_columns if raw_spec[c].dtype == tf.string]
+
+
+def check_mode(mode: str, string_inputs: Sequence[str] = ()) -> None:
+    """A mode this model can be converted in, or TFLiteError. TFLite's int8 calibrator cannot
+    feed string inputs (TF 2.16: 'basic_string::_M_create', or a crash), so int8 needs a
+    model without them."""
+    if mode not in MODES:
+        raise TFLiteError(f"unknown TFLite mode {mode!r}; fix: set serving.tflite to off or one of {', '.join(MODES)}")
+    if mode == "int8" and string_inputs:
+        raise TFLiteError(
+            f"serving.tflite: int8 calibrates on train rows, and TFLite's calibrator cannot feed the string "
+            f"input(s) {', '.join(string_inputs)}; fix: use serving.tflite: dynamic (int8 weights) or float16")
+
+
+def convert(module, mode: str, calibration: Optional[Dict[str, np.ndarray]] = None) -> bytes:
+    """The module's ``serve`` as a TFLite flatbuffer in ``mode``."""
+    import tensorflow as tf
+
+    check_mode(mode)
+    workdir = tempfile.mkdtemp(prefix="tfxline-tflite-")
+    try:
+        # Through a SavedModel: its initializer fills the vocabulary tables (TFLite runs it once)
+        tf.saved_model.save(module, workdir, signatures={"serving_default": module.serve})
+        converter = tf.lite.TFLiteConverter.from_saved_model(workdir, signature_keys=["serving_default"])
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS, tf.lite.OpsSet.SELECT_TF_OPS]
+        if mode != "none":
+            converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        if mode == "float16":
+            converter.target_spec.supported_types = [tf.float16]
+        if mode == "int8":
+            if not calibration:
+                raise TFLiteError("int8 needs train rows to calibrate on and the train split has none; "
+                                  "fix: use serving.tflite: dynamic")
+            rows = len(next(iter(calibration.values())))
+            converter.representative_dataset = lambda: (
+                {input_name(k): _calibration_array(v[i:i + CALIBRATION_BATCH]) for k, v in calibration.items()}
+                for i in range(0, rows, CALIBRATION_BATCH))
+        from pipeline.quiet import TFLITE_CONVERTER_NOISE, stderr_filtered
+        try:
+            with stderr_filtered(TFLITE_CONVERTER_NOISE):
+                return converter.convert()
+        except Exception as e:  # noqa: BLE001 - the converter raises many kinds
+            raise TFLiteError(f"the TFLite converter failed ({mode}): {_first_line(e)}; "
+                              "fix: set serving.tflite: off, or another mode") from e
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _first_line(e: BaseException) -> str:
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    return lines[0] if lines else type(e).__name__
+
+
+class Runner:
+    """A TFLite model's ``serving_default`` in the interpreter, on raw column batches."""
+
+    def __init__(self, content: bytes):
+        import tensorflow as tf
+        self.interpreter = tf.lite.Interpreter(model_content=content)
+        self.runner = self.interpreter.get_signature_runner("serving_default")
+
+    def __call__(self, inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+        out = self.runner(**{input_name(c): v for c, v in inputs.items()})
+        return np.asarray(next(iter(out.values())))
+
+    def flex_ops(self) -> List[str]:
+        """The ops that run as Select TF ops (outside TFLite's builtins), sorted."""
+        ops = self.interpreter._get_ops_details()  # noqa: SLF001 - the only listing of a model's ops
+        return sorted({o["op_name"][len("Flex"):] for o in ops if o["op_name"].startswith("Flex")})
+
+
+# ---- data --------------------------------------------------------------------------------
+
+def columns_from_examples(records: Sequence[bytes], spec: F.FeatureSpec, transform_dir: str) -> Dict[str, np.ndarray]:
+    """The TFLite model's inputs from serialized raw tf.Examples (a missing value as the
+    model's missing marker)."""
+    import tensorflow as tf
+    import tensorflow_transform as tft
+
+    raw_spec = tft.TFTransformOutput(transform_dir).raw_feature_spec()
+    columns = list(spec.serving_columns)
+    parsed = tf.io.parse_example(tf.constant(list(records)), {c: raw_spec[c] for c in columns})
+    out = {}
+    for c in columns:
+        dtype = raw_spec[c].dtype
+        missing = b"" if dtype == tf.string else (np.nan if dtype.is_floating else INT64_MISSING)
+        column = parsed[c]
+        if isinstance(column, tf.SparseTensor):  # a VarLenFeature: may be missing
+            column = tf.sparse.to_dense(column, default_value=tf.constant(missing, dtype))
+        dense = np.reshape(column.numpy(), [len(records), -1])
+        first = dense[:, 0] if dense.shape[1] else np.full([len(records)], missing, dtype.as_numpy_dtype)
+        out[c] = first.astype(object) if dtype == tf.string else first
+    return out
+
+
+def _rows(inputs: Mapping[str, np.ndarray], start: int, stop: int) -> Dict[str, np.ndarray]:
+    return {k: v[start:stop] for k, v in inputs.items()}
+
+
+def predict(runner: Runner, inputs: Mapping[str, np.ndarray], batch: int = 512) -> np.ndarray:
+    n = len(next(iter(inputs.values())))
+    return np.concatenate([runner(_rows(inputs, i, min(i + batch, n))) for i in range(0, n, batch)])
+
+
+def saved_model_outputs(model_dir: str, records: Sequence[bytes], spec: F.FeatureSpec, batch: int = 512):
+    """(serving_default's outputs, the labels from transform_features) on ``records``."""
+    import tensorflow as tf
+
+    from trainer.export import SERVING_SIGNATURE, TRANSFORM_SIGNATURE
+    loaded = tf.saved_model.load(model_dir)
+    serve, transform = loaded.signatures[SERVING_SIGNATURE], loaded.signatures[TRANSFORM_SIGNATURE]
+    outputs, labels = [], []
+    for i in range(0, len(records), batch):
+        chunk = tf.constant(list(records[i:i + batch]))
+        outputs.append(next(iter(serve(examples=chunk).values())).numpy())
+        labels.append(np.reshape(transform(examples=chunk)[spec.label.name].numpy(), [-1]))
+    return np.concatenate(outputs), np.concatenate(labels)
+
+
+# ---- the gate ----------------------------------------------------------------------------
+
+def main_metric(task: str, outputs: np.ndarray, labels: np.ndarray) -> float:
+    """The task's main metric (components/task_metrics.VIEWS) computed here."""
+    from sklearn.metrics import roc_auc_score
+    if task == F.TASK_BINARY:
+        return float(roc_auc_score(labels, outputs)) if len(set(labels.tolist())) > 1 else float("nan")
+    if task == F.TASK_MULTICLASS:
+        return float(np.mean(np.argmax(outputs, axis=1) == labels))
+    return float(np.sqrt(np.mean((outputs - labels) ** 2)))
+
+
+def parity(mode: str, task: str, saved: np.ndarray, tflite: np.ndarray, labels: np.ndarray,
+           tolerance: float = 0.0) -> Parity:
+    from components.task_metrics import VIEWS
+    tolerance = tolerance or DEFAULT_TOLERANCE[mode]
+    view = VIEWS[task]
+    diff = np.abs(np.asarray(saved, np.float64) - np.asarray(tflite, np.float64))
+    if task == F.TASK_REGRESSION:
+        diff = diff / max(float(np.std(saved)), 1e-12)
+    max_diff = float(np.max(diff)) if diff.size else 0.0
+    finite = bool(np.all(np.isfinite(tflite)))
+    saved_metric = main_metric(task, saved, labels)
+    tflite_metric = main_metric(task, tflite, labels) if finite else float("nan")
+    result = Parity(mode, len(labels), round(max_diff, 6), view.main, round(saved_metric, 6),
+                    round(tflite_metric, 6), tolerance, True)
+    if not finite:
+        result.ok, result.reason = False, "the TFLite model output NaN or infinity"
+    elif mode != "int8":
+        if max_diff > tolerance:
+            unit = " prediction standard deviations" if task == F.TASK_REGRESSION else ""
+            result.ok, result.reason = False, (
+                f"its outputs differ from the SavedModel's by up to {max_diff:.6g}{unit} on {len(labels)} eval rows "
+                f"(allowed {tolerance:g})")
+    elif view.higher_is_better and saved_metric - tflite_metric > tolerance:
+        result.ok, result.reason = False, (
+            f"{view.main} {tflite_metric:.4f} is {saved_metric - tflite_metric:.4f} below the SavedModel's "
+            f"{saved_metric:.4f} on {len(labels)} eval rows (allowed drop {tolerance:g})")
+    elif not view.higher_is_better and tflite_metric > saved_metric * (1 + tolerance):
+        result.ok, result.reason = False, (
+            f"{view.main} {tflite_metric:.4f} is {100 * (tflite_metric / saved_metric - 1):.1f}% above the "
+            f"SavedModel's {saved_metric:.4f} on {len(labels)} eval rows (allowed increase {100 * tolerance:g}%)")
+    return result
+
+
+@dataclasses.dataclass
+class Export:
+    content: bytes
+    parity: Parity
+    flex_ops: List[str]
+    inputs: Dict[str, str]      # TFLite input name -> raw column
+    seconds: float
+
+    def metadata(self) -> Dict[str, Any]:
+        """What push_metadata.json records under ``tflite``."""
+        return {"file": FILE, "mode": self.parity.mode, "bytes": len(self.content), "flex_ops": self.flex_ops,
+                "inputs": self.inputs, "parity": self.parity.to_dict(), "seconds": round(self.seconds, 2),
+                "missing_values": {"float": "NaN", "string": "empty string", "int": str(INT64_MISSING)}}
+
+
+def export(model_dir: str, transform_dir: str, spec: F.FeatureSpec, mode: str, eval_records: Sequence[bytes],
+           train_records: Iterable[bytes] = (), tolerance: float = 0.0) -> Export:
+    """Build, convert and check the TFLite model; TFLiteError when it fails the gate."""
+    start = time.perf_counter()
+    if not eval_records:
+        raise TFLiteError("no eval rows to check the TFLite model on; fix: give the eval split rows "
+                          "(data.eval_buckets) or set serving.tflite: off")
+    check_mode(mode, string_columns(transform_dir, spec))
+    module = build_module(model_dir, transform_dir, spec)
+    train = list(train_records)[:CALIBRATION_ROWS]
+    calibration = columns_from_examples(train, spec, transform_dir) if mode == "int8" and train else None
+    content = convert(module, mode, calibration)
+    eval_records = list(eval_records)[:PARITY_ROWS]
+    saved, labels = saved_model_outputs(model_dir, eval_records, spec)
+    try:
+        runner = Runner(content)
+        lite = predict(runner, columns_from_examples(eval_records, spec, transform_dir))
+    except Exception as e:  # noqa: BLE001 - the interpreter raises RuntimeError / ValueError
+        if "Select TensorFlow op" in str(e):
+            raise TFLiteError(
+                f"the TFLite model ({mode}) needs Select TF ops (a vocabulary with oov_buckets > 1 hashes its "
+                "unseen values with tft's string hash), which this TensorFlow's TFLite interpreter cannot run "
+                "(TF 2.20 and later ship it without them), so it cannot be checked; fix: oov_buckets: 1 on "
+                "every vocabulary feature, or serving.tflite: off") from e
+        raise TFLiteError(f"the TFLite model ({mode}) failed on the eval rows: {_first_line(e)}; "
+                          "fix: set serving.tflite: off, or another mode") from e
+    result = parity(mode, spec.task, saved, lite, labels, tolerance)
+    exported = Export(content, result, runner.flex_ops(), {input_name(c): c for c in spec.serving_columns},
+                      time.perf_counter() - start)
+    if not result.ok:
+        raise TFLiteError(f"the TFLite model ({mode}) does not match the SavedModel: {result.reason}; nothing "
+                          "pushed; fix: use another serving.tflite mode, or raise serving.tflite_tolerance")
+    return exported
+
+
+def summary_line(meta: Mapping[str, Any]) -> str:
+    """'model.tflite (dynamic, 107 KB): auc 0.9561 vs the SavedModel's 0.9561, largest output
+    difference 0.0187; TFLite builtins only' from push metadata's ``tflite``."""
+    p = meta["parity"]
+    flex = ", ".join(meta.get("flex_ops") or []) or ""
+    return (f"{meta['file']} ({meta['mode']}, {meta['bytes'] / 1024:.0f} KB): {p['metric']} {p['tflite_metric']:.4f} vs "
+            f"the SavedModel's {p['saved_model_metric']:.4f}, largest output difference {p['max_abs_diff']:.3g} "
+            f"on {p['rows']} eval rows; " + (f"Select TF ops: {flex}" if flex else "TFLite builtins only"))
+
+
+def _calibration_array(values: np.ndarray) -> np.ndarray:
+    return values.astype(np.bytes_) if values.dtype == object else values

@@ -1,0 +1,207 @@
+"""The full-pass values the preprocessing needs (means, variances, quantile boundaries,
+vocabularies): computed by tft in the Transform, or read back from a Transform output.
+
+``TftAnalyzers`` names every value it computes (``analyzer_name``) with an identity op, so
+the Transform's saved graph holds each one, as a constant, under a name this module knows.
+``FrozenAnalyzers.load`` reads them back from a Transform output (and the vocabularies from
+its asset files), for a model that runs the same preprocessing without tft (TFLite,
+components/tflite_export.py); a value it cannot find names the Transform to re-run.
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Dict, List, Mapping, Protocol
+
+import numpy as np
+import tensorflow as tf
+
+from transforms import features as F
+
+NAME_PREFIX = "tfxline_analyzer"
+
+
+class AnalyzerValuesError(ValueError):
+    """A Transform output lacks the analyzer values a frozen preprocessing needs."""
+
+
+def analyzer_name(feature: F.InputFeature, kind: str) -> str:
+    """The op name a value is saved under; feature names may hold any character, so the
+    name carries a hex form of it."""
+    return f"{NAME_PREFIX}_{feature.name.encode().hex()}_{kind}"
+
+
+class Analyzers(Protocol):
+    def mean(self, feature: F.InputFeature, values: tf.Tensor) -> tf.Tensor: ...
+    def var(self, feature: F.InputFeature, values: tf.Tensor) -> tf.Tensor: ...
+    def quantiles(self, feature: F.InputFeature, values: tf.Tensor) -> tf.Tensor: ...
+    def apply_buckets(self, x: tf.Tensor, boundaries: tf.Tensor) -> tf.Tensor: ...
+    def vocabulary(self, feature: F.InputFeature, dense: tf.Tensor) -> tf.Tensor: ...
+
+
+class TftAnalyzers:
+    """tft's analyzers over the whole dataset (the Transform)."""
+
+    def mean(self, feature, values):
+        import tensorflow_transform as tft
+        return tf.identity(tft.mean(values), name=analyzer_name(feature, "mean"))
+
+    def var(self, feature, values):
+        import tensorflow_transform as tft
+        return tf.identity(tft.var(values), name=analyzer_name(feature, "var"))
+
+    def quantiles(self, feature, values):
+        import tensorflow_transform as tft
+        boundaries = tft.quantiles(values, feature.num_buckets, epsilon=0.01 / feature.num_buckets)
+        return tf.identity(boundaries, name=analyzer_name(feature, "boundaries"))
+
+    def apply_buckets(self, x, boundaries):
+        import tensorflow_transform as tft
+        return tft.apply_buckets(x, boundaries)
+
+    def vocabulary(self, feature, dense):
+        import tensorflow_transform as tft
+        return tft.compute_and_apply_vocabulary(
+            dense, top_k=feature.top_k, num_oov_buckets=feature.oov_buckets,
+            vocab_filename=F.vocabulary_name(feature.name))
+
+
+def needed(spec: F.FeatureSpec) -> List[str]:
+    """The analyzer names the spec's preprocessing reads."""
+    kinds = {"zscore": ("mean", "var"), "log_zscore": ("mean", "var"), "bucketize": ("boundaries", "mean")}
+    return [analyzer_name(f, k) for f in spec.inputs for k in kinds.get(f.transform, ())]
+
+
+class FrozenAnalyzers:
+    """The values a Transform computed, as constants; vocabularies as in-graph tables.
+
+    Every op here has a TFLite builtin (Bucketize, comparisons, hash tables of string keys)
+    except the hash of a vocabulary with more than one out-of-vocabulary bucket, which must be
+    tft's: StringToHashBucketFast (and AsString for integer keys), Select TF ops."""
+
+    def __init__(self, values: Mapping[str, np.ndarray], vocabularies: Mapping[str, List[bytes]]):
+        self.values = dict(values)
+        self.vocabularies = dict(vocabularies)
+        self._tables: Dict[str, Any] = {}
+
+    @classmethod
+    def load(cls, transform_output_dir: str, spec: F.FeatureSpec) -> "FrozenAnalyzers":
+        import tensorflow_transform as tft
+        output = tft.TFTransformOutput(transform_output_dir)
+        values = read_values(os.path.join(transform_output_dir, "transform_fn"), needed(spec))
+        vocabularies = {f.name: output.vocabulary_by_name(F.vocabulary_name(f.name))
+                        for f in spec.inputs if f.transform == "vocabulary"}
+        return cls(values, vocabularies)
+
+    def _value(self, feature, kind):
+        return tf.constant(self.values[analyzer_name(feature, kind)], tf.float32)
+
+    def mean(self, feature, values):
+        return self._value(feature, "mean")
+
+    def var(self, feature, values):
+        return self._value(feature, "var")
+
+    def quantiles(self, feature, values):
+        return self.values[analyzer_name(feature, "boundaries")].reshape(-1).tolist()
+
+    def apply_buckets(self, x, boundaries):
+        # tft.apply_buckets' rule (bucket i holds boundaries[i-1] <= x < boundaries[i]) is
+        # Bucketize's, a TFLite builtin; the boundaries are an attribute, so a constant.
+        return tf.cast(tf.raw_ops.Bucketize(input=x, boundaries=boundaries), tf.int64)
+
+    def table(self, feature):
+        """A string vocabulary as a hash table built in the graph (TFLite's HASHTABLE
+        builtins); create it outside the traced function (``tables``)."""
+        if feature.name not in self._tables:
+            keys = self.vocabularies[feature.name]
+            self._tables[feature.name] = tf.lookup.StaticHashTable(
+                tf.lookup.KeyValueTensorInitializer(tf.constant(keys, tf.string),
+                                                    tf.range(len(keys), dtype=tf.int64)), default_value=-1)
+        return self._tables[feature.name]
+
+    def vocabulary(self, feature, dense):
+        keys = self.vocabularies[feature.name]
+        if dense.dtype == tf.string:
+            # reshape: TFLite's HASHTABLE_FIND leaves its output's shape unknown until it runs,
+            # and a fresh interpreter's first call (no resize) would meet a scalar downstream
+            ids = tf.reshape(self.table(feature).lookup(dense), [-1])
+        else:  # integer keys: no TFLite builtin table maps int64 to int64; compare with each key
+            key_values = tf.constant([int(k) for k in keys] or [0], tf.int64)
+            equal = tf.equal(tf.expand_dims(dense, 1), tf.expand_dims(key_values, 0))
+            found = tf.reduce_any(equal, axis=1) if keys else tf.zeros_like(dense, tf.bool)
+            ids = tf.where(found, tf.argmax(tf.cast(equal, tf.int32), axis=1, output_type=tf.int64),
+                           tf.constant(-1, tf.int64))
+        if feature.oov_buckets <= 0:
+            return ids
+        if feature.oov_buckets == 1:  # one bucket: no hash to compute (and no Select TF op)
+            return tf.where(ids >= 0, ids, tf.constant(len(keys), tf.int64))
+        # tf.lookup.StaticVocabularyTable's rule, which tft uses: an unseen key's bucket is the
+        # fingerprint hash of its string form, after the vocabulary (a Select TF op in TFLite)
+        as_string = dense if dense.dtype == tf.string else tf.strings.as_string(dense)
+        buckets = tf.strings.to_hash_bucket_fast(as_string, feature.oov_buckets) + len(keys)
+        return tf.where(ids >= 0, ids, buckets)
+
+
+def read_values(transform_fn_dir: str, names: List[str]) -> Dict[str, np.ndarray]:
+    """{analyzer name: value} from a Transform's saved graph.
+
+    tft saves the transform as a signature that calls the traced ``preprocessing_fn``; each
+    analyzer output reaches it as an argument fed by a captured constant (or, in graphs
+    frozen differently, as a Const inside). The named identity is followed to either."""
+    if not names:
+        return {}
+    loaded = tf.saved_model.load(transform_fn_dir)
+    pattern = re.compile(r"(?:^|/)(" + "|".join(map(re.escape, names)) + r")$")
+    found: Dict[str, np.ndarray] = {}
+    for cf in loaded.signatures.values():
+        graph = cf.graph
+        captured = {id(internal): external for external, internal in graph.captures}
+        library = {f.signature.name: f for f in graph.as_graph_def().library.function}
+        for op in graph.get_operations():
+            m = pattern.search(op.name)
+            if m:
+                found.setdefault(m.group(1), _value(op.outputs[0], captured))
+            if op.type in ("PartitionedCall", "StatefulPartitionedCall") and op.get_attr("f").name in library:
+                fdef = library[op.get_attr("f").name]
+                args = [a.name for a in fdef.signature.input_arg]
+                nodes = {n.name: n for n in fdef.node_def}
+                for node in fdef.node_def:
+                    m = pattern.search(node.name)
+                    if not m:
+                        continue
+                    source = _follow_identities(node, nodes)
+                    if isinstance(source, str) and source in args:
+                        found.setdefault(m.group(1), _value(op.inputs[args.index(source)], captured))
+                    elif source is not None:
+                        found.setdefault(m.group(1), tf.make_ndarray(source.attr["value"].tensor))
+    missing = [n for n in names if found.get(n) is None]
+    if missing:
+        raise AnalyzerValuesError(
+            f"the Transform output {os.path.dirname(transform_fn_dir)} holds no value for {missing[0]} "
+            f"({len(missing)} of {len(names)} missing): it was written before its analyzers were named; "
+            "fix: run the pipeline again so the Transform re-runs (tfxline run)")
+    return {n: found[n] for n in names}
+
+
+def _follow_identities(node, nodes):
+    """The Const node an Identity chain starts from, or the name of the function argument."""
+    while node.op == "Identity":
+        name = node.input[0].split(":")[0]
+        if name not in nodes:
+            return name
+        node = nodes[name]
+    return node if node.op == "Const" else None
+
+
+def _value(tensor: tf.Tensor, captured: Mapping[int, Any]):
+    """A graph tensor's constant value: a captured eager tensor, or a Const (through Identity)."""
+    while True:
+        if id(tensor) in captured and hasattr(captured[id(tensor)], "numpy"):
+            return np.asarray(captured[id(tensor)].numpy())
+        value = tf.get_static_value(tensor)
+        if value is not None:
+            return np.asarray(value)
+        if tensor.op.type != "Identity":
+            return None
+        tensor = tensor.op.inputs[0]
