@@ -162,7 +162,7 @@ def convert(module, mode: str, calibration: Optional[Dict[str, np.ndarray]] = No
                                   "fix: use serving.tflite: dynamic")
             rows = len(next(iter(calibration.values())))
             converter.representative_dataset = lambda: (
-                {input_name(k): _calibration_array(v[i:i + CALIBRATION_BATCH]) for k, v in calibration.items()}
+                {input_name(k): v[i:i + CALIBRATION_BATCH] for k, v in calibration.items()}
                 for i in range(0, rows, CALIBRATION_BATCH))
         from pipeline.quiet import TFLITE_CONVERTER_NOISE, stderr_filtered
         try:
@@ -349,7 +349,3 @@ def summary_line(meta: Mapping[str, Any]) -> str:
     return (f"{meta['file']} ({meta['mode']}, {meta['bytes'] / 1024:.0f} KB): {p['metric']} {p['tflite_metric']:.4f} vs "
             f"the SavedModel's {p['saved_model_metric']:.4f}, largest output difference {p['max_abs_diff']:.3g} "
             f"on {p['rows']} eval rows; " + (f"Select TF ops: {flex}" if flex else "TFLite builtins only"))
-
-
-def _calibration_array(values: np.ndarray) -> np.ndarray:
-    return values.astype(np.bytes_) if values.dtype == object else values
