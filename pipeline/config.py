@@ -112,6 +112,16 @@ class DriftConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class MonitoringConfig:
+    """Run metrics for Prometheus (pipeline/monitoring.py, docs/daily.md): at the end of every
+    local run, success or failure, pushed to a Pushgateway (job = the pipeline's name, one
+    series per pipeline) and/or written for node_exporter's textfile collector. Off when both are empty."""
+    pushgateway_url: str = ""      # e.g. http://pushgateway:9091; empty: no push
+    textfile_dir: str = ""         # node_exporter --collector.textfile.directory; empty: no file
+    timeout_seconds: float = 3.0   # the longest a push may take; a gateway that is down costs at most this
+
+
+@dataclasses.dataclass(frozen=True)
 class MetadataConfig:
     """Where ML Metadata lives (local runs; on Kubeflow the cluster's store is used).
     sqlite (default): <output_root>/metadata.sqlite, embedded; runs on one output root take
@@ -182,6 +192,7 @@ class PipelineConfig:
     drift: DriftConfig = DriftConfig()
     serving: ServingConfig = ServingConfig()
     metadata: MetadataConfig = MetadataConfig()
+    monitoring: MonitoringConfig = MonitoringConfig()
     retention: RetentionConfig = RetentionConfig()
     vertex_training: VertexTrainingConfig = VertexTrainingConfig()
 

@@ -18,7 +18,7 @@ import sys
 import time
 from typing import Iterator, List, Optional, TextIO
 
-from pipeline import beam_packaging, data_source, files, stack_compat, store as store_lib, summary as summary_lib
+from pipeline import beam_packaging, data_source, files, monitoring, stack_compat, store as store_lib, summary as summary_lib
 from pipeline.config import TRAIN_SPLIT, PipelineConfig
 
 _RUNNING = re.compile(r"Component (\S+) is running\.")
@@ -172,6 +172,7 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
     pipeline = build_pipeline(cfg, paths, enable_cache)
     with one_run_at_a_time(cfg, stream):
         started = time.monotonic()
+        started_unix = time.time()
         started_at = time.strftime("%Y-%m-%d %H:%M:%S %Z")
         ir, run_id = compile_with_run_id(pipeline)
         log_path = os.path.join(cfg.output_root, "logs", time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}.log")
@@ -195,11 +196,25 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
                     raise
                 logging.getLogger(__name__).exception("could not record the failed run")
                 result = None
+            if monitoring.enabled(cfg):  # success or failure: Prometheus hears of every run
+                publish_metrics(cfg, result, started_unix, error is not None, stream)
             if cfg.retention.keep_runs:
                 apply_retention(cfg, stream)
     if error is not None:
         raise RunFailed(result, message) from error
     return result
+
+
+def publish_metrics(cfg: PipelineConfig, summary, started_unix: float, failed: bool, stream: TextIO) -> None:
+    """The run's metrics to the Pushgateway / textfile (pipeline/monitoring.py); never raises."""
+    try:
+        samples = monitoring.run_samples(cfg, summary, started_unix, time.time(), failed)
+    except Exception as e:  # noqa: BLE001 - monitoring never changes a run's result
+        logging.getLogger(__name__).exception("run metrics not collected")
+        print(f"warning: run metrics not collected ({e}); the run's result stands", file=stream, flush=True)
+        return
+    for done in monitoring.publish(cfg, samples, stream):
+        print(f"metrics: {done}", file=stream, flush=True)
 
 
 def apply_retention(cfg: PipelineConfig, stream: TextIO) -> None:

@@ -1,0 +1,148 @@
+"""Run metrics in Prometheus (pipeline/monitoring.py, monitoring/): the rules and the dashboard
+against the metric names the code emits, promtool on the rules, and real runs pushing to a real
+Pushgateway that a real Prometheus scrapes."""
+import contextlib
+import io
+import json
+import os
+import re
+import subprocess
+
+import pytest
+
+from pipeline import monitoring
+from pipeline.config_loader import load_config
+from tests.conftest import E2E_TRAIN_STEPS, missing, write_taxi_slice
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MONITORING = os.path.join(ROOT, "monitoring")
+NAME = re.compile(r"\btfxline_[a-z0-9_]+")
+REQUIRED_BY = "TFXLINE_REQUIRE_PROMETHEUS"  # .ci/run sets it on the host; the Debian 13 root has no servers
+
+
+def promtool():
+    from tests.prometheus_servers import binaries
+    found = binaries()
+    if found is None:
+        missing("promtool, prometheus and prometheus-pushgateway are not installed (apt-get install prometheus "
+                "prometheus-pushgateway)", required_by=REQUIRED_BY)
+    return found["promtool"]
+
+
+def test_promtool_accepts_the_rules_and_their_unit_tests():
+    tool = promtool()
+    checked = subprocess.run([tool, "check", "rules", "alerts.yml"], cwd=MONITORING, capture_output=True, text=True)
+    assert checked.returncode == 0 and "SUCCESS: 5 rules found" in checked.stdout, checked.stdout + checked.stderr
+    tested = subprocess.run([tool, "test", "rules", "alerts_test.yml"], cwd=MONITORING, capture_output=True, text=True)
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+    config = subprocess.run([tool, "check", "config", "prometheus.yml"], cwd=MONITORING, capture_output=True, text=True)
+    assert config.returncode == 0, config.stdout + config.stderr
+
+
+def test_rules_and_dashboard_use_only_emitted_metric_names():
+    """The dashboard's and the rules' queries name metrics pipeline/monitoring.py emits, so the
+    two cannot drift apart; and every emitted metric is on the dashboard."""
+    with open(os.path.join(MONITORING, "dashboard.json")) as f:
+        dashboard = json.load(f)
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    exprs.append(dashboard["templating"]["list"][1]["query"]["query"])
+    with open(os.path.join(MONITORING, "alerts.yml")) as f:
+        rules = f.read()
+    used = set(NAME.findall(" ".join(exprs))) | set(NAME.findall(rules))
+    assert used <= set(monitoring.METRICS), used - set(monitoring.METRICS)
+    on_dashboard = set(NAME.findall(" ".join(exprs)))
+    assert on_dashboard >= set(monitoring.METRICS) - {"tfxline_component_failed", "tfxline_run_start_timestamp_seconds",
+                                                      "tfxline_run_end_timestamp_seconds"}
+
+
+def test_a_gateway_that_is_down_is_one_warning_and_the_textfile_is_written(tmp_path):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    cfg = load_config(overrides=[f"output_root={tmp_path}", "monitoring.pushgateway_url=http://127.0.0.1:9",
+                                 f"monitoring.textfile_dir={tmp_path / 'textfile'}", "monitoring.timeout_seconds=1"])
+    samples = monitoring.run_samples(cfg, None, 1000.0, 1060.5, failed=True)
+    out = io.StringIO()
+    done = monitoring.publish(cfg, samples, out)
+    lines = out.getvalue().strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("warning: run metrics not pushed to http://127.0.0.1:9 (")
+    assert "fix: check monitoring.pushgateway_url" in lines[0]
+    path = tmp_path / "textfile" / "tfxline_taxi.prom"
+    assert done == [f"written to {path}"]
+    families = {f.name: f for f in text_string_to_metric_families(path.read_text())}
+    assert families["tfxline_run_success"].samples[0].value == 0.0
+    assert families["tfxline_run_duration_seconds"].samples[0].value == 60.5
+    assert [p for p in os.listdir(tmp_path / "textfile")] == ["tfxline_taxi.prom"]  # no temporary left
+
+
+def test_bad_monitoring_values_are_refused():
+    from pipeline.config import ConfigError
+    with pytest.raises(ConfigError, match="monitoring.pushgateway_url: 'gateway:9091'; must start with http://"):
+        load_config(overrides=["monitoring.pushgateway_url=gateway:9091"])
+    with pytest.raises(ConfigError, match="monitoring.timeout_seconds: 0.0; must be > 0"):
+        load_config(overrides=["monitoring.timeout_seconds=0"])
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory):
+    from tests.prometheus_servers import Servers, binaries
+    if binaries() is None:
+        missing("prometheus and prometheus-pushgateway are not installed (apt-get install prometheus "
+                "prometheus-pushgateway)", required_by=REQUIRED_BY)
+    s = Servers(str(tmp_path_factory.mktemp("prometheus"))).start()
+    yield s
+    s.stop()
+
+
+def value(result, **labels):
+    found = [float(r["value"][1]) for r in result if all(r["metric"].get(k) == v for k, v in labels.items())]
+    assert len(found) == 1, (labels, result)
+    return found[0]
+
+
+@pytest.mark.e2e
+def test_runs_push_their_metrics_to_a_real_prometheus(servers, tmp_path):
+    """A real run pushes; Prometheus scrapes the gateway and has the run's AUC, its
+    per-component seconds and its pushed version; a second run (served from the cache)
+    replaces them; a run with the gateway stopped still succeeds, with one warning."""
+    from pipeline import cli
+
+    data = write_taxi_slice(tmp_path / "d" / "taxi.csv", limit=1500)
+    argv = ["run", "--data", data, "--output", str(tmp_path / "out"), "--set", "training.mode=steps",
+            "--set", f"training.train_steps={E2E_TRAIN_STEPS}", "--set", "training.eval_steps=10",
+            "--set", f"monitoring.pushgateway_url={servers.gateway_url}", "--set", "monitoring.timeout_seconds=2"]
+
+    def run():
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stderr(err):
+            code = cli.main(argv, stream=out)
+        return code, out.getvalue(), err.getvalue()
+
+    code, out, err = run()
+    assert code == 0, err[-3000:]
+    assert f"metrics: pushed to {servers.gateway_url} (job taxi)" in out
+    auc = servers.wait_for('tfxline_candidate_metric{job="taxi", metric="auc"}')
+    auc_line = next(line for line in out.splitlines() if "eval (overall):" in line)
+    assert f"auc {value(auc):.4f}" in auc_line
+    seconds = servers.wait_for('tfxline_component_seconds{job="taxi"}', lambda r: len(r) >= 10)
+    assert {r["metric"]["component"] for r in seconds} >= {"CsvExampleGen", "Transform", "Trainer", "Evaluator", "Pusher"}
+    assert value(seconds, component="Trainer") > 0
+    version = value(servers.wait_for('tfxline_serving_version{job="taxi"}'))
+    pushed_to = next(line for line in out.splitlines() if "pushed to:" in line)
+    assert pushed_to.rstrip().endswith(f"/{int(version)}")
+    assert value(servers.query('tfxline_run_success{job="taxi"}')) == 1
+    assert value(servers.query('tfxline_examples{job="taxi", split="eval"}')) > 0
+    first_end = value(servers.query('tfxline_run_end_timestamp_seconds{job="taxi"}'))
+    # one series per pipeline, however many runs: no run id in the grouping key
+    assert all(set(r["metric"]) <= {"__name__", "job", "instance", "metric"} for r in auc)
+
+    code, out, err = run()  # every component from the cache: a new run all the same
+    assert code == 0 and "metrics: pushed to" in out, err[-3000:]
+    ends = servers.wait_for('tfxline_run_end_timestamp_seconds{job="taxi"}', lambda r: r and value(r) > first_end)
+    assert len(ends) == 1
+
+    servers.stop_gateway()
+    code, out, err = run()
+    warnings = [line for line in out.splitlines() if line.startswith("warning: run metrics not pushed")]
+    assert code == 0 and len(warnings) == 1 and "the run's result stands" in warnings[0], out + err[-2000:]
+    assert "pushed to:" in out  # the run's own result, unchanged
+    servers.start_gateway()
