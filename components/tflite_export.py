@@ -164,7 +164,7 @@ def convert(module, mode: str, calibration: Optional[Dict[str, np.ndarray]] = No
             converter.representative_dataset = lambda: (
                 {input_name(k): v[i:i + CALIBRATION_BATCH] for k, v in calibration.items()}
                 for i in range(0, rows, CALIBRATION_BATCH))
-        from pipeline.quiet import TFLITE_CONVERTER_NOISE, stderr_filtered
+        from components.native_stderr import TFLITE_CONVERTER_NOISE, stderr_filtered
         try:
             with stderr_filtered(TFLITE_CONVERTER_NOISE):
                 return converter.convert()
@@ -298,11 +298,13 @@ class Export:
     flex_ops: List[str]
     inputs: Dict[str, str]      # TFLite input name -> raw column
     seconds: float
+    transform_dir: str = ""     # the Transform output whose values it holds
 
     def metadata(self) -> Dict[str, Any]:
         """What push_metadata.json records under ``tflite``."""
         return {"file": FILE, "mode": self.parity.mode, "bytes": len(self.content), "flex_ops": self.flex_ops,
                 "inputs": self.inputs, "parity": self.parity.to_dict(), "seconds": round(self.seconds, 2),
+                "transform_graph": self.transform_dir,
                 "missing_values": {"float": "NaN", "string": "empty string", "int": str(INT64_MISSING)}}
 
 
@@ -334,7 +336,7 @@ def export(model_dir: str, transform_dir: str, spec: F.FeatureSpec, mode: str, e
                           "fix: set serving.tflite: off, or another mode") from e
     result = parity(mode, spec.task, saved, lite, labels, tolerance)
     exported = Export(content, result, runner.flex_ops(), {input_name(c): c for c in spec.serving_columns},
-                      time.perf_counter() - start)
+                      time.perf_counter() - start, transform_dir)
     if not result.ok:
         raise TFLiteError(f"the TFLite model ({mode}) does not match the SavedModel: {result.reason}; nothing "
                           "pushed; fix: use another serving.tflite mode, or raise serving.tflite_tolerance")

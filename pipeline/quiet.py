@@ -3,14 +3,13 @@ the Google client libraries' warnings, which are not the user's to act on. Stand
 only, so the TF-only GPU bundle's bench scripts use it too."""
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import re
 import sys
-import tempfile
 import warnings
-from typing import Iterator
+
+from components.native_stderr import stderr_filtered
 
 
 def quiet_libraries() -> None:
@@ -34,33 +33,6 @@ TF_IMPORT_NOISE = re.compile(
     r"Unable to register cu(FFT|DNN|BLAS) factory|All log messages before absl::InitializeLog|"
     r"cudart_stub\.cc.*Could not find cuda drivers|TF-TRT Warning: Could not find TensorRT|"
     r"failed call to cuInit: .*\(303\)|port\.cc:\d+\] oneDNN custom operations are on")
-
-
-# What TFLite's converter writes to stderr through absl on every conversion: flags it ignores
-# by design, and absl's notice that it logs before being initialized.
-TFLITE_CONVERTER_NOISE = re.compile(
-    r"All log messages before absl::InitializeLog|tf_tfl_flatbuffer_helpers\.cc:\d+\] Ignored ")
-
-
-@contextlib.contextmanager
-def stderr_filtered(noise: "re.Pattern[str]") -> Iterator[None]:
-    """Capture stderr (the file descriptor: C++ writes there) during the block, then write
-    back every captured line but those ``noise`` matches: anything else, errors included,
-    still shows."""
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as captured:
-        os.dup2(captured.fileno(), 2)
-        try:
-            yield
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            captured.seek(0)
-            kept = [line for line in captured.read().decode("utf-8", "replace").splitlines()
-                    if line.strip() and not noise.search(line)]
-            if kept:
-                print("\n".join(kept), file=sys.stderr, flush=True)
 
 
 def import_tensorflow_quietly() -> None:

@@ -1,7 +1,6 @@
 """The TFLite model a push writes (components/tflite_export.py): the real converter and
 interpreter on the shared run's model, the parity gate per task and mode, and a push the gate
 refuses."""
-import glob
 import json
 import os
 import shutil
@@ -80,9 +79,10 @@ def pushed(pipeline_run):
     return cfg, version, sp.read_metadata(cfg.serving_dir, version)
 
 
-def transform_dir(cfg):
-    (found,) = glob.glob(os.path.join(cfg.pipeline_root, "Transform", "transform_graph", "*"))
-    return found
+def transform_dir(meta):
+    """The Transform output the pushed TFLite model was built from (the shared output root holds
+    other runs' too)."""
+    return meta["tflite"]["transform_graph"]
 
 
 @pytest.mark.e2e
@@ -96,6 +96,7 @@ def test_the_push_holds_a_checked_tflite_model(pipeline_run):
     assert tflite["mode"] == "dynamic" and tflite["parity"]["ok"] and os.path.getsize(path) == tflite["bytes"]
     assert tflite["flex_ops"] == []  # builtins only: the vocabularies have one OOV bucket each
     assert tflite["inputs"] == {c: c for c in cfg.features.serving_columns}
+    assert tflite["transform_graph"].startswith(os.path.join(cfg.pipeline_root, "Transform", "transform_graph"))
     assert summary.tflite == T.summary_line(tflite)
     assert f"  tflite: {summary.tflite}" in format_summary(summary).splitlines()
 
@@ -108,7 +109,7 @@ def test_the_tflite_model_takes_raw_values_with_missing_marks(pipeline_run):
 
     cfg, version, meta = pushed(pipeline_run)
     records = eval_records(meta["data"]["examples_uri"], 400)
-    inputs = T.columns_from_examples(records, cfg.features, transform_dir(cfg))
+    inputs = T.columns_from_examples(records, cfg.features, transform_dir(meta))
     assert any(np.isnan(v).any() for v in inputs.values() if v.dtype == np.float32)  # the taxi data has gaps
     assert any((v == b"").any() for v in inputs.values() if v.dtype == object)
     runner = T.Runner(open(os.path.join(cfg.serving_dir, str(version), T.FILE), "rb").read())
@@ -128,7 +129,7 @@ def test_float32_tflite_reproduces_the_savedmodel(pipeline_run):
     from components.batch_latency import eval_records
 
     cfg, version, meta = pushed(pipeline_run)
-    exported = T.export(os.path.join(cfg.serving_dir, str(version)), transform_dir(cfg), cfg.features, "none",
+    exported = T.export(os.path.join(cfg.serving_dir, str(version)), transform_dir(meta), cfg.features, "none",
                         eval_records(meta["data"]["examples_uri"], 600))
     assert exported.parity.max_abs_diff < 1e-5 and exported.parity.tflite_metric == pytest.approx(
         exported.parity.saved_model_metric, abs=1e-6)
@@ -153,7 +154,7 @@ def test_a_tflite_model_off_its_tolerance_refuses_the_push(pipeline_run, tmp_pat
     examples = standard_artifacts.Examples()
     examples.uri, examples.span = meta["data"]["examples_uri"], 0
     graph = standard_artifacts.TransformGraph()
-    graph.uri = transform_dir(cfg)
+    graph.uri = transform_dir(meta)
     out = standard_artifacts.PushedModel()
     serving = str(tmp_path / "serving")
     safe_pusher.Executor().Do(

@@ -68,9 +68,15 @@ class Present:
         return self.values.dtype
 
 
+def is_present(x: Any) -> bool:
+    """``x`` is a ``Present`` column. By its fields, not its class: a copy of this module that
+    Beam's pickling re-created (seen on Beam 2.77) has its own ``Present`` class."""
+    return hasattr(x, "present") and hasattr(x, "values") and not isinstance(x, (tf.SparseTensor, tf.RaggedTensor))
+
+
 def to_dense(x: Any, default: Any) -> tf.Tensor:
     """A rank-1 dense tensor from a sparse/ragged/dense/``Present`` single-valued column."""
-    if isinstance(x, Present):
+    if is_present(x):
         return tf.where(x.present, x.values, tf.cast(default, x.values.dtype))
     if isinstance(x, tf.SparseTensor):
         x = tf.sparse.to_dense(
@@ -81,7 +87,7 @@ def to_dense(x: Any, default: Any) -> tf.Tensor:
 
 
 def _missing_default(x: Any) -> Any:
-    if isinstance(x, Present):
+    if is_present(x):
         x = x.values
     if x.dtype == tf.string:
         return MISSING_STRING
@@ -103,7 +109,7 @@ def transform_input(feature: F.InputFeature, x: Any, analyzers: Analyzers) -> tf
         filled = to_dense(_as_float(x), analyzers.mean(feature, values))
         return analyzers.apply_buckets(filled, boundaries)
     if feature.transform == "vocabulary":
-        if isinstance(x, Present) and x.dtype == tf.string:
+        if is_present(x) and x.dtype == tf.string:
             # TFLite has no select of strings: look the values up, then take the missing
             # value's id where a value is missing (the same ids as filling first)
             missing_id = analyzers.vocabulary(feature, tf.constant([MISSING_STRING]))[0]
@@ -133,7 +139,7 @@ def log1p_non_negative(x: Any) -> Any:
     """log(1 + max(x, 0)) of the present values, keeping the column's sparsity."""
     x = _as_float(x)
     fn = lambda v: tf.math.log1p(tf.maximum(v, 0.0))  # noqa: E731
-    if isinstance(x, Present):
+    if is_present(x):
         return Present(fn(x.values), x.present)
     if isinstance(x, tf.SparseTensor):
         return tf.SparseTensor(x.indices, fn(x.values), x.dense_shape)
@@ -187,7 +193,7 @@ def transform_label(label: F.Label, inputs: Mapping[str, Any]) -> tf.Tensor:
 
 
 def _as_float(x: Any) -> Any:
-    if isinstance(x, Present):
+    if is_present(x):
         return Present(tf.cast(x.values, tf.float32), x.present)
     if isinstance(x, tf.SparseTensor):
         return tf.SparseTensor(x.indices, tf.cast(x.values, tf.float32), x.dense_shape)
@@ -199,7 +205,7 @@ def _as_float(x: Any) -> Any:
 def _float_values(x: Any) -> tf.Tensor:
     """The present values of a column, as float32 (what the analyzers see)."""
     x = _as_float(x)
-    if isinstance(x, Present):
+    if is_present(x):
         return tf.boolean_mask(x.values, x.present)
     if isinstance(x, tf.SparseTensor):
         return x.values
