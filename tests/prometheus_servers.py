@@ -56,8 +56,10 @@ class Servers:
 
     def start_gateway(self) -> None:
         log = os.path.join(self.root, "pushgateway.log")
-        self.gateway = subprocess.Popen([self.bin[PUSHGATEWAY], f"--web.listen-address=127.0.0.1:{self.gateway_port}"],
-                                        stdout=open(log, "w"), stderr=subprocess.STDOUT)
+        # --persistence.file= : memory only. Debian's build defaults to /var/lib/prometheus/pushgateway.data,
+        # which every gateway on the machine would load at start (an earlier test's metrics)
+        self.gateway = subprocess.Popen([self.bin[PUSHGATEWAY], f"--web.listen-address=127.0.0.1:{self.gateway_port}",
+                                         "--persistence.file="], stdout=open(log, "a"), stderr=subprocess.STDOUT)
         _wait(self.gateway_url + "/-/ready", "the Pushgateway", self.gateway, log)
 
     def stop_gateway(self) -> None:
