@@ -8,6 +8,11 @@ pushed a second time; the artifact points at the existing version.
 With serving.tflite on, the version also holds ``model.tflite``, built and checked against the
 SavedModel here (components/tflite_export.py); a TFLite model that fails its check refuses
 the whole push (``refused`` on the PushedModel says why), as an unblessed model does.
+
+In a compiled run (Kubeflow / Vertex AI / run-compiled) the Pusher is the run's last task: with a
+``pushgateway_url`` (the pipeline parameter) it pushes the run's metrics from its container when it
+ends, pushed or not, and when it fails (components/run_metrics.py). A local run's runner pushes
+them itself, with the per-component times only it has.
 """
 from __future__ import annotations
 
@@ -23,15 +28,16 @@ from tfx.types.component_spec import ChannelParameter, ExecutionParameter
 from tfx.components.util import model_utils
 from tfx.utils import path_utils
 
-from components import batch_latency, serving_push, serving_release, tflite_export
+from components import batch_latency, run_metrics, serving_push, serving_release, tflite_export
 from components.spans import span_of, version_of
-from components.tfma_results import read_evaluation
+from components.tfma_results import overall_diff, read_evaluation
 from transforms import features as F
 from transforms.analyzers import AnalyzerValuesError
 
 MODEL_KEY, BLESSING_KEY, EVALUATION_KEY, EXAMPLES_KEY = "model", "model_blessing", "evaluation", "examples"
 STATISTICS_KEY = "statistics"
 TRANSFORM_GRAPH_KEY = "transform_graph"
+DRIFT_KEY = "drift_anomalies"
 PUSHED_MODEL_KEY = "pushed_model"
 
 
@@ -55,6 +61,17 @@ def _metadata(input_dict: Dict[str, List[types.Artifact]], run_id: str, task: st
 class Executor(base_executor.BaseExecutor):
     def Do(self, input_dict: Dict[str, List[types.Artifact]], output_dict: Dict[str, List[types.Artifact]],
            exec_properties: Dict[str, Any]) -> None:
+        if not exec_properties.get("pushgateway_url"):
+            return self._push(input_dict, output_dict, exec_properties)
+        failed = True
+        try:
+            self._push(input_dict, output_dict, exec_properties)
+            failed = False
+        finally:  # pushed, not pushed, or failed: Prometheus hears of the run
+            _publish_run_metrics(input_dict, output_dict[PUSHED_MODEL_KEY][0], exec_properties, failed)
+
+    def _push(self, input_dict: Dict[str, List[types.Artifact]], output_dict: Dict[str, List[types.Artifact]],
+              exec_properties: Dict[str, Any]) -> None:
         pushed = output_dict[PUSHED_MODEL_KEY][0]
         serving_dir = exec_properties["serving_dir"]
         model = input_dict[MODEL_KEY][0]
@@ -112,6 +129,46 @@ def _tflite(input_dict: Dict[str, List[types.Artifact]], exec_properties: Dict[s
         float(exec_properties.get("tflite_tolerance") or 0.0))
 
 
+def run_samples(input_dict: Dict[str, List[types.Artifact]], pushed: types.Artifact,
+                exec_properties: Dict[str, Any], failed: bool) -> List[run_metrics.Sample]:
+    """A compiled run's metrics, as its last task sees them: every upstream task succeeded (the
+    Pusher runs only then, so nothing drifted), the evaluation, the data, the push. Start time,
+    duration and per-component seconds are the platform's (the Vertex AI job / KFP run records
+    them); no task sees them."""
+    S = run_metrics.Sample
+    out = [S("tfxline_run_end_timestamp_seconds", time.time()), S("tfxline_run_success", 0.0 if failed else 1.0),
+           S("tfxline_drift_stopped_run", 0.0)]
+    if failed:
+        out.append(S("tfxline_component_failed", 1.0, {"component": "Pusher"}))
+    if input_dict.get(EXAMPLES_KEY):
+        out.append(S("tfxline_span", float(max(span_of(e) for e in input_dict[EXAMPLES_KEY]))))
+    if input_dict.get(EVALUATION_KEY):
+        uri = input_dict[EVALUATION_KEY][0].uri
+        overall, _, _ = read_evaluation(uri, path_utils.serving_model_path(input_dict[MODEL_KEY][0].uri))
+        out += run_metrics.evaluation_samples(exec_properties.get("task") or "", overall, overall_diff(uri))
+    out.append(S("tfxline_blessed", 1.0 if model_utils.is_model_blessed(input_dict[BLESSING_KEY][0]) else 0.0))
+    out.append(S("tfxline_pushed", float(pushed.get_int_custom_property("pushed") == 1)))
+    if input_dict.get(STATISTICS_KEY):
+        out += run_metrics.examples_samples(run_metrics.statistics_examples(input_dict[STATISTICS_KEY][0]))
+    if input_dict.get(DRIFT_KEY):
+        out += run_metrics.drift_samples(input_dict[DRIFT_KEY][0].uri)
+    return out + run_metrics.serving_samples(exec_properties["serving_dir"])
+
+
+def _publish_run_metrics(input_dict, pushed, exec_properties: Dict[str, Any], failed: bool) -> None:
+    """Never raises: a gateway that is down is one warning in the task's log."""
+    try:
+        samples = run_samples(input_dict, pushed, exec_properties, failed)
+    except Exception as e:  # noqa: BLE001 - monitoring never changes a run's result
+        logging.warning("run metrics not collected (%s); the run's result stands", run_metrics.first_line(e))
+        return
+    for done in run_metrics.publish(samples, exec_properties.get("pipeline_name") or "tfxline",
+                                    pushgateway_url=exec_properties["pushgateway_url"],
+                                    timeout=float(exec_properties.get("metrics_timeout") or 5.0),
+                                    config_key="the pipeline parameter "):
+        logging.info("run metrics %s", done)
+
+
 def release_settings(exec_properties: Dict[str, Any]) -> serving_release.Settings:
     return serving_release.Settings(
         model_name=exec_properties.get("model_name") or "model",
@@ -134,7 +191,11 @@ class SafePusherSpec(types.ComponentSpec):
                   # serving.tflite (components/tflite_export.py): the mode, its tolerance, the feature spec
                   "tflite": ExecutionParameter(type=str, optional=True),
                   "tflite_tolerance": ExecutionParameter(type=float, optional=True),
-                  "features": ExecutionParameter(type=str, optional=True)}
+                  "features": ExecutionParameter(type=str, optional=True),
+                  # a compiled run's metrics (components/run_metrics.py): where, as which job
+                  "pushgateway_url": ExecutionParameter(type=str, optional=True),
+                  "pipeline_name": ExecutionParameter(type=str, optional=True),
+                  "metrics_timeout": ExecutionParameter(type=float, optional=True)}
     INPUTS = {
         MODEL_KEY: ChannelParameter(type=standard_artifacts.Model),
         BLESSING_KEY: ChannelParameter(type=standard_artifacts.ModelBlessing),
@@ -142,6 +203,7 @@ class SafePusherSpec(types.ComponentSpec):
         EXAMPLES_KEY: ChannelParameter(type=standard_artifacts.Examples, optional=True),  # any number
         STATISTICS_KEY: ChannelParameter(type=standard_artifacts.ExampleStatistics, optional=True),
         TRANSFORM_GRAPH_KEY: ChannelParameter(type=standard_artifacts.TransformGraph, optional=True),  # TFLite
+        DRIFT_KEY: ChannelParameter(type=standard_artifacts.ExampleAnomalies, optional=True),  # run metrics
     }
     OUTPUTS = {PUSHED_MODEL_KEY: ChannelParameter(type=standard_artifacts.PushedModel)}
 
@@ -152,9 +214,11 @@ class SafePusher(base_component.BaseComponent):
 
     def __init__(self, model, model_blessing, serving_dir: str, keep_versions: int = 5,
                  evaluation=None, examples=None, statistics=None, task: str = "", release: Dict[str, Any] = None,
-                 transform_graph=None, tflite: Dict[str, Any] = None):
+                 transform_graph=None, tflite: Dict[str, Any] = None, drift_anomalies=None,
+                 run_metrics: Dict[str, Any] = None):
         super().__init__(spec=SafePusherSpec(
             model=model, model_blessing=model_blessing, evaluation=evaluation, examples=examples,
-            statistics=statistics, transform_graph=transform_graph,
+            statistics=statistics, transform_graph=transform_graph, drift_anomalies=drift_anomalies,
             serving_dir=serving_dir, keep_versions=keep_versions, task=task, **(release or {}), **(tflite or {}),
+            **(run_metrics or {}),
             pushed_model=types.Channel(type=standard_artifacts.PushedModel)))

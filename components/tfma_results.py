@@ -213,3 +213,28 @@ def _slice_metrics(eval_result) -> Dict[str, Dict[str, float]]:
                         values[metric] = float(value["doubleValue"])
         out[name] = values
     return out
+
+
+def load_metrics(evaluation_uri: str) -> Dict[str, Dict[str, Dict[str, float]]]:
+    """{slice: {'value': {metric: v}, 'diff': {metric: candidate - baseline}}} for the
+    candidate model, from TFMA's metrics output."""
+    import tensorflow_model_analysis as tfma
+
+    out: Dict[str, Dict[str, Dict[str, float]]] = {}
+    for per_slice in tfma.load_metrics(evaluation_uri):
+        name = slice_name(per_slice.slice_key)
+        entry = out.setdefault(name, {"value": {}, "diff": {}})
+        for kv in per_slice.metric_keys_and_values:
+            key = kv.key
+            if key.model_name and key.model_name != "candidate":
+                continue
+            if kv.value.WhichOneof("type") != "double_value":
+                continue
+            value = kv.value.double_value.value
+            entry["diff" if key.is_diff else "value"][key.name] = None if math.isnan(value) else value
+    return out
+
+
+def overall_diff(evaluation_uri: str) -> Dict[str, float]:
+    """{metric: candidate - baseline} on the whole eval split (empty without a baseline)."""
+    return {k: v for k, v in load_metrics(evaluation_uri).get("overall", {}).get("diff", {}).items() if v is not None}

@@ -9,7 +9,9 @@ entrypoint through ``kubeflow/entrypoint.py`` (no TFX sdist for in-pod Beam runn
 
 Runtime parameters, settable at submission without recompiling:
 ``data_root`` (the directory of input files; ``data.pattern`` selects them) and ``train_args`` (a JSON TrainArgs, e.g.
-``{"num_steps": 500}``; ``tfxline submit --train-steps`` writes it for you).
+``{"num_steps": 500}``; ``tfxline submit --train-steps`` writes it for you), and ``pushgateway_url``
+(default: the config's ``monitoring.pushgateway_url``; empty: off), where the Pusher, the run's
+last task, pushes the run's metrics from its container (components/run_metrics.py).
 """
 from __future__ import annotations
 
@@ -18,8 +20,8 @@ import os
 from typing import Any, Dict, Optional, Tuple
 
 from kubeflow import entrypoint
-from kubeflow.spec import TRAIN_ARGS_PARAM
-from pipeline import stack_compat
+from kubeflow.spec import PUSHGATEWAY_PARAM, TRAIN_ARGS_PARAM
+from pipeline import beam_engines, stack_compat
 from pipeline.config import ConfigError, PipelineConfig
 from pipeline.data_source import DEFAULT_PATTERNS, PACKAGE_PREFIX
 
@@ -86,6 +88,8 @@ def runtime_parameters(cfg: PipelineConfig, data_root: Optional[str] = None):
         TRAIN_ARGS_PARAM: tfx.dsl.experimental.RuntimeParameter(
             name=TRAIN_ARGS_PARAM, ptype=str,
             default=json.dumps({"num_steps": train_steps_arg(cfg)})),
+        PUSHGATEWAY_PARAM: tfx.dsl.experimental.RuntimeParameter(
+            name=PUSHGATEWAY_PARAM, ptype=str, default=cfg.monitoring.pushgateway_url),
     }
 
 
@@ -103,9 +107,12 @@ def build_pipeline(cfg: PipelineConfig, pipeline_root: str, image: str, data_roo
         pipeline_root=pipeline_root,
         serving_dir=container_serving_dir(cfg, pipeline_root),
         metadata_connection_config=None,  # the cluster's metadata store
-        beam_pipeline_args=stack_compat.image_beam_args(cfg.runtime.beam_args),
+        beam_pipeline_args=stack_compat.image_beam_args(beam_engines.beam_args(cfg.beam, cfg.runtime.beam_args,
+                                                                               image=image)),
         train_args=params[TRAIN_ARGS_PARAM],
         trainer_factory=vertex.trainer_factory(cfg, image),
+        run_metrics={"pushgateway_url": params[PUSHGATEWAY_PARAM], "pipeline_name": cfg.name,
+                     "metrics_timeout": cfg.monitoring.timeout_seconds},
     )
 
 

@@ -19,7 +19,8 @@ TFX import, so it runs from either stack.
 What differs from a cluster (on purpose, and said in docs/kubeflow.md): no caching and no
 retries; ``lifecycle.preCacheCheck`` hooks (TFX ExampleGen's driver, which Vertex AI runs
 and open-source KFP does not) are not run; containers get no network (nothing may be
-fetched at run time); the pipeline root must be a local directory (mounted read-write at
+fetched at run time), except a task given a non-empty ``pushgateway_url`` parameter (the
+Pusher, which sends the run's metrics to Prometheus' Pushgateway: the host's network); the pipeline root must be a local directory (mounted read-write at
 the same path, the serving directory below it), and runtime parameters that name an existing host directory are mounted
 read-only at the same path.
 """
@@ -187,7 +188,7 @@ def run_task(job, task: str, values: Mapping[str, Any], produced, result: RunRes
     argv = [fill_placeholders(a, executor_input) for a in container.get("command", []) + container.get("args", [])]
     image = image_override or container["image"]
     name = re.sub(r"[^a-zA-Z0-9_.-]", "-", f"{result.run_id}-{task}")
-    cmd = [docker, "run", "--rm", "--name", name, "--network", "none",
+    cmd = [docker, "run", "--rm", "--name", name, "--network", task_network(executor_input),
            "--user", f"{os.getuid()}:{os.getgid()}", "-e", "HOME=/tmp"]
     for path, mode in mounts:
         cmd += ["-v", f"{path}:{path}:{mode}"]
@@ -202,6 +203,13 @@ def run_task(job, task: str, values: Mapping[str, Any], produced, result: RunRes
     if code != 0:
         raise TaskFailed(f"task {task} failed (exit {code}): {last_error_line(log)}; log: {log}")
     return TaskResult(task, seconds, read_outputs(executor_input), log)
+
+
+def task_network(executor_input: Mapping[str, Any]) -> str:
+    """``none``; the host's for a task that pushes run metrics (a gateway on this machine's
+    loopback is reachable only from there)."""
+    values = executor_input.get("inputs", {}).get("parameterValues", {})
+    return "host" if values.get(spec.PUSHGATEWAY_PARAM) else "none"
 
 
 def last_error_line(log_path: str) -> str:

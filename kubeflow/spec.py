@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from pipeline.data_source import has_span_spec
 
 TRAIN_ARGS_PARAM = "train_args"
+PUSHGATEWAY_PARAM = "pushgateway_url"  # the Pusher sends the run's metrics there (components/run_metrics.py)
 PORTABLE_EXECUTORS = ("container", "importer")
 
 

@@ -2,7 +2,8 @@
 
 Sections keep concerns apart: ``data`` (what to read), ``features`` (the feature spec),
 ``model`` (hyperparameters), ``training`` (how long and in what batches), ``runtime``
-(strategy, precision, Beam: how it runs, not what it learns), ``evaluation`` (the
+(strategy, precision: how it trains, not what it learns), ``beam`` (where the data components
+run), ``evaluation`` (the
 blessing gates), ``drift`` (the data gate against the serving model's data), ``serving`` (where a
 blessed model goes) and ``retention`` (how many runs' artifacts a local output root keeps).
 
@@ -122,6 +123,32 @@ class MonitoringConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class BeamConfig:
+    """Where the data components' Beam pipelines run (CsvExampleGen, StatisticsGen, Transform,
+    Evaluator; pipeline/beam_engines.py, docs/performance.md "Beam engines"). direct: this machine
+    (in_memory, or multi_processing with direct_num_workers processes); dataflow: Dataflow Runner
+    v2 with the pipeline image as the SDK container; flink, spark, portable: Beam's portable runner
+    on a job endpoint (a Flink or Spark job server; portable: any, 'embed' runs Beam's Python
+    job service in-process), its SDK workers per environment_type. runtime.beam_args come after
+    the engine's args and win."""
+    engine: str = "direct"               # direct | dataflow | flink | spark | portable
+    direct_running_mode: str = "in_memory"  # direct: in_memory | multi_processing | multi_threading
+    direct_num_workers: int = 1          # direct: worker processes / threads (>= 1)
+    project: str = ""                    # dataflow: the Google Cloud project
+    region: str = ""                     # dataflow: e.g. us-central1
+    temp_location: str = ""              # dataflow: gs://bucket/tmp (staging and temp files)
+    job_endpoint: str = ""               # flink / spark / portable: host:port of the Beam job service
+    # flink / spark / portable: how SDK workers start. DOCKER: containers of environment_config
+    # (default: the pipeline image, kubeflow/Dockerfile); EXTERNAL: a worker pool at
+    # environment_config (host:port, e.g. python -m apache_beam.runners.worker.worker_pool_main
+    # in the image); PROCESS / LOOPBACK as Beam defines them
+    environment_type: str = "DOCKER"
+    environment_config: str = ""         # DOCKER: the image (default: the workers' image); EXTERNAL: host:port
+    # the image the workers run (dataflow, DOCKER; EXTERNAL: the pool's); empty: compile's --image
+    sdk_container_image: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
 class MetadataConfig:
     """Where ML Metadata lives (local runs; on Kubeflow the cluster's store is used).
     sqlite (default): <output_root>/metadata.sqlite, embedded; runs on one output root take
@@ -193,6 +220,7 @@ class PipelineConfig:
     serving: ServingConfig = ServingConfig()
     metadata: MetadataConfig = MetadataConfig()
     monitoring: MonitoringConfig = MonitoringConfig()
+    beam: BeamConfig = BeamConfig()
     retention: RetentionConfig = RetentionConfig()
     vertex_training: VertexTrainingConfig = VertexTrainingConfig()
 

@@ -14,6 +14,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence
 
 import yaml
 
+from pipeline.beam_engines import DIRECT_MODES, ENGINES, ENVIRONMENT_TYPES, PORTABLE_ENGINES
 from pipeline.config import DEFAULT_CONFIG, ConfigError, PipelineConfig
 from pipeline.data_source import FORMATS, PACKAGE_PREFIX, DataError, has_span_spec, resolve_data_path
 from components.serving_release import RELEASES
@@ -199,6 +200,27 @@ def validate(cfg: PipelineConfig) -> None:
         ((cfg.vertex_training.accelerator_count > 0) == bool(cfg.vertex_training.accelerator_type),
          "vertex_training.accelerator_count",
          "set accelerator_type and accelerator_count > 0 together, or neither"),
+        # the beam section (pipeline/beam_engines.py): each engine's required values
+        (cfg.beam.engine in ENGINES, "beam.engine", f"use one of {', '.join(ENGINES)}"),
+        (cfg.beam.direct_running_mode in DIRECT_MODES, "beam.direct_running_mode",
+         f"use one of {', '.join(DIRECT_MODES)}"),
+        (cfg.beam.direct_num_workers >= 1, "beam.direct_num_workers",
+         "must be >= 1 (0 would mean Beam's own choice, the CPU count)"),
+        (cfg.beam.engine != "dataflow" or cfg.beam.project, "beam.project",
+         "the dataflow engine needs the Google Cloud project"),
+        (cfg.beam.engine != "dataflow" or cfg.beam.region, "beam.region",
+         "the dataflow engine needs a region, e.g. us-central1"),
+        (cfg.beam.engine != "dataflow" or cfg.beam.temp_location.startswith("gs://"), "beam.temp_location",
+         "the dataflow engine needs a gs:// temp location, e.g. gs://BUCKET/tmp"),
+        (cfg.beam.engine not in PORTABLE_ENGINES or cfg.beam.job_endpoint, "beam.job_endpoint",
+         f"the {cfg.beam.engine} engine needs the Beam job service's host:port (portable: or 'embed')"),
+        (cfg.beam.engine in ("portable",) or cfg.beam.job_endpoint != "embed", "beam.job_endpoint",
+         f"the {cfg.beam.engine} engine runs on its own job server: give its host:port (e.g. localhost:8099)"),
+        (cfg.beam.environment_type in ENVIRONMENT_TYPES, "beam.environment_type",
+         f"use one of {', '.join(ENVIRONMENT_TYPES)}"),
+        (cfg.beam.engine not in PORTABLE_ENGINES or cfg.beam.environment_type != "EXTERNAL"
+         or cfg.beam.environment_config, "beam.environment_config",
+         "EXTERNAL workers need the worker pool's host:port"),
     ]
     for ok, key, fix in checks:
         if not ok:

@@ -91,13 +91,16 @@ def create_pipeline(
     enable_cache: bool = True,
     train_args=None,
     trainer_factory=None,
+    run_metrics: Optional[dict] = None,
 ) -> tfx.dsl.Pipeline:
     """Build the pipeline.
 
     ``data_root`` and ``train_args`` may be RuntimeParameters (Kubeflow sets them at
     submission); ``span``: the span ExampleGen reads (None: the newest its driver finds);
     ``trainer_factory`` lets a runner supply a Trainer variant (for example
-    Vertex AI Training) that takes the standard Trainer arguments.
+    Vertex AI Training) that takes the standard Trainer arguments; ``run_metrics``: the
+    Pusher's exec properties that make it push the run's metrics (a compiled run's; a local run's
+    runner pushes them itself, pipeline/monitoring.py).
     """
     input_config, output_config = example_gen_configs(cfg, data_pattern)
     example_gen_class = {"csv": CsvExampleGen,  # TFX's, reading headers as CSV (BOM, spaces, gzip)
@@ -165,6 +168,8 @@ def create_pipeline(
         # serving.tflite: the TFLite model is rebuilt from the Transform's graph and checked here
         transform_graph=transform.outputs["transform_graph"] if tflite_properties(cfg) else None,
         tflite=tflite_properties(cfg),
+        drift_anomalies=drift_gate.outputs["drift_anomalies"],  # the run's drift, for its metrics
+        run_metrics=run_metrics,
     ).with_id("Pusher")
     return tfx.dsl.Pipeline(
         pipeline_name=cfg.name,

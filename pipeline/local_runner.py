@@ -18,7 +18,7 @@ import sys
 import time
 from typing import Iterator, List, Optional, TextIO
 
-from pipeline import beam_packaging, data_source, files, monitoring, stack_compat, store as store_lib, summary as summary_lib
+from pipeline import beam_engines, beam_packaging, data_source, files, monitoring, stack_compat, store as store_lib, summary as summary_lib
 from pipeline.config import TRAIN_SPLIT, PipelineConfig
 
 _RUNNING = re.compile(r"Component (\S+) is running\.")
@@ -135,7 +135,7 @@ def build_pipeline(cfg: PipelineConfig, paths: LocalPaths, enable_cache: bool = 
         pipeline_root=cfg.pipeline_root,
         serving_dir=cfg.serving_dir,
         metadata_connection_config=store_lib.connection_config(cfg.metadata_store, readonly=False),
-        beam_pipeline_args=stack_compat.local_beam_args(cfg.runtime.beam_args),
+        beam_pipeline_args=stack_compat.local_beam_args(beam_engines.beam_args(cfg.beam, cfg.runtime.beam_args)),
         enable_cache=enable_cache,
     )
 

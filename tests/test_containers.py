@@ -91,19 +91,47 @@ def test_every_image_path_in_the_compiled_spec_exists_in_the_image(image, tmp_pa
 
 @pytest.fixture(scope="module")
 def container_runs(image, tmp_path_factory):
-    """The compiled pipeline, run twice in containers on one pipeline root."""
+    """The compiled pipeline, run twice in containers on one pipeline root; with Debian's
+    Pushgateway installed, each run's Pusher sends the run's metrics to one (the pushgateway_url
+    pipeline parameter), and what the gateway holds after each run is kept."""
+    from tests.prometheus_servers import Servers, binaries
+
     root = tmp_path_factory.mktemp("containers")
     data = write_taxi_slice(root / "data" / "taxi.csv")
     cfg, out = compile_for_containers(root)
-    runs = []
-    for steps in (E2E_TRAIN_STEPS, 1):
-        stdout = io.StringIO()
-        code = cli.main(["run-compiled", out, "--param", f"data_root={os.path.dirname(data)}",
-                         "--train-steps", str(steps)], stream=stdout)
-        runs.append((code, stdout.getvalue()))
+    gateway = None
+    if binaries():
+        gateway = Servers(str(root))
+        gateway.start_gateway()
+    runs, metrics = [], []
+    try:
+        for steps in (E2E_TRAIN_STEPS, 1):
+            stdout = io.StringIO()
+            argv = ["run-compiled", out, "--param", f"data_root={os.path.dirname(data)}", "--train-steps", str(steps)]
+            if gateway:
+                argv += ["--param", f"pushgateway_url={gateway.gateway_url}"]
+            code = cli.main(argv, stream=stdout)
+            runs.append((code, stdout.getvalue()))
+            metrics.append(gateway_metrics(gateway.gateway_url) if gateway else None)
+    finally:
+        if gateway:
+            gateway.stop_gateway()
     serving_dir = spec.pipeline_spec(spec.load_job(out))["root"]["dag"]["tasks"]["Pusher"]["inputs"][
         "parameters"]["serving_dir"]["runtimeValue"]["constant"]
-    return cfg, data, serving_dir, runs
+    return cfg, data, serving_dir, runs, metrics
+
+
+def gateway_metrics(url):
+    """{(name, labels): value} of the tfxline metrics a Pushgateway holds."""
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(url + "/metrics", timeout=10) as r:
+        text = r.read().decode()
+    return {(s.name, tuple(sorted((k, v) for k, v in s.labels.items() if k != "instance"))): s.value
+            for family in text_string_to_metric_families(text) if family.name.startswith("tfxline_")
+            for s in family.samples}
 
 
 def run_record(stdout):
@@ -119,7 +147,7 @@ def outputs_of(record, task):
 def test_first_containerised_run_is_blessed_and_pushed(container_runs):
     import tensorflow as tf
 
-    cfg, data, serving_dir, runs = container_runs
+    cfg, data, serving_dir, runs, _ = container_runs
     code, stdout = runs[0]
     assert code == 0, stdout
     for task in ("CsvExampleGen", "Transform", "Trainer", "ServingBaseline", "Evaluator", "Pusher"):
@@ -152,7 +180,7 @@ def test_first_containerised_run_is_blessed_and_pushed(container_runs):
 
 
 def test_second_run_is_judged_against_the_first_runs_model(container_runs):
-    _, _, serving_dir, runs = container_runs
+    _, _, serving_dir, runs, _ = container_runs
     first, second = run_record(runs[0][1]), run_record(runs[1][1])
     code, stdout = runs[1]
     assert code == 0, stdout
@@ -173,6 +201,31 @@ def test_second_run_is_judged_against_the_first_runs_model(container_runs):
     blessing = outputs_of(second, "Evaluator")["blessing"]["metadata"]
     assert blessing["blessed"] == 0 and blessing["baseline_model"] == baseline["uri"]
     assert serving_push.versions(serving_dir) == [version]  # serving untouched
+
+
+def test_each_compiled_runs_pusher_pushed_the_runs_metrics(container_runs):
+    """#39's compiled run: the Pusher container pushed to the gateway (job = the pipeline's name,
+    one series per pipeline): the first run's push and AUC, then the second run's refusal
+    replacing them, with the serving model's AUC as its baseline."""
+    _, _, serving_dir, runs, metrics = container_runs
+    if metrics[0] is None:
+        missing("prometheus-pushgateway is not installed (apt-get install prometheus-pushgateway)",
+                required_by="TFXLINE_REQUIRE_PROMETHEUS")
+    first, second = metrics
+    job = (("job", "taxi"),)
+    version = int(outputs_of(run_record(runs[0][1]), "Pusher")["pushed_model"]["metadata"]["pushed_version"])
+    assert first[("tfxline_run_success", job)] == 1 and first[("tfxline_pushed", job)] == 1
+    assert first[("tfxline_serving_version", job)] == version and first[("tfxline_blessed", job)] == 1
+    auc = first[("tfxline_candidate_metric", (("job", "taxi"), ("metric", "auc")))]
+    assert first[("tfxline_examples", (("job", "taxi"), ("split", "eval")))] > 0
+    assert ("tfxline_baseline_metric", (("job", "taxi"), ("metric", "auc"))) not in first  # nothing served yet
+    assert second[("tfxline_blessed", job)] == 0 and second[("tfxline_pushed", job)] == 0
+    assert second[("tfxline_serving_version", job)] == version
+    baseline = second[("tfxline_baseline_metric", (("job", "taxi"), ("metric", "auc")))]
+    assert f"below the serving model's {baseline:.4f}" in runs[1][1]
+    assert baseline == pytest.approx(auc, abs=1e-4)  # the first model, on the same eval split
+    assert second[("tfxline_main_metric_gain", (("job", "taxi"), ("metric", "auc")))] < 0
+    assert second[("tfxline_run_end_timestamp_seconds", job)] > first[("tfxline_run_end_timestamp_seconds", job)]
 
 
 def test_a_failing_task_stops_the_run_and_is_named(image, tmp_path):

@@ -79,6 +79,23 @@ def test_image_code_paths_and_runtime_parameters(compiled):
     assert job["runtimeConfig"]["gcsOutputDirectory"] == PIPELINE_ROOT
 
 
+def test_run_metrics_are_a_pipeline_parameter_the_pusher_reads(compiled, tmp_path):
+    """The compiled run's metrics (#39): the Pusher, the last task, takes ``pushgateway_url`` from
+    the pipeline's parameter (off by default; the config's monitoring.pushgateway_url is its
+    default), its job name and timeout as constants, and the DriftGate's output as an input."""
+    cfg, _, job = compiled
+    assert kfp_spec.declared_parameters(job)[kfp_spec.PUSHGATEWAY_PARAM] == ""
+    pusher = job["pipelineSpec"]["root"]["dag"]["tasks"]["Pusher"]["inputs"]
+    assert pusher["parameters"]["pushgateway_url"] == {"componentInputParameter": kfp_spec.PUSHGATEWAY_PARAM}
+    assert pusher["parameters"]["pipeline_name"]["runtimeValue"]["constant"] == cfg.name
+    assert pusher["artifacts"]["drift_anomalies"]["taskOutputArtifact"]["producerTask"] == "DriftGate"
+    # the config's gateway becomes the default a submission can override (--param pushgateway_url=...)
+    gateway = load_config(overrides=["monitoring.pushgateway_url=http://pushgateway.monitoring:9091"])
+    other = kfp_compile.compile_pipeline(gateway, image=IMAGE, pipeline_root=PIPELINE_ROOT,
+                                         output=str(tmp_path / "p.json"))
+    assert kfp_spec.declared_parameters(other)[kfp_spec.PUSHGATEWAY_PARAM] == "http://pushgateway.monitoring:9091"
+
+
 def test_compiled_spec_runs_on_open_source_kfp(compiled):
     """Only container and importer executors: what open-source KFP's v2 backend runs (the
     baseline is resolved in a container component, not by a TFX Resolver)."""

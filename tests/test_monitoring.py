@@ -145,3 +145,74 @@ def test_runs_push_their_metrics_to_a_real_prometheus(servers, tmp_path):
     assert code == 0 and len(warnings) == 1 and "the run's result stands" in warnings[0], out + err[-2000:]
     assert "pushed to:" in out  # the run's own result, unchanged
     servers.start_gateway()
+
+
+def _pusher_artifacts(model_files, tmp_path):
+    import shutil
+
+    from tfx.types import standard_artifacts
+
+    model = standard_artifacts.Model()
+    model.uri = str(tmp_path / "model")
+    shutil.copytree(model_files, os.path.join(model.uri, "Format-Serving"))
+    blessing = standard_artifacts.ModelBlessing()
+    blessing.set_int_custom_property("blessed", 1)
+    return {"model": [model], "model_blessing": [blessing]}, standard_artifacts.PushedModel()
+
+
+def test_a_compiled_runs_pusher_pushes_its_metrics_pushed_or_failed(model_files, tmp_path, monkeypatch, caplog):
+    """The SafePusher with the pushgateway_url pipeline parameter (a compiled run's last task):
+    a gateway that is down is one warning in the task's log and the model is pushed all the
+    same; a push that fails still reports the run, as failed at the Pusher, and fails the task."""
+    from components import batch_latency, run_metrics, safe_pusher, serving_push
+
+    monkeypatch.setattr(batch_latency, "measure", lambda *a: {})
+    inputs, pushed = _pusher_artifacts(model_files, tmp_path)
+    props = {"serving_dir": str(tmp_path / "serving"), "keep_versions": 5, "pushgateway_url": "http://127.0.0.1:9",
+             "pipeline_name": "taxi", "metrics_timeout": 1.0}
+    with caplog.at_level("WARNING"):
+        safe_pusher.Executor().Do(inputs, {"pushed_model": [pushed]}, props)
+    assert pushed.get_int_custom_property("pushed") == 1 and len(serving_push.versions(props["serving_dir"])) == 1
+    warnings = [r.getMessage() for r in caplog.records if "run metrics not pushed" in r.getMessage()]
+    assert len(warnings) == 1 and "fix: check the pipeline parameter pushgateway_url" in warnings[0]
+
+    sent = []
+    monkeypatch.setattr(run_metrics, "publish", lambda samples, job, **kw: sent.append((job, samples)) or [])
+
+    def disk_full(*a, **kw):
+        raise OSError("No space left on device")
+    monkeypatch.setattr(serving_push, "push", disk_full)
+    inputs, pushed = _pusher_artifacts(model_files, tmp_path / "again")
+    with pytest.raises(OSError, match="No space left"):
+        safe_pusher.Executor().Do(inputs, {"pushed_model": [pushed]}, dict(props, serving_dir=str(tmp_path / "s2")))
+    (job, samples), = sent
+    got = {(s.name, tuple(s.labels.items())): s.value for s in samples}
+    assert job == "taxi" and got[("tfxline_run_success", ())] == 0.0 and got[("tfxline_pushed", ())] == 0.0
+    assert got[("tfxline_component_failed", (("component", "Pusher"),))] == 1.0 and got[("tfxline_blessed", ())] == 1.0
+
+
+@pytest.mark.e2e
+def test_a_compiled_runs_pusher_reports_what_the_local_run_reports(pipeline_run):
+    """The shared run's Pusher inputs, as a compiled run's Pusher gets them: the same metrics as the
+    local runner's, value for value, but for what only the orchestrator sees (start time,
+    duration, per-component seconds)."""
+    from components import safe_pusher
+    from pipeline.report.artifacts import RunArtifacts, load_run_info
+    from pipeline.store import INPUT_EVENTS, tfx_artifacts
+
+    cfg, summary, _ = pipeline_run
+    run = RunArtifacts(load_run_info(os.path.join(cfg.output_root, "runs", summary.run_id)))
+    inputs = tfx_artifacts(run.store, summary.component("Pusher").execution_id, INPUT_EVENTS)
+    assert set(inputs) >= {"model", "model_blessing", "evaluation", "examples", "statistics", "drift_anomalies"}
+    compiled = safe_pusher.run_samples(inputs, run.artifact("Pusher", "pushed_model"),
+                                       {"serving_dir": cfg.serving_dir, "task": cfg.features.task}, failed=False)
+    local = monitoring.run_samples(cfg, summary, 0.0, 1.0, failed=False)
+    key = lambda s: (s.name, tuple(sorted(s.labels.items())))  # noqa: E731
+    by_local = {key(s): s.value for s in local}
+    only_local = {"tfxline_run_start_timestamp_seconds", "tfxline_run_duration_seconds", "tfxline_component_seconds"}
+    assert {k for k in by_local if k[0] not in only_local} == {key(s) for s in compiled}
+    for s in compiled:
+        if s.name != "tfxline_run_end_timestamp_seconds":
+            assert s.value == pytest.approx(by_local[key(s)], rel=1e-9), s
+    assert by_local[("tfxline_candidate_metric", (("metric", "auc"),))] > 0.5
+    assert {k[1] for k in by_local if k[0] == "tfxline_examples"} >= {(("split", "train"),), (("split", "eval"),)}

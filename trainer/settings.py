@@ -99,9 +99,9 @@ class RuntimeConfig:
     # Transform's own pre- and post-transform TFDV statistics (and their anomalies): a second
     # full pass over the data that no gate reads (ExampleValidator uses StatisticsGen's).
     transform_statistics: bool = False
-    # Beam args for the data components (the DirectRunner locally; Dataflow etc. on a
-    # cluster). in_memory avoids per-component worker start-up on small data.
-    beam_args: Tuple[str, ...] = ("--direct_running_mode=in_memory", "--direct_num_workers=1")
+    # Extra Beam args for the data components, after the beam section's engine args (they
+    # win): e.g. ["--max_num_workers=20"] on Dataflow.
+    beam_args: Tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -3,7 +3,6 @@ section (TFMA metrics per slice, validation, and the thresholds the Evaluator ra
 from __future__ import annotations
 
 import json
-import math
 import os
 from typing import Any, Dict, List
 
@@ -76,7 +75,7 @@ def evaluation_section(run: RunArtifacts) -> Dict[str, Any]:
                                "prediction_sample": {"label": [], "prediction": []}}
     if evaluation is None:
         return section
-    metrics = load_metrics(evaluation.uri)
+    metrics = tfma_results.load_metrics(evaluation.uri)
     section["overall"] = metrics.get("overall", {}).get("value", {})
     section["undefined"] = tfma_results.undefined_metrics(section["overall"])
     section["baseline_diff"] = metrics.get("overall", {}).get("diff", {})
@@ -145,26 +144,6 @@ def metric_history(run: RunArtifacts):
         defined = metric in s.metrics and metric not in tfma_results.undefined_metrics(s.metrics)
         points.append({"run_id": run_id, "value": s.metrics[metric] if defined else None})
     return metric, points
-
-
-def load_metrics(evaluation_uri: str) -> Dict[str, Dict[str, Dict[str, float]]]:
-    """{slice: {'value': {metric: v}, 'diff': {metric: candidate - baseline}}} for the
-    candidate model, from TFMA's metrics output."""
-    import tensorflow_model_analysis as tfma
-
-    out: Dict[str, Dict[str, Dict[str, float]]] = {}
-    for per_slice in tfma.load_metrics(evaluation_uri):
-        name = tfma_results.slice_name(per_slice.slice_key)
-        entry = out.setdefault(name, {"value": {}, "diff": {}})
-        for kv in per_slice.metric_keys_and_values:
-            key = kv.key
-            if key.model_name and key.model_name != "candidate":
-                continue
-            if kv.value.WhichOneof("type") != "double_value":
-                continue
-            value = kv.value.double_value.value
-            entry["diff" if key.is_diff else "value"][key.name] = None if math.isnan(value) else value
-    return out
 
 
 def configured_thresholds(execution) -> List[Dict[str, Any]]:

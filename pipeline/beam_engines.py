@@ -1,0 +1,69 @@
+"""The Beam args of each engine the data components run on (the ``beam`` config section).
+
+One function turns the section into Beam pipeline args for a local run and for a compiled one;
+the runner-specific pins and packaging stay where they are (pipeline/stack_compat.py pins the
+FnApiRunner for the direct engine on Beam >= 2.68; pipeline/beam_packaging.py skips TFX's sdist
+only for runners in this process).
+
+- direct: Beam's DirectRunner on this machine. in_memory (one process: no worker start-up, the
+  default) or multi_processing with ``direct_num_workers`` processes (never 0: Beam would take
+  the CPU count, measured worse on small data).
+- dataflow: Dataflow Runner v2 (``--experiments=use_runner_v2``) with the pipeline image as
+  the SDK container (``--sdk_container_image``, ``--sdk_location=container``): the workers
+  run the code the image holds (transforms/, trainer/, the feature spec, TFX), nothing staged.
+- flink, spark, portable: Beam's PortableRunner on ``job_endpoint`` (a Flink / Spark job server;
+  ``embed``: Beam's Python job service in this process), SDK workers per ``environment_type``:
+  DOCKER (containers of the pipeline image), EXTERNAL (a worker pool, e.g. containers of the
+  image running ``apache_beam.runners.worker.worker_pool_main``), PROCESS or LOOPBACK. The
+  workers' image is also given as ``--sdk_container_image``: TFX then stages no sdist of itself
+  (tfx.utils.dependency_utils), which workers that run the image do not need.
+"""
+from __future__ import annotations
+
+from typing import Sequence, Tuple
+
+from pipeline.config import ConfigError
+
+ENGINES = ("direct", "dataflow", "flink", "spark", "portable")
+PORTABLE_ENGINES = ("flink", "spark", "portable")
+DIRECT_MODES = ("in_memory", "multi_processing", "multi_threading")
+ENVIRONMENT_TYPES = ("DOCKER", "EXTERNAL", "PROCESS", "LOOPBACK")
+
+
+class BeamEngineError(ConfigError):
+    """The beam section cannot make args for its engine (a value missing)."""
+
+
+def beam_args(beam, extra: Sequence[str] = (), *, image: str = "") -> Tuple[str, ...]:
+    """The engine's args, then ``extra`` (runtime.beam_args, which win). ``image``: the pipeline
+    image a compiled pipeline runs in, the workers' image unless beam.sdk_container_image names one."""
+    engine = beam.engine
+    if engine == "direct":
+        args = [f"--direct_running_mode={beam.direct_running_mode}", f"--direct_num_workers={beam.direct_num_workers}"]
+    elif engine == "dataflow":
+        worker_image = beam.sdk_container_image or image
+        if not worker_image:
+            raise BeamEngineError(
+                "bad config value for beam.sdk_container_image: ''; the dataflow engine runs its workers in the "
+                "pipeline image: set it (e.g. REGION-docker.pkg.dev/PROJECT/REPO/tfxline:TAG), or compile with --image")
+        args = ["--runner=DataflowRunner", f"--project={beam.project}", f"--region={beam.region}",
+                f"--temp_location={beam.temp_location}", "--experiments=use_runner_v2",
+                f"--sdk_container_image={worker_image}", "--sdk_location=container"]
+    elif engine in PORTABLE_ENGINES:
+        worker_image = beam.sdk_container_image or image
+        args = ["--runner=PortableRunner", f"--job_endpoint={beam.job_endpoint}",
+                f"--environment_type={beam.environment_type}"]
+        config = beam.environment_config or (worker_image if beam.environment_type == "DOCKER" else "")
+        if beam.environment_type in ("DOCKER", "EXTERNAL") and not config:
+            raise BeamEngineError(
+                f"bad config value for beam.environment_config: ''; the {engine} engine's {beam.environment_type} "
+                "workers need " + ("an image (the pipeline image: compile with --image, or set "
+                                   "beam.sdk_container_image)" if beam.environment_type == "DOCKER"
+                                   else "the worker pool's host:port"))
+        if config:
+            args.append(f"--environment_config={config}")
+        if worker_image:  # the workers run the image: TFX stages no sdist of itself for them
+            args.append(f"--sdk_container_image={worker_image}")
+    else:
+        raise BeamEngineError(f"bad config value for beam.engine: {engine!r}; use one of {', '.join(ENGINES)}")
+    return tuple(args) + tuple(extra)
