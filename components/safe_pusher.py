@@ -215,10 +215,10 @@ class SafePusher(base_component.BaseComponent):
     def __init__(self, model, model_blessing, serving_dir: str, keep_versions: int = 5,
                  evaluation=None, examples=None, statistics=None, task: str = "", release: Dict[str, Any] = None,
                  transform_graph=None, tflite: Dict[str, Any] = None, drift_anomalies=None,
-                 run_metrics: Dict[str, Any] = None):
+                 monitoring: Dict[str, Any] = None):
         super().__init__(spec=SafePusherSpec(
             model=model, model_blessing=model_blessing, evaluation=evaluation, examples=examples,
             statistics=statistics, transform_graph=transform_graph, drift_anomalies=drift_anomalies,
             serving_dir=serving_dir, keep_versions=keep_versions, task=task, **(release or {}), **(tflite or {}),
-            **(run_metrics or {}),
+            **(monitoring or {}),
             pushed_model=types.Channel(type=standard_artifacts.PushedModel)))

@@ -125,7 +125,7 @@ class MonitoringConfig:
 @dataclasses.dataclass(frozen=True)
 class BeamConfig:
     """Where the data components' Beam pipelines run (CsvExampleGen, StatisticsGen, Transform,
-    Evaluator; pipeline/beam_engines.py, docs/performance.md "Beam engines"). direct: this machine
+    Evaluator; pipeline/beam_engines.py, docs/scale.md). direct: this machine
     (in_memory, or multi_processing with direct_num_workers processes); dataflow: Dataflow Runner
     v2 with the pipeline image as the SDK container; flink, spark, portable: Beam's portable runner
     on a job endpoint (a Flink or Spark job server; portable: any, 'embed' runs Beam's Python

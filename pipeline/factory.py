@@ -169,7 +169,7 @@ def create_pipeline(
         transform_graph=transform.outputs["transform_graph"] if tflite_properties(cfg) else None,
         tflite=tflite_properties(cfg),
         drift_anomalies=drift_gate.outputs["drift_anomalies"],  # the run's drift, for its metrics
-        run_metrics=run_metrics,
+        monitoring=run_metrics,
     ).with_id("Pusher")
     return tfx.dsl.Pipeline(
         pipeline_name=cfg.name,

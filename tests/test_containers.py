@@ -4,6 +4,10 @@ The image is built before the tests (`make image`, which .ci/run does); its tag 
 TFXLINE_IMAGE (default tfxline:local). Without a Docker engine or the image these tests
 skip, unless TFXLINE_REQUIRE_DOCKER=1 (CI sets it), where they fail.
 
+The Beam half on portable workers (#40): the same small pipeline run twice in the image, once
+on the DirectRunner and once on Beam's portable runner whose SDK workers come from a worker
+pool in another container of the image; the data components' outputs must be equal.
+
 Two containerised runs, each for a reason: the first (nothing serving yet) must end like a
 local run, blessed and pushed; the second, with a one-step budget given through the
 train_args runtime parameter, must be compared with the first one's pushed model as its
@@ -278,3 +282,149 @@ def test_kfp_local_docker_runner_runs_the_compiled_spec(image, tmp_path):
     serving_dir = os.path.join(root, "serving", cfg.name)
     (version,) = serving_push.versions(serving_dir)
     assert serving_push.read_metadata(serving_dir, version)["metrics"]["auc"] >= cfg.evaluation.min_auc
+
+
+def stats_digest(statistics_dir):
+    """What a StatisticsGen output says per split and feature, the exact counts and the
+    moments rounded to 9 digits (a sum's order may move the last bits)."""
+    import glob
+
+    from tensorflow_metadata.proto.v0 import statistics_pb2
+
+    out = {}
+    for path in sorted(glob.glob(os.path.join(statistics_dir, "Split-*", "FeatureStats.pb*"))):
+        split = os.path.basename(os.path.dirname(path))
+        stats = statistics_pb2.DatasetFeatureStatisticsList.FromString(open(path, "rb").read())
+        for dataset in stats.datasets:
+            out[(split, "num_examples")] = dataset.num_examples
+            for f in dataset.features:
+                name = ".".join(f.path.step)
+                if f.HasField("num_stats"):
+                    n = f.num_stats
+                    out[(split, name)] = (n.common_stats.num_non_missing, n.common_stats.num_missing, n.num_zeros,
+                                          n.min, n.max, float(f"{n.mean:.9g}"), float(f"{n.std_dev:.9g}"))
+                elif f.HasField("string_stats"):
+                    t = f.string_stats
+                    out[(split, name)] = (t.common_stats.num_non_missing, t.common_stats.num_missing, t.unique,
+                                          sorted((v.value, v.frequency) for v in t.top_values))
+    return out
+
+
+def records(directory):
+    """{split: sorted records} of an Examples artifact (gzipped TFRecords), each serialized
+    again deterministically (a tf.Example's feature map has no order on the wire)."""
+    import glob
+
+    import tensorflow as tf
+
+    out = {}
+    for split_dir in sorted(glob.glob(os.path.join(directory, "Split-*"))):
+        files = sorted(glob.glob(os.path.join(split_dir, "*")))
+        out[os.path.basename(split_dir)] = sorted(
+            tf.train.Example.FromString(r.numpy()).SerializeToString(deterministic=True)
+            for r in tf.data.TFRecordDataset(files, "GZIP"))
+    return out
+
+
+def example_rows(serialized):
+    """The examples as sorted rows of (feature, values), floats rounded to 4 decimals for the
+    order only: rows match across engines whose float sums differ in the last bits."""
+    import tensorflow as tf
+
+    rows = []
+    for record in serialized:
+        features = tf.train.Example.FromString(record).features.feature
+        rows.append({k: tuple(getattr(v, v.WhichOneof("kind")).value) for k, v in features.items()})
+    rounded = lambda row: tuple((k, tuple(round(x, 4) if isinstance(x, float) else x for x in row[k]))  # noqa: E731
+                                for k in sorted(row))
+    return sorted(rows, key=rounded)
+
+
+def assets(transform_graph_dir):
+    base = os.path.join(transform_graph_dir, "transform_fn", "assets")
+    return {name: open(os.path.join(base, name), "rb").read() for name in sorted(os.listdir(base))}
+
+
+@pytest.fixture(scope="module")
+def portable_runs(image, tmp_path_factory):
+    """The same pipeline in the image twice: on the DirectRunner, and on Beam's portable runner
+    (Beam's Python job service in the run's process, job_endpoint=embed) with EXTERNAL SDK
+    workers from a worker pool in a second container of the image. Both share the host's
+    network (the job service and the pool talk gRPC) and see the data at the same path."""
+    import socket
+    import time
+
+    from tests.mariadb_server import free_port
+
+    root = tmp_path_factory.mktemp("portable")
+    data = write_taxi_slice(root / "data" / "taxi.csv")
+    port, pool = free_port(), f"tfxline-pool-{os.getpid()}"
+    common = ["--network", "host", "--user", f"{os.getuid()}:{os.getgid()}", "-e", "HOME=/tmp",
+              "-v", f"{root}:{root}"]
+    started = docker("run", "-d", "--rm", "--name", pool, *common, image, "python", "-m",
+                     "apache_beam.runners.worker.worker_pool_main", f"--service_port={port}")
+    assert started.returncode == 0, started.stderr
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, docker("logs", pool).stderr[-3000:]
+                time.sleep(0.5)
+        portable = ["beam.engine=portable", "beam.job_endpoint=embed", "beam.environment_type=EXTERNAL",
+                    f"beam.environment_config=localhost:{port}", f"beam.sdk_container_image={image}"]
+        runs = {}
+        for name, sets in (("direct", []), ("portable", portable)):
+            argv = ["run", "--data", str(data), "--output", str(root / name)]
+            for item in ["training.mode=steps", f"training.train_steps={E2E_TRAIN_STEPS}", "training.eval_steps=10",
+                         *sets]:
+                argv += ["--set", item]
+            try:  # a worker that cannot start makes Beam wait, not fail: bound it
+                result = docker("run", "--rm", "--name", f"{pool}-{name}", *common, image, "tfxline", *argv,
+                                timeout=900)
+            except subprocess.TimeoutExpired:
+                docker("rm", "-f", f"{pool}-{name}")
+                pytest.fail(f"the {name} run did not finish in 900 s; pool log: {docker('logs', pool).stderr[-3000:]}")
+            summary = None
+            found = sorted((root / name / "runs").glob("*/summary.json")) if (root / name / "runs").is_dir() else []
+            if found:
+                with open(found[-1]) as f:
+                    summary = json.load(f)
+            runs[name] = (result, summary)
+        pool_log = docker("logs", pool)
+    finally:
+        docker("rm", "-f", pool)
+    return runs, pool_log.stdout + pool_log.stderr
+
+
+def test_the_beam_components_on_portable_workers_equal_the_direct_runners(portable_runs):
+    """ExampleGen's examples, StatisticsGen's statistics, Transform's vocabularies and its
+    transformed examples, and the Evaluator's example count and AUC: equal on both engines.
+    The SDK workers ran in the pool container, one per Beam component (the pool's log)."""
+    runs, pool_log = portable_runs
+    outputs = {}
+    for name, (result, summary) in runs.items():
+        assert result.returncode == 0 and summary is not None, (name, result.stdout[-3000:], result.stderr[-3000:])
+        outputs[name] = {c["node_id"]: c["outputs"] for c in summary["components"]}
+        assert all(c["state"] == "complete" for c in summary["components"]), name
+    assert pool_log.count("Starting worker") >= 4, pool_log[-3000:]
+    direct, portable = outputs["direct"], outputs["portable"]
+    first = lambda o, node, key: o[node][key][0]  # noqa: E731
+    examples = [records(first(o, "CsvExampleGen", "examples")) for o in (direct, portable)]
+    assert examples[0] == examples[1] and sum(len(v) for v in examples[0].values()) > 0
+    stats = [stats_digest(first(o, "StatisticsGen", "statistics")) for o in (direct, portable)]
+    assert stats[0] == stats[1] and stats[0][("Split-train", "num_examples")] > 0
+    vocabularies = [assets(first(o, "Transform", "transform_graph")) for o in (direct, portable)]
+    assert vocabularies[0] == vocabularies[1] and vocabularies[0]
+    transformed = [records(first(o, "Transform", "transformed_examples")) for o in (direct, portable)]
+    assert {k: len(v) for k, v in transformed[0].items()} == {k: len(v) for k, v in transformed[1].items()}
+    for split, serialized in transformed[0].items():  # zscores: the same up to float32 summation order
+        for a, b in zip(example_rows(serialized), example_rows(transformed[1][split])):
+            assert a.keys() == b.keys()
+            for k in a:
+                assert a[k] == pytest.approx(b[k], abs=1e-5), (split, k)
+    metrics = [runs[name][1]["metrics"] for name in ("direct", "portable")]
+    assert metrics[0]["example_count"] == metrics[1]["example_count"] > 0
+    assert metrics[1]["auc"] == pytest.approx(metrics[0]["auc"], abs=1e-3)  # the same data: the same model

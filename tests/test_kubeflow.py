@@ -266,7 +266,7 @@ def test_submit_reaches_kfp_client(compiled):
     assert run.runtime_config.pipeline_root == PIPELINE_ROOT
     assert run.runtime_config.parameters == {
         "data_root": kfp_spec.declared_parameters(kfp_spec.load_job(out))["data_root"],
-        "train_args": json.dumps({"num_steps": 5})}
+        "train_args": json.dumps({"num_steps": 5}), "pushgateway_url": ""}
     with pytest.raises(ValueError, match="should end with one of the following formats"):
         import kfp
 
