@@ -20,8 +20,9 @@ What differs from a cluster (on purpose, and said in docs/kubeflow.md): no cachi
 retries; ``lifecycle.preCacheCheck`` hooks (TFX ExampleGen's driver, which Vertex AI runs
 and open-source KFP does not) are not run; containers get no network (nothing may be
 fetched at run time), except a task given a non-empty ``pushgateway_url`` parameter (the
-Pusher, which sends the run's metrics to Prometheus' Pushgateway: the host's network); the pipeline root must be a local directory (mounted read-write at
-the same path, the serving directory below it), and runtime parameters that name an existing host directory are mounted
+Pusher, which sends the run's metrics to Prometheus' Pushgateway: the host's network); the
+pipeline root must be a local directory (mounted read-write at the same path, the serving
+directory below it), and runtime parameters that name an existing host directory are mounted
 read-only at the same path.
 """
 from __future__ import annotations

@@ -214,7 +214,7 @@ def validate(cfg: PipelineConfig) -> None:
          "the dataflow engine needs a gs:// temp location, e.g. gs://BUCKET/tmp"),
         (cfg.beam.engine not in PORTABLE_ENGINES or cfg.beam.job_endpoint, "beam.job_endpoint",
          f"the {cfg.beam.engine} engine needs the Beam job service's host:port (portable: or 'embed')"),
-        (cfg.beam.engine in ("portable",) or cfg.beam.job_endpoint != "embed", "beam.job_endpoint",
+        (cfg.beam.engine == "portable" or cfg.beam.job_endpoint != "embed", "beam.job_endpoint",
          f"the {cfg.beam.engine} engine runs on its own job server: give its host:port (e.g. localhost:8099)"),
         (cfg.beam.environment_type in ENVIRONMENT_TYPES, "beam.environment_type",
          f"use one of {', '.join(ENVIRONMENT_TYPES)}"),
