@@ -61,14 +61,13 @@ def _metadata(input_dict: Dict[str, List[types.Artifact]], run_id: str, task: st
 class Executor(base_executor.BaseExecutor):
     def Do(self, input_dict: Dict[str, List[types.Artifact]], output_dict: Dict[str, List[types.Artifact]],
            exec_properties: Dict[str, Any]) -> None:
-        if not exec_properties.get("pushgateway_url"):
-            return self._push(input_dict, output_dict, exec_properties)
         failed = True
         try:
             self._push(input_dict, output_dict, exec_properties)
             failed = False
-        finally:  # pushed, not pushed, or failed: Prometheus hears of the run
-            _publish_run_metrics(input_dict, output_dict[PUSHED_MODEL_KEY][0], exec_properties, failed)
+        finally:  # pushed, not pushed, or failed: Prometheus hears of the run (a compiled run's)
+            if exec_properties.get("pushgateway_url"):
+                _publish_run_metrics(input_dict, output_dict[PUSHED_MODEL_KEY][0], exec_properties, failed)
 
     def _push(self, input_dict: Dict[str, List[types.Artifact]], output_dict: Dict[str, List[types.Artifact]],
               exec_properties: Dict[str, Any]) -> None:
