@@ -8,7 +8,8 @@ realistic; nothing is downloaded. Training runs in epochs mode, so its length fo
 data (steps = rows x epochs / batch), never a fixed step budget.
 
 For each size it prints the wall time per component (from MLMD), the peak resident memory
-of the whole process tree (sampled every 0.5 s), and rows/s; then time(largest) /
+of the whole process tree (sampled every 0.5 s; also the run's own process and its Beam worker
+processes apart), and rows/s; then time(largest) /
 time(smallest) against the ratio of rows. Writes bench/results/scale.json.
 """
 from __future__ import annotations
@@ -72,18 +73,20 @@ class PeakRSS(threading.Thread):
     def __init__(self, pid: int):
         super().__init__(daemon=True)
         self.root, self.peak, self.running = psutil.Process(pid), 0, True
+        self.peak_main = self.peak_workers = 0  # the run's own process; its children (Beam workers)
 
     def run(self):
         while self.running:
             try:
-                procs = [self.root] + self.root.children(recursive=True)
-                total = 0
-                for p in procs:
+                rss = []
+                for p in [self.root] + self.root.children(recursive=True):
                     try:
-                        total += p.memory_info().rss
+                        rss.append(p.memory_info().rss)
                     except psutil.Error:
-                        pass
-                self.peak = max(self.peak, total)
+                        rss.append(0)
+                self.peak = max(self.peak, sum(rss))
+                self.peak_main = max(self.peak_main, rss[0])
+                self.peak_workers = max(self.peak_workers, sum(rss[1:]))
             except psutil.Error:
                 return
             time.sleep(0.5)
@@ -103,7 +106,7 @@ def run_pipeline(data: str, out: str, overrides, log_path: str):
         sampler.running = False
     if code != 0:
         sys.exit(f"pipeline on {data} failed (exit {code}); see {log_path}")
-    return time.monotonic() - started, sampler.peak
+    return time.monotonic() - started, sampler
 
 
 def main():
@@ -126,12 +129,14 @@ def main():
             make_csv(data, rows)
             print(f"generated {rows} rows in {time.monotonic() - started:.0f} s: {data}", flush=True)
         out = os.path.join(work, f"out_{rows}")
-        wall, peak = run_pipeline(data, out, overrides, os.path.join(work, f"run_{rows}.log"))
+        wall, rss = run_pipeline(data, out, overrides, os.path.join(work, f"run_{rows}.log"))
         summary = collect_run(os.path.join(out, "metadata.sqlite"), "taxi")
         with open(os.path.join(summary.model_uri, "..", "..", "model_run",
                                os.path.basename(summary.model_uri), TRAINING_RUN_FILE)) as f:
             training = json.load(f)
-        run = {"rows": rows, "wall_seconds": round(wall, 1), "peak_rss_gb": round(peak / 2**30, 2),
+        run = {"rows": rows, "wall_seconds": round(wall, 1), "peak_rss_gb": round(rss.peak / 2**30, 2),
+               "peak_rss_gb_run_process": round(rss.peak_main / 2**30, 2),
+               "peak_rss_gb_beam_workers": round(rss.peak_workers / 2**30, 2),
                "rows_per_second": round(rows / wall), "train_steps": training["steps"],
                "epochs": training["epochs"],
                "components": {c.node_id: round(c.seconds, 1) for c in summary.components},

@@ -14,19 +14,38 @@ records are), decodes it as UTF-8 with or without a BOM, parses it with ``csv``,
 name, and refuses duplicate names in one line. The records go through TFX's reader and parser
 (CRLF line ends, quoted fields holding commas, quotes and newlines, blank lines), read line by
 line so that gzip works too (TFX's reader iterated the file, which Beam's gzip reader cannot).
+
+The rows are then typed and encoded ``BATCH_ROWS`` at a time, not one Python tf.Example per
+row: each column's type as TFX infers it (``column_type``), each record serialized by
+``components/example_encoder.py``, byte for byte TFX's example serialized deterministically.
+TFX hashes those bytes to pick a record's split, so every split holds what TFX's executor
+puts there (tests/test_csv_encoding.py); on a 1M-row CSV the component went from 206 s to
+the figure in docs/scale.md.
 """
 from __future__ import annotations
 
 import csv
 import io
-from typing import List
+import itertools
+from typing import List, Optional, Sequence, Tuple
 
 import apache_beam as beam
+import numpy as np
+from tfx.components.example_gen import utils as example_gen_utils, write_split
 from tfx.components.example_gen.csv_example_gen import executor as tfx_csv
+from tfx.components.util import examples_utils
 from tfx.dsl.components.base import executor_spec
 from tfx.dsl.io import fileio
+from tfx.proto import example_gen_pb2
+from tfx.types import artifact_utils, standard_component_specs
+from tfx.utils import proto_utils
 from tfx.v1.components import CsvExampleGen as TfxCsvExampleGen
 from tfx_bsl.coders import csv_decoder
+
+from components import example_encoder, example_splits
+
+ColumnType = csv_decoder.ColumnType
+_INT64_MIN, _INT64_MAX = np.iinfo(np.int64).min, np.iinfo(np.int64).max
 
 
 class CsvHeaderError(ValueError):
@@ -53,49 +72,177 @@ def read_header(path: str) -> List[str]:
     return names
 
 
-class _ReadCsvRecords(beam.DoFn):
+BATCH_ROWS = 20_000  # records per batch: parsed, typed and encoded together
+
+
+def parse_records(records: List[str], column_names: List[str]) -> List[Tuple[bytes, ...]]:
+    """The cells of a batch of CSV records as columns (bytes, as TFX's ``ParseCSVLine`` gives
+    them); blank records are skipped, as TFX's CsvExampleGen does."""
+    rows = [[cell.encode() for cell in row] for row in csv.reader(records) if row]
+    for row in rows:
+        if len(row) != len(column_names):
+            raise ValueError(f"Columns do not match specified csv headers: {column_names} -> {row}")
+    return list(zip(*rows)) if rows else [() for _ in column_names]
+
+
+def column_type(cells: Sequence[bytes]) -> csv_decoder.ColumnType:
+    """The type TFX infers for a column holding ``cells`` (``ColumnTypeInferrer``: the highest
+    of each cell's type, UNKNOWN < INT < FLOAT < STRING), a column at a time: int() or float()
+    over every value rather than the per-cell try-int-then-float."""
+    values = [c for c in cells if c]
+    if not values:
+        return ColumnType.UNKNOWN
+    try:
+        ints = [int(v) for v in values]
+    except ValueError:
+        try:
+            [float(v) for v in values]  # pylint: disable=expression-not-assigned
+        except ValueError:
+            return ColumnType.STRING
+        # float() also reads integers too large for int64, which TFX types STRING.
+        long = [v for v in values if len(v) >= 19]
+        return max([ColumnType.FLOAT] + [csv_decoder._InferValueType(v) for v in long])  # pylint: disable=protected-access
+    in_range = _INT64_MIN <= min(ints) and max(ints) <= _INT64_MAX
+    return ColumnType.INT if in_range else ColumnType.STRING
+
+
+class _ReadCsvBatches(beam.DoFn):
     """TFX's record reader (``_ReadCsvRecordsFromTextFile``: the lines after the header, joined
     while a quoted field spans lines), reading lines with ``readline``: it iterated the file,
     which Beam's gzip reader (CompressedFile) does not support ("'CompressedFile' object is not
-    iterable"), so a .csv.gz failed. Found by tests/test_csv_input.py."""
+    iterable"), so a .csv.gz failed. Found by tests/test_csv_input.py. Yields the records
+    ``BATCH_ROWS`` at a time, parsed into columns."""
+
+    def __init__(self, column_names: List[str], batch_rows: Optional[int] = None):
+        self._column_names, self._batch_rows = column_names, batch_rows or BATCH_ROWS
 
     def process(self, csv_filepath: str):
+        records = []
         with beam.io.filesystems.FileSystems.open(csv_filepath) as f:
             f.readline()  # the header
             buffer = tfx_csv._CsvLineBuffer()  # pylint: disable=protected-access
             for line in iter(f.readline, b""):
-                buffer.write(line.decode("utf-8"))
-                if buffer.is_complete_line():
-                    yield buffer.read()
+                text = line.decode("utf-8")
+                if buffer.is_empty() and '"' not in text:
+                    records.append(text)  # the common case: a record on one line
+                else:
+                    buffer.write(text)
+                    if buffer.is_complete_line():
+                        records.append(buffer.read())
+                if len(records) >= self._batch_rows:
+                    yield parse_records(records, self._column_names)
+                    records = []
             if not buffer.is_empty():
                 raise ValueError(f"Csv record had unbalanced quotes. File: {csv_filepath}")
+        if records:
+            yield parse_records(records, self._column_names)
 
 
+class _ColumnTypes(csv_decoder.ColumnTypeInferrer):
+    """TFX's column type inference (its accumulator, merge and output), a batch of columns at
+    a time."""
+
+    def add_input(self, accumulator, columns):
+        for name, cells in zip(self._column_names, columns):
+            current = column_type(cells)
+            if name not in accumulator or current > accumulator[name]:
+                accumulator[name] = current
+        return accumulator
+
+
+_ENCODING = {ColumnType.INT: (example_encoder.INT, int), ColumnType.FLOAT: (example_encoder.FLOAT, float),
+             ColumnType.STRING: (example_encoder.BYTES, bytes)}
+
+
+@beam.typehints.with_output_types(List[bytes])
+class _EncodeBatch(beam.DoFn):
+    """Each record of a batch of columns as a serialized tf.Example, byte for byte TFX's
+    ``_ParsedCsvToTfExample`` example serialized deterministically (so the split hash is the
+    same): an empty cell is the column's kind with no value, a column empty throughout has
+    no kind."""
+
+    def process(self, columns, column_infos):
+        encoded = []
+        for cells, info in zip(columns, column_infos):
+            if info.type == ColumnType.IGNORE:
+                continue
+            present = np.fromiter(map(bool, cells), bool, len(cells))
+            if info.type == ColumnType.UNKNOWN:
+                encoded.append(example_encoder.Column(info.name, None, present))
+                continue
+            kind, convert = _ENCODING[info.type]
+            values = [convert(c) for c in cells if c]
+            encoded.append(example_encoder.Column(info.name, kind, present, values))
+        if columns and len(columns[0]):
+            yield example_encoder.encode(encoded)
+
+
+@beam.typehints.with_input_types(beam.Pipeline)
+@beam.typehints.with_output_types(List[bytes])
 class _CsvToExample(tfx_csv._CsvToExample):  # pylint: disable=protected-access
-    """TFX's transform, with the header read by ``read_header``."""
+    """TFX's transform, with the header read by ``read_header`` and the records typed and
+    encoded a batch at a time. Its elements are batches of serialized tf.Examples."""
+
+    @property
+    def csv_files(self) -> List[str]:
+        return fileio.glob(self._csv_pattern)
 
     def expand(self, pipeline: beam.Pipeline):
-        csv_files = fileio.glob(self._csv_pattern)
+        csv_files = self.csv_files
         if not csv_files:
             raise RuntimeError(f"Split pattern {self._csv_pattern} does not match any files.")
         column_names = read_header(csv_files[0])
         for path in csv_files[1:]:
             if read_header(path) != column_names:
                 raise RuntimeError(f"Files in same split {self._csv_pattern} have different header.")
-        parsed = (pipeline
-                  | "CreateFilenames" >> beam.Create(csv_files)
-                  | "ReadFromText" >> beam.ParDo(_ReadCsvRecords())
-                  | "ParseCSVLine" >> beam.ParDo(csv_decoder.ParseCSVLine(delimiter=","))
-                  | "ExtractParsedCSVLines" >> beam.Keys())
+        batches = (pipeline
+                   | "CreateFilenames" >> beam.Create(csv_files)
+                   | "ReadCsvBatches" >> beam.ParDo(_ReadCsvBatches(column_names)))
         column_infos = beam.pvalue.AsSingleton(
-            parsed | "InferColumnTypes" >> beam.CombineGlobally(
-                csv_decoder.ColumnTypeInferrer(column_names, skip_blank_lines=True)))
-        return parsed | "ToTFExample" >> beam.ParDo(tfx_csv._ParsedCsvToTfExample(), column_infos)  # pylint: disable=protected-access
+            batches | "InferColumnTypes" >> beam.CombineGlobally(_ColumnTypes(column_names, skip_blank_lines=True)))
+        return batches | "ToTFExample" >> beam.ParDo(_EncodeBatch(), column_infos)
 
 
 class Executor(tfx_csv.Executor):
+    """TFX's CsvExampleGen executor, its records encoded by ``_CsvToExample`` and split and
+    written a batch at a time by components/example_splits.py (same splits as TFX's)."""
+
     def GetInputSourceToExamplePTransform(self) -> beam.PTransform:
         return _CsvToExample
+
+    def Do(self, input_dict, output_dict, exec_properties) -> None:
+        self._log_startup(input_dict, output_dict, exec_properties)
+        payload_format = exec_properties.get(standard_component_specs.OUTPUT_DATA_FORMAT_KEY)
+        if payload_format not in (None, example_gen_pb2.FORMAT_TF_EXAMPLE):
+            raise ValueError(f"CsvExampleGen writes tf.Examples; output_data_format "
+                             f"{example_gen_pb2.PayloadFormat.Name(payload_format)} is not supported")
+        input_config, output_config = example_gen_pb2.Input(), example_gen_pb2.Output()
+        proto_utils.json_to_proto(exec_properties[standard_component_specs.INPUT_CONFIG_KEY], input_config)
+        proto_utils.json_to_proto(exec_properties[standard_component_specs.OUTPUT_CONFIG_KEY], output_config)
+        examples = output_dict[standard_component_specs.EXAMPLES_KEY]
+        split_names = example_gen_utils.generate_output_split_names(input_config, output_config)
+        artifact_utils.get_single_instance(examples).split_names = artifact_utils.encode_split_names(split_names)
+        split_uris = [artifact_utils.get_split_uri(examples, name) for name in split_names]
+        for uri in split_uris:
+            fileio.makedirs(uri)
+        # An output split config hashes one input split into buckets; without one, each input
+        # split is an output split (TFX's two modes).
+        buckets = list(itertools.accumulate(s.hash_buckets for s in output_config.split_config.splits))
+        sources = [_CsvToExample(exec_properties, split.pattern) for split in input_config.splits]
+        shards = example_splits.shard_count([p for source in sources for p in source.csv_files])
+        with self._make_beam_pipeline() as pipeline:
+            keyed = [pipeline
+                     | f"InputToRecord[{split.name}]" >> source
+                     | f"SplitData[{split.name}]" >> beam.ParDo(example_splits.SplitBatch(
+                         shards, buckets=buckets or None, split=None if buckets else index))
+                     for index, (split, source) in enumerate(zip(input_config.splits, sources))]
+            _ = (keyed | "Flatten" >> beam.Flatten()
+                 | "GroupByShard" >> beam.GroupByKey()
+                 | "WriteShards" >> beam.ParDo(example_splits.WriteShard(split_uris, shards)))
+        example_splits.write_empty_splits(split_uris)
+        for artifact in examples:
+            examples_utils.set_payload_format(artifact, example_gen_pb2.FORMAT_TF_EXAMPLE)
+            examples_utils.set_file_format(artifact, write_split.to_file_format_str(example_gen_pb2.FORMAT_TFRECORDS_GZIP))
 
 
 class CsvExampleGen(TfxCsvExampleGen):

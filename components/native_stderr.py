@@ -35,3 +35,20 @@ def stderr_filtered(noise: "re.Pattern[str]") -> Iterator[None]:
                     if line.strip() and not noise.search(line)]
             if kept:
                 print("\n".join(kept), file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def stderr_to_file(path: str) -> Iterator[None]:
+    """stderr (the file descriptor) appended to ``path`` during the block: what this process's
+    native code and the child processes it starts (Beam's worker processes, which inherit the
+    descriptor) write there goes to the file, not the console."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(path, "ab") as f:
+        os.dup2(f.fileno(), 2)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)

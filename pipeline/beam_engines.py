@@ -5,9 +5,11 @@ the runner-specific pins and packaging stay where they are (pipeline/stack_compa
 FnApiRunner for the direct engine on Beam >= 2.68; pipeline/beam_packaging.py skips TFX's sdist
 only for runners in this process).
 
-- direct: Beam's DirectRunner on this machine. in_memory (one process: no worker start-up, the
-  default) or multi_processing with ``direct_num_workers`` processes (never 0: Beam would take
-  the CPU count, measured worse on small data).
+- direct: Beam's DirectRunner on this machine. in_memory (one process: no worker start-up),
+  multi_processing with ``direct_num_workers`` processes (never 0: Beam would take the CPU
+  count, measured worse on small data), or auto (the default): in_memory, except that on a
+  large day (a CSV input ExampleGen writes in 2+ shards) ``PARALLEL_COMPONENTS`` run
+  multi_processing with a worker per core, at most one per shard (``component_args``).
 - dataflow: Dataflow Runner v2 (``--experiments=use_runner_v2``) with the pipeline image as
   the SDK container (``--sdk_container_image``, ``--sdk_location=container``): the workers
   run the code the image holds (transforms/, trainer/, the feature spec, TFX), nothing staged.
@@ -20,13 +22,19 @@ only for runners in this process).
 """
 from __future__ import annotations
 
-from typing import Sequence, Tuple
+import os
+from typing import Dict, Optional, Sequence, Tuple
 
 from pipeline.config import ConfigError
 
 ENGINES = ("direct", "dataflow", "flink", "spark", "portable")
 PORTABLE_ENGINES = ("flink", "spark", "portable")
-DIRECT_MODES = ("in_memory", "multi_processing", "multi_threading")
+DIRECT_MODES = ("auto", "in_memory", "multi_processing", "multi_threading")
+# The components that ran faster in 2 worker processes than in memory on a 1M-row day on 2
+# cores, each reading 4 shards (docs/scale.md): the Evaluator 131 s against 242 s, Transform
+# 101 s against 117 s. CsvExampleGen (one CSV, read by one worker) and StatisticsGen were no
+# faster, and every component was slower at 100k rows (one shard: one worker does the work).
+PARALLEL_COMPONENTS = ("Transform", "Evaluator")
 ENVIRONMENT_TYPES = ("DOCKER", "EXTERNAL", "PROCESS", "LOOPBACK")
 
 
@@ -38,7 +46,9 @@ def beam_args(beam, extra: Sequence[str] = (), *, image: str = "") -> Tuple[str,
     """The engine's args, then ``extra`` (runtime.beam_args, which win). ``image``: the pipeline
     image a compiled pipeline runs in, the workers' image unless beam.sdk_container_image names one."""
     engine = beam.engine
-    if engine == "direct":
+    if engine == "direct" and beam.direct_running_mode == "auto":
+        args = ["--direct_running_mode=in_memory", "--direct_num_workers=1"]  # component_args: the rest
+    elif engine == "direct":
         args = [f"--direct_running_mode={beam.direct_running_mode}", f"--direct_num_workers={beam.direct_num_workers}"]
     elif engine == "dataflow":
         worker_image = beam.sdk_container_image or image
@@ -67,3 +77,16 @@ def beam_args(beam, extra: Sequence[str] = (), *, image: str = "") -> Tuple[str,
     else:
         raise BeamEngineError(f"bad config value for beam.engine: {engine!r}; use one of {', '.join(ENGINES)}")
     return tuple(args) + tuple(extra)
+
+
+def component_args(beam, shards: int, extra: Sequence[str] = (), cpus: Optional[int] = None
+                   ) -> Dict[str, Tuple[str, ...]]:
+    """Per-component args on top of ``beam_args`` (component id -> args; TFX puts them after
+    the pipeline's). The auto direct mode on a day of ``shards`` ExampleGen shards (2+) and a
+    machine of 2+ cores: ``PARALLEL_COMPONENTS`` run multi_processing, one worker per core, at
+    most one per shard (a worker reads whole files). ``extra`` (runtime.beam_args) still wins."""
+    cpus = cpus or os.cpu_count() or 1
+    if beam.engine != "direct" or beam.direct_running_mode != "auto" or shards < 2 or cpus < 2:
+        return {}
+    parallel = ("--direct_running_mode=multi_processing", f"--direct_num_workers={min(cpus, shards)}")
+    return {component: parallel + tuple(extra) for component in PARALLEL_COMPONENTS}

@@ -126,14 +126,17 @@ class MonitoringConfig:
 class BeamConfig:
     """Where the data components' Beam pipelines run (CsvExampleGen, StatisticsGen, Transform,
     Evaluator; pipeline/beam_engines.py, docs/scale.md). direct: this machine
-    (in_memory, or multi_processing with direct_num_workers processes); dataflow: Dataflow Runner
+    (in_memory, multi_processing with direct_num_workers processes, or auto: in_memory but
+    multi_processing where it measured faster on large days); dataflow: Dataflow Runner
     v2 with the pipeline image as the SDK container; flink, spark, portable: Beam's portable runner
     on a job endpoint (a Flink or Spark job server; portable: any, 'embed' runs Beam's Python
     job service in-process), its SDK workers per environment_type. runtime.beam_args come after
     the engine's args and win."""
     engine: str = "direct"               # direct | dataflow | flink | spark | portable
-    direct_running_mode: str = "in_memory"  # direct: in_memory | multi_processing | multi_threading
-    direct_num_workers: int = 1          # direct: worker processes / threads (>= 1)
+    # direct: auto | in_memory | multi_processing | multi_threading. auto: in_memory, but on a
+    # large CSV day (2+ ExampleGen shards) Transform and the Evaluator use a process per core
+    direct_running_mode: str = "auto"
+    direct_num_workers: int = 1          # direct multi_processing / multi_threading: processes / threads (>= 1)
     project: str = ""                    # dataflow: the Google Cloud project
     region: str = ""                     # dataflow: e.g. us-central1
     temp_location: str = ""              # dataflow: gs://bucket/tmp (staging and temp files)

@@ -7,7 +7,7 @@ the metadata connection.
 from __future__ import annotations
 
 import posixpath
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 from tfx import v1 as tfx
 from tfx.proto import example_gen_pb2, range_config_pb2, transform_pb2
@@ -92,6 +92,7 @@ def create_pipeline(
     train_args=None,
     trainer_factory=None,
     run_metrics: Optional[dict] = None,
+    component_beam_args: Optional[Mapping[str, Sequence[str]]] = None,
 ) -> tfx.dsl.Pipeline:
     """Build the pipeline.
 
@@ -100,7 +101,8 @@ def create_pipeline(
     ``trainer_factory`` lets a runner supply a Trainer variant (for example
     Vertex AI Training) that takes the standard Trainer arguments; ``run_metrics``: the
     Pusher's exec properties that make it push the run's metrics (a compiled run's; a local run's
-    runner pushes them itself, pipeline/monitoring.py).
+    runner pushes them itself, pipeline/monitoring.py); ``component_beam_args``: Beam args of
+    single components by id, after the pipeline's (pipeline/beam_engines.component_args).
     """
     input_config, output_config = example_gen_configs(cfg, data_pattern)
     example_gen_class = {"csv": CsvExampleGen,  # TFX's, reading headers as CSV (BOM, spaces, gzip)
@@ -171,12 +173,16 @@ def create_pipeline(
         drift_anomalies=drift_gate.outputs["drift_anomalies"],  # the run's drift, for its metrics
         monitoring=run_metrics,
     ).with_id("Pusher")
+    components = [example_gen] + ([window] if window else []) + [
+        statistics_gen, schema_gen, example_validator, anomalies_gate, drift_gate, transform, trainer,
+        baseline, evaluator, pusher]
+    for component in components:
+        if component.id in (component_beam_args or {}):
+            component.with_beam_pipeline_args(list(component_beam_args[component.id]))
     return tfx.dsl.Pipeline(
         pipeline_name=cfg.name,
         pipeline_root=pipeline_root,
-        components=[example_gen] + ([window] if window else []) + [
-            statistics_gen, schema_gen, example_validator, anomalies_gate, drift_gate, transform, trainer,
-            baseline, evaluator, pusher],
+        components=components,
         enable_cache=enable_cache,
         metadata_connection_config=metadata_connection_config,
         beam_pipeline_args=list(beam_pipeline_args),

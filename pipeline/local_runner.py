@@ -8,9 +8,11 @@ duration and whether MLMD's cache served it); the full log goes to
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import dataclasses
 import datetime
 import fcntl
+import gc
 import logging
 import os
 import re
@@ -20,6 +22,7 @@ from typing import Iterator, List, Optional, TextIO
 
 from pipeline import beam_engines, beam_packaging, data_source, files, monitoring, stack_compat, store as store_lib, summary as summary_lib
 from pipeline.config import TRAIN_SPLIT, PipelineConfig
+from components.native_stderr import stderr_to_file
 
 _RUNNING = re.compile(r"Component (\S+) is running\.")
 _FINISHED = re.compile(r"Component (\S+) is finished\.")
@@ -54,6 +57,30 @@ class ProgressHandler(logging.Handler):
 
     def _print(self, line: str) -> None:
         print(line, file=self.stream, flush=True)
+
+
+class MemoryReleaser(logging.Handler):
+    """When a component finishes, hands the memory it freed back to the operating system
+    (``gc.collect`` and glibc's ``malloc_trim``): every component runs in this one process, and
+    glibc keeps freed heap, so a large day's Beam components left the process 1-2 GB bigger for
+    the next one (bench/scale.py, docs/scale.md)."""
+
+    def __init__(self):
+        super().__init__(logging.INFO)
+        try:
+            self._trim = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):  # not glibc: collecting is all there is
+            self._trim = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            finished = _FINISHED.match(record.getMessage())
+        except Exception:
+            return
+        if finished:
+            gc.collect()
+            if self._trim:
+                self._trim(0)
 
 
 @dataclasses.dataclass
@@ -123,9 +150,18 @@ def check_window_splits(cfg: PipelineConfig, span: Optional[int]) -> None:
                 f"{window - 1} span(s) so the window holds only spans with the new splits")
 
 
+def component_beam_args(cfg: PipelineConfig, paths: LocalPaths) -> dict:
+    """The components that run in Beam worker processes today, and their args
+    (pipeline/beam_engines.component_args): CsvExampleGen writes a large day in shards that
+    workers can share (TFX's ImportExampleGen writes one file per split: nothing to share)."""
+    from components.example_splits import shard_count
+
+    shards = shard_count(paths.data_files) if cfg.data.format == "csv" else 1
+    return beam_engines.component_args(cfg.beam, shards, cfg.runtime.beam_args)
+
+
 def build_pipeline(cfg: PipelineConfig, paths: LocalPaths, enable_cache: bool = True):
     from pipeline.factory import create_pipeline
-
     return create_pipeline(
         cfg,
         data_root=paths.data_root,
@@ -136,6 +172,7 @@ def build_pipeline(cfg: PipelineConfig, paths: LocalPaths, enable_cache: bool = 
         serving_dir=cfg.serving_dir,
         metadata_connection_config=store_lib.connection_config(cfg.metadata_store, readonly=False),
         beam_pipeline_args=stack_compat.local_beam_args(beam_engines.beam_args(cfg.beam, cfg.runtime.beam_args)),
+        component_beam_args=component_beam_args(cfg, paths),
         enable_cache=enable_cache,
     )
 
@@ -182,8 +219,13 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
                 f", training on the newest {cfg.data.window} spans)" if cfg.data.window > 1 else ")")
             print(f"pipeline {cfg.name}, run {run_id}: {len(paths.data_files)} {cfg.data.format.upper()} "
                   f"file(s){which} from {paths.data_root}; log: {log_path}", file=stream, flush=True)
+            # Beam's worker processes write their libraries' start-up and shutdown noise to
+            # stderr: into the run's log with the rest, the console keeps the progress lines.
+            workers = cfg.beam.engine == "direct" and (
+                cfg.beam.direct_running_mode == "multi_processing" or component_beam_args(cfg, paths))
             try:
-                with beam_packaging.no_sdist_for_local_runners():
+                with beam_packaging.no_sdist_for_local_runners(), \
+                        (stderr_to_file(log_path) if workers else contextlib.nullcontext()):
                     tfx.orchestration.LocalDagRunner().run_with_ir(ir)
             except Exception as e:
                 logging.getLogger(__name__).exception("pipeline %s failed", cfg.name)
@@ -350,12 +392,15 @@ class _logging_to:
         absl_logging.set_verbosity(absl_logging.INFO)
         root.addHandler(self.file_handler)
         logging.getLogger("absl").addHandler(self.progress)
+        self.releaser = MemoryReleaser()
+        logging.getLogger("absl").addHandler(self.releaser)
         logging.captureWarnings(True)  # library warnings go to the log file, not the console
         return self.progress
 
     def __exit__(self, *exc) -> None:
         logging.captureWarnings(False)
         logging.getLogger("absl").removeHandler(self.progress)
+        logging.getLogger("absl").removeHandler(self.releaser)
         root = logging.getLogger()
         root.removeHandler(self.file_handler)
         root.setLevel(self.previous_level)

@@ -24,6 +24,43 @@ def test_direct_is_the_default_and_extra_args_come_last():
         "--direct_running_mode=multi_processing", "--direct_num_workers=2", "--direct_num_workers=3")
 
 
+def test_auto_runs_transform_and_the_evaluator_in_a_process_per_core_on_a_large_day():
+    """The default direct mode: in memory, and, on a day CsvExampleGen writes in 2+ shards, the
+    components measured faster in worker processes get one per core, at most one per shard;
+    runtime.beam_args still come last."""
+    cfg = load_config()
+    assert beam_engines.component_args(cfg.beam, shards=1, cpus=16) == {}  # one file: one worker would read it
+    assert beam_engines.component_args(cfg.beam, shards=4, cpus=1) == {}
+    parallel = beam_engines.component_args(cfg.beam, shards=4, cpus=16)
+    assert set(parallel) == {"Transform", "Evaluator"}
+    assert parallel["Evaluator"] == ("--direct_running_mode=multi_processing", "--direct_num_workers=4")
+    assert beam_engines.component_args(cfg.beam, shards=4, cpus=2)["Transform"][-1] == "--direct_num_workers=2"
+    cfg = load_config(overrides=["runtime.beam_args=[--direct_num_workers=3]"])
+    assert beam_engines.component_args(cfg.beam, 4, cfg.runtime.beam_args, cpus=2)["Evaluator"][-1] == "--direct_num_workers=3"
+    for mode in ("in_memory", "multi_processing"):
+        cfg = load_config(overrides=[f"beam.direct_running_mode={mode}"])
+        assert beam_engines.component_args(cfg.beam, shards=4, cpus=16) == {}
+    cfg = load_config(overrides=DATAFLOW)
+    assert beam_engines.component_args(cfg.beam, shards=4, cpus=16) == {}
+
+
+def test_a_component_gets_its_args_after_the_pipelines(tmp_path):
+    """TFX puts a component's own Beam args after the pipeline's, so they win for it alone."""
+    from pipeline.factory import create_pipeline
+
+    cfg = load_config()
+    pipeline = create_pipeline(
+        cfg, data_root=str(tmp_path), data_pattern="*.csv", schema_path=str(tmp_path / "s.pbtxt"),
+        pipeline_root=str(tmp_path / "root"), serving_dir=str(tmp_path / "serving"),
+        beam_pipeline_args=["--direct_running_mode=in_memory"],
+        component_beam_args=beam_engines.component_args(cfg.beam, shards=2, cpus=2))
+    got = {c.id: c.executor_spec.beam_pipeline_args for c in pipeline.components
+           if hasattr(c.executor_spec, "beam_pipeline_args")}
+    assert got["Evaluator"] == got["Transform"] == [
+        "--direct_running_mode=in_memory", "--direct_running_mode=multi_processing", "--direct_num_workers=2"]
+    assert got["StatisticsGen"] == got["CsvExampleGen"] == ["--direct_running_mode=in_memory"]
+
+
 def test_dataflow_runs_runner_v2_with_the_pipeline_image():
     got = args(*DATAFLOW, "runtime.beam_args=[--max_num_workers=20]", image=IMAGE)
     assert got == ("--runner=DataflowRunner", "--project=proj", "--region=europe-west4", "--temp_location=gs://b/tmp",
@@ -52,7 +89,7 @@ def test_portable_engines_run_on_a_job_endpoint():
 @pytest.mark.parametrize("overrides, message", [
     (["beam.engine=dask"], "beam.engine: 'dask'; use one of direct, dataflow, flink, spark, portable"),
     (["beam.direct_num_workers=0"], "beam.direct_num_workers: 0; must be >= 1"),
-    (["beam.direct_running_mode=threads"], "beam.direct_running_mode: 'threads'; use one of in_memory"),
+    (["beam.direct_running_mode=threads"], "beam.direct_running_mode: 'threads'; use one of auto, in_memory"),
     (["beam.engine=dataflow"], "beam.project: ''; the dataflow engine needs the Google Cloud project"),
     (DATAFLOW[:3] + ["beam.temp_location=/tmp/x"], "beam.temp_location: '/tmp/x'; the dataflow engine needs a gs://"),
     (["beam.engine=flink"], "beam.job_endpoint: ''; the flink engine needs the Beam job service's host:port"),

@@ -106,7 +106,8 @@ def examples_from(path):
     prefix = os.path.join(directory, "examples")
     with beam.Pipeline(runner=fn_runner.FnApiRunner()) as p:
         _ = (p | csv_example_gen._CsvToExample({"input_base": directory}, name)
-             | beam.io.WriteToTFRecord(prefix, coder=beam.coders.ProtoCoder(tf.train.Example)))
+             | beam.FlatMap(lambda batch: batch)  # batches of serialized tf.Examples
+             | beam.io.WriteToTFRecord(prefix))
     files = tf.io.gfile.glob(prefix + "*")
     records = [r.numpy() for r in tf.data.TFRecordDataset(files)] if files else []
     return [{k: _values(f) for k, f in tf.train.Example.FromString(r).features.feature.items()} for r in records]
