@@ -30,11 +30,13 @@ from pipeline.config import ConfigError
 ENGINES = ("direct", "dataflow", "flink", "spark", "portable")
 PORTABLE_ENGINES = ("flink", "spark", "portable")
 DIRECT_MODES = ("auto", "in_memory", "multi_processing", "multi_threading")
-# The components that ran faster in 2 worker processes than in memory on a 1M-row day on 2
-# cores, each reading 4 shards (docs/scale.md): the Evaluator 131 s against 242 s, Transform
-# 101 s against 117 s. CsvExampleGen (one CSV, read by one worker) and StatisticsGen were no
-# faster, and every component was slower at 100k rows (one shard: one worker does the work).
-PARALLEL_COMPONENTS = ("Transform", "Evaluator")
+# The components that run in worker processes on a large day (docs/scale.md). On a 1M-row day
+# on 2 cores, each reading 4 shards, 2 workers ran the Evaluator in 131 s against 242 s in
+# memory, and Transform in 92-101 s against 117 s; but with Transform in workers too the run
+# peaked at 4.4-4.7 GB, with the Evaluator alone at 3.36 GB (the 4 GB target), for ~25 s more.
+# CsvExampleGen (one CSV, read by one worker) and StatisticsGen were no faster, and every
+# component was slower at 100k rows (one shard: one worker does the work).
+PARALLEL_COMPONENTS = ("Evaluator",)
 ENVIRONMENT_TYPES = ("DOCKER", "EXTERNAL", "PROCESS", "LOOPBACK")
 
 

@@ -134,7 +134,7 @@ class BeamConfig:
     the engine's args and win."""
     engine: str = "direct"               # direct | dataflow | flink | spark | portable
     # direct: auto | in_memory | multi_processing | multi_threading. auto: in_memory, but on a
-    # large CSV day (2+ ExampleGen shards) Transform and the Evaluator use a process per core
+    # large CSV day (2+ ExampleGen shards) the Evaluator uses a process per core
     direct_running_mode: str = "auto"
     direct_num_workers: int = 1          # direct multi_processing / multi_threading: processes / threads (>= 1)
     project: str = ""                    # dataflow: the Google Cloud project

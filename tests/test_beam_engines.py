@@ -24,7 +24,7 @@ def test_direct_is_the_default_and_extra_args_come_last():
         "--direct_running_mode=multi_processing", "--direct_num_workers=2", "--direct_num_workers=3")
 
 
-def test_auto_runs_transform_and_the_evaluator_in_a_process_per_core_on_a_large_day():
+def test_auto_runs_the_evaluator_in_a_process_per_core_on_a_large_day():
     """The default direct mode: in memory, and, on a day CsvExampleGen writes in 2+ shards, the
     components measured faster in worker processes get one per core, at most one per shard;
     runtime.beam_args still come last."""
@@ -32,9 +32,9 @@ def test_auto_runs_transform_and_the_evaluator_in_a_process_per_core_on_a_large_
     assert beam_engines.component_args(cfg.beam, shards=1, cpus=16) == {}  # one file: one worker would read it
     assert beam_engines.component_args(cfg.beam, shards=4, cpus=1) == {}
     parallel = beam_engines.component_args(cfg.beam, shards=4, cpus=16)
-    assert set(parallel) == {"Transform", "Evaluator"}
+    assert set(parallel) == {"Evaluator"}
     assert parallel["Evaluator"] == ("--direct_running_mode=multi_processing", "--direct_num_workers=4")
-    assert beam_engines.component_args(cfg.beam, shards=4, cpus=2)["Transform"][-1] == "--direct_num_workers=2"
+    assert beam_engines.component_args(cfg.beam, shards=4, cpus=2)["Evaluator"][-1] == "--direct_num_workers=2"
     cfg = load_config(overrides=["runtime.beam_args=[--direct_num_workers=3]"])
     assert beam_engines.component_args(cfg.beam, 4, cfg.runtime.beam_args, cpus=2)["Evaluator"][-1] == "--direct_num_workers=3"
     for mode in ("in_memory", "multi_processing"):
@@ -56,9 +56,9 @@ def test_a_component_gets_its_args_after_the_pipelines(tmp_path):
         component_beam_args=beam_engines.component_args(cfg.beam, shards=2, cpus=2))
     got = {c.id: c.executor_spec.beam_pipeline_args for c in pipeline.components
            if hasattr(c.executor_spec, "beam_pipeline_args")}
-    assert got["Evaluator"] == got["Transform"] == [
+    assert got["Evaluator"] == [
         "--direct_running_mode=in_memory", "--direct_running_mode=multi_processing", "--direct_num_workers=2"]
-    assert got["StatisticsGen"] == got["CsvExampleGen"] == ["--direct_running_mode=in_memory"]
+    assert got["StatisticsGen"] == got["CsvExampleGen"] == got["Transform"] == ["--direct_running_mode=in_memory"]
 
 
 def test_dataflow_runs_runner_v2_with_the_pipeline_image():
