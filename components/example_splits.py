@@ -6,11 +6,11 @@ Partition``, ``Reshuffle``, ``WriteToTFRecord``): for a 1M-row CSV that is a mil
 through three Beam stages, tens of seconds of per-element overhead on the DirectRunner. Here a
 Beam element is a batch:
 
-- ``_SplitBatch`` hashes each record as TFX's ``_PartitionFn`` does (sha256 of its bytes
+- ``SplitBatch`` hashes each record as TFX's ``_PartitionFn`` does (sha256 of its bytes
   modulo the total hash buckets, the split by ``bisect``), so every split holds exactly what
   TFX's executor puts there; other bits of the same hash pick the record's shard and its
   place in the shard.
-- ``_WriteShard`` writes a shard's records ordered by that hash: a shuffle, as TFX's
+- ``WriteShard`` writes a shard's records ordered by that hash: a shuffle, as TFX's
   ``Reshuffle`` is, so a CSV sorted by date or label does not reach the trainer sorted, but a
   deterministic one (the same data gives the same files), where TFX's order changes per run.
   It writes to a temporary name and renames, so a retried bundle on a distributed runner
@@ -30,9 +30,14 @@ from typing import Dict, List, Optional, Sequence
 
 import apache_beam as beam
 import tensorflow as tf
+from tfx.components.example_gen import write_split
 
 SHARD_INPUT_BYTES = 32 << 20
-FILE_PREFIX = "data_tfrecord"  # TFX's name (write_split.DEFAULT_FILE_NAME)
+FILE_PREFIX = write_split.DEFAULT_TF_RECORD_FILE_NAME  # TFX's file name
+
+
+def _gzip_writer(path: str) -> tf.io.TFRecordWriter:
+    return tf.io.TFRecordWriter(path, tf.io.TFRecordOptions(compression_type="GZIP"))
 
 
 def shard_count(paths: Sequence[str]) -> int:
@@ -75,7 +80,7 @@ class WriteShard(beam.DoFn):
         records = sorted(r for group in groups for r in group)
         path = os.path.join(self._split_uris[split], shard_name(shard, self._shards))
         partial = path + ".partial"
-        with tf.io.TFRecordWriter(partial, tf.io.TFRecordOptions(compression_type="GZIP")) as writer:
+        with _gzip_writer(partial) as writer:
             for _, record in records:
                 writer.write(record)
         tf.io.gfile.rename(partial, path, overwrite=True)
@@ -87,6 +92,5 @@ def write_empty_splits(split_uris: Sequence[str]) -> None:
     readers find the split (and the data checks report it empty)."""
     for uri in split_uris:
         if not tf.io.gfile.glob(os.path.join(uri, f"{FILE_PREFIX}-*")):
-            with tf.io.TFRecordWriter(os.path.join(uri, shard_name(0, 1)),
-                                      tf.io.TFRecordOptions(compression_type="GZIP")):
+            with _gzip_writer(os.path.join(uri, shard_name(0, 1))):
                 pass

@@ -92,3 +92,10 @@ def component_args(beam, shards: int, extra: Sequence[str] = (), cpus: Optional[
         return {}
     parallel = ("--direct_running_mode=multi_processing", f"--direct_num_workers={min(cpus, shards)}")
     return {component: parallel + tuple(extra) for component in PARALLEL_COMPONENTS}
+
+
+def starts_worker_processes(args: Sequence) -> bool:
+    """Whether a component with these Beam args (the pipeline's, then its own; the last mode
+    given wins) runs the DirectRunner's multi_processing mode, whose workers are child processes."""
+    modes = [a for a in args if isinstance(a, str) and a.startswith("--direct_running_mode=")]
+    return bool(modes) and modes[-1] == "--direct_running_mode=multi_processing"

@@ -221,8 +221,8 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
                   f"file(s){which} from {paths.data_root}; log: {log_path}", file=stream, flush=True)
             # Beam's worker processes write their libraries' start-up and shutdown noise to
             # stderr: into the run's log with the rest, the console keeps the progress lines.
-            workers = cfg.beam.engine == "direct" and (
-                cfg.beam.direct_running_mode == "multi_processing" or component_beam_args(cfg, paths))
+            workers = any(beam_engines.starts_worker_processes(getattr(c.executor_spec, "beam_pipeline_args", ()))
+                          for c in pipeline.components)
             try:
                 with beam_packaging.no_sdist_for_local_runners(), \
                         (stderr_to_file(log_path) if workers else contextlib.nullcontext()):

@@ -59,6 +59,8 @@ def test_a_component_gets_its_args_after_the_pipelines(tmp_path):
     assert got["Evaluator"] == [
         "--direct_running_mode=in_memory", "--direct_running_mode=multi_processing", "--direct_num_workers=2"]
     assert got["StatisticsGen"] == got["CsvExampleGen"] == got["Transform"] == ["--direct_running_mode=in_memory"]
+    # the runner sends stderr to the run's log exactly when a component starts worker processes
+    assert [c for c, a in got.items() if beam_engines.starts_worker_processes(a)] == ["Evaluator"]
 
 
 def test_dataflow_runs_runner_v2_with_the_pipeline_image():
