@@ -22,7 +22,7 @@ from typing import Callable, Dict, List, Optional
 from tensorflow_model_analysis.proto import config_pb2 as tfma_pb2
 from google.protobuf.wrappers_pb2 import BoolValue
 
-from components import tfma_metrics
+from components import histogram_metrics, tfma_metrics
 from pipeline.config import EvaluationConfig
 from trainer.export import SERVING_SIGNATURE, TRANSFORM_SIGNATURE, output_key
 from transforms import features as F
@@ -67,15 +67,18 @@ def _set(value: float) -> Optional[float]:
 
 
 def binary_metrics(ev: EvaluationConfig) -> List[tfma_pb2.MetricConfig]:
+    # Counts, accuracy, precision, recall and calibration come off AUC's histogram: one
+    # per-example combiner instead of four (components/histogram_metrics.py).
+    histogram = histogram_metrics.MODULE
     return [
-        _metric("ExampleCount"),
+        _metric("HistogramExampleCount", module=histogram),
         _metric("AUC", _threshold(lower=ev.min_auc, direction=HIGHER, absolute=-ev.max_auc_drop)),
         _metric("AUCPrecisionRecall", name="pr_auc"),
-        _metric("BinaryAccuracy", _threshold(lower=_set(ev.min_accuracy))),
-        _metric("Precision"),
-        _metric("Recall"),
-        _metric("Calibration"),
-        _metric("MeanLabel"),  # tells one-class slices (AUC undefined) apart in reports
+        _metric("HistogramBinaryAccuracy", _threshold(lower=_set(ev.min_accuracy)), module=histogram),
+        _metric("HistogramPrecision", module=histogram),
+        _metric("HistogramRecall", module=histogram),
+        _metric("HistogramCalibration", module=histogram),
+        _metric("HistogramMeanLabel", module=histogram),  # tells one-class slices (AUC undefined) apart in reports
         _metric("BinaryCrossentropy", name="loss"),
     ]
 

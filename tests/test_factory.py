@@ -126,8 +126,8 @@ def test_eval_config_has_gates_and_slices(built):
     ec = build_eval_config(cfg.evaluation, cfg.features)
     assert [list(s.feature_keys) for s in ec.slicing_specs] == [[], ["payment_type"], ["trip_start_hour"]]
     metrics = {m.class_name: m for m in ec.metrics_specs[0].metrics}
-    assert {"AUC", "AUCPrecisionRecall", "BinaryAccuracy", "Precision", "Recall", "Calibration",
-            "ExampleCount", "BinaryCrossentropy"} <= set(metrics)
+    assert {"AUC", "AUCPrecisionRecall", "HistogramBinaryAccuracy", "HistogramPrecision", "HistogramRecall",
+            "HistogramCalibration", "HistogramExampleCount", "BinaryCrossentropy"} <= set(metrics)
     auc = metrics["AUC"].per_slice_thresholds[0]
     assert auc.threshold.value_threshold.lower_bound.value == cfg.evaluation.min_auc
     assert auc.threshold.change_threshold.absolute.value == -cfg.evaluation.max_auc_drop
