@@ -4,7 +4,8 @@ steps_per_execution, batch and model width; prints a table (not a test).
     python bench/gpu_bench.py [--output OUTPUT_ROOT] [--seconds 4] [--devices gpu,cpu] [--quick]
 
 It retrains the model a pipeline run trained (its ``training_run.json`` names the model
-inputs and cardinalities) on that run's Transform output (the cached, GZIP TFRecords), with
+inputs and cardinalities) on that run's train split as the model's features (GZIP TFRecords
+under transformed_examples/, written by bench/materialize.py in gpu_machine.sh prepare), with
 this project's input pipeline (trainer.data), model (trainer.model) and precision policy.
 Only TensorFlow and tf_keras are imported on this path: no tft, tfx-bsl or TFX, so it runs
 from the TF-only GPU bundle (../shared/gpu/README.md). Each device runs in its own process
@@ -90,14 +91,15 @@ QUICK = [r for r in ROWS if r["model"] in ("input", "default") and r["precision"
 
 
 def find_run(output_root: str):
-    """(training_run.json of the newest Trainer run, train TFRecords of its Transform output)."""
+    """(training_run.json of the newest Trainer run, its train split as the model's features)."""
     infos = sorted(glob.glob(os.path.join(output_root, "pipeline_root", "Trainer", "model_run", "*",
                                           TRAINING_RUN_FILE)), key=os.path.getmtime)
     infos = [p for p in infos if "model_inputs" in json.load(open(p))]
     examples = sorted(glob.glob(os.path.join(output_root, "pipeline_root", "Transform",
                                              "transformed_examples", "*", "Split-train")), key=os.path.getmtime)
     if not infos or not examples:
-        sys.exit(f"no finished pipeline run under {output_root}; run 'tfxline run --output {output_root}' first")
+        sys.exit(f"no finished pipeline run with materialized features under {output_root}; run 'tfxline run', "
+                 "then bench/materialize.py (bench/gpu_machine.sh prepare runs it)")
     with open(infos[-1]) as f:
         return json.load(f), os.path.join(examples[-1], "*")
 
@@ -160,7 +162,7 @@ def build_training(info, files, row: dict):
     hidden = WIDE if kind == "wide" else tuple(info["model"]["hidden_units"])
     spec = {mi.name: tf.io.FixedLenFeature([], tf.int64 if mi.is_categorical else tf.float32) for mi in inputs}
     spec[info["label"]] = tf.io.FixedLenFeature([], tf.int64)
-    ds = data.make_dataset([files], spec, info["label"], batch, shuffle=True, seed=1)
+    ds = data.make_dataset([files], data.parser(spec), info["label"], batch, shuffle=True, seed=1)
     if kind == "input":
         return None, None, ds
     if row["source"] == "memory":

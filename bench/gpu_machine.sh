@@ -26,10 +26,9 @@ cd "$REPO"
 RUN=.gpu/run
 
 prepare() {
-  local output="${1:-output/quality}" info examples
+  local output="${1:-output/quality}" info
   info="$(ls -t "$output"/pipeline_root/Trainer/model_run/*/training_run.json 2>/dev/null | head -1 || true)"
-  examples="$(ls -td "$output"/pipeline_root/Transform/transformed_examples/*/Split-train 2>/dev/null | head -1 || true)"
-  if [[ -z "$info" || -z "$examples" ]]; then
+  if [[ -z "$info" ]]; then
     echo "error: no finished pipeline run under $output; run 'tfxline run --output $output' first" >&2
     exit 2
   fi
@@ -40,7 +39,8 @@ prepare() {
   rm -rf "$RUN"
   mkdir -p "$RUN/pipeline_root/Trainer/model_run/1" "$RUN/pipeline_root/Transform/transformed_examples/1"
   cp "$info" "$RUN/pipeline_root/Trainer/model_run/1/"
-  cp -r "$examples" "$RUN/pipeline_root/Transform/transformed_examples/1/"
+  # The model's features, computed here: the GPU machine's TensorFlow has no TFT to run the graph.
+  .venv/bin/python bench/materialize.py "$output" "$RUN/pipeline_root/Transform/transformed_examples/1/Split-train"
   echo "carry .gpu/run: $(du -sh "$RUN" | cut -f1) (from $output)"
   cupti
   echo "carry .gpu/cupti: $(du -sh .gpu/cupti | cut -f1)"

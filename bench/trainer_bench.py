@@ -1,11 +1,11 @@
-"""Trainer benchmark on a run's transformed taxi data; prints figures (not a test).
+"""Trainer benchmark on a run's taxi examples and Transform graph; prints figures (not a test).
 
     .venv/bin/python bench/trainer_bench.py [OUTPUT_ROOT]      # default: ./output
 
 Prints, in one run on the same files:
   1. input pipeline examples/s (trainer.data.make_dataset, cached and uncached) vs TFX's
-     TFXIO reader (what fn_args.data_accessor gives) and a raw TFRecordDataset
-     read-and-parse of the same files (the ceiling);
+     TFXIO reader (what fn_args.data_accessor gives) and a plain TFRecordDataset
+     read-parse-transform of the same files (the ceiling);
   2. training examples/s for float32 vs mixed_bfloat16 on this CPU;
   3. training steps/s with 1 and 2 logical CPU devices (MirroredStrategy), in subprocesses.
 Results are also written to bench/results/trainer.json.
@@ -25,8 +25,9 @@ STEPS = 200
 
 
 def transform_dirs(output_root):
+    """(the newest Transform graph, the newest ExampleGen examples): what the Trainer reads."""
     graph = sorted(glob.glob(os.path.join(output_root, "pipeline_root", "Transform", "transform_graph", "*")))
-    examples = sorted(glob.glob(os.path.join(output_root, "pipeline_root", "Transform", "transformed_examples", "*")))
+    examples = sorted(glob.glob(os.path.join(output_root, "pipeline_root", "CsvExampleGen", "examples", "*")))
     if not graph or not examples:
         sys.exit(f"no Transform output under {output_root}; run 'tfxline run --output {output_root}' first")
     return graph[-1], examples[-1]
@@ -47,17 +48,17 @@ def input_pipeline(graph, examples):
 
     from trainer import data
 
-    spec = tft.TFTransformOutput(graph).transformed_feature_spec()
+    output = tft.TFTransformOutput(graph)
+    decode = data.transformed_decoder(output)
     files = glob.glob(os.path.join(examples, "Split-train", "*"))
     from tfx_bsl.public import tfxio
 
-    ours = data.make_dataset(files, spec, "big_tipper", BATCH, shuffle=True, seed=1)
-    uncached = data.make_dataset(files, spec, "big_tipper", BATCH, shuffle=True, seed=1, cache=False)
-    schema = tft.TFTransformOutput(graph).transformed_metadata.schema
-    tfxio_ds = tfxio.TFExampleRecord(files, schema=schema).TensorFlowDataset(tfxio.TensorFlowDatasetOptions(
-        batch_size=BATCH, shuffle=True, shuffle_seed=1, label_key="big_tipper", num_epochs=None))
-    raw = (tf.data.TFRecordDataset(files, compression_type="GZIP").repeat().batch(BATCH)
-           .map(lambda s: tf.io.parse_example(s, spec)))
+    ours = data.make_dataset(files, decode, "big_tipper", BATCH, shuffle=True, seed=1)
+    uncached = data.make_dataset(files, decode, "big_tipper", BATCH, shuffle=True, seed=1, cache=False)
+    layer = output.transform_features_layer()
+    tfxio_ds = tfxio.TFExampleRecord(files, schema=output.raw_metadata.schema).TensorFlowDataset(
+        tfxio.TensorFlowDatasetOptions(batch_size=BATCH, shuffle=True, shuffle_seed=1, num_epochs=None)).map(layer)
+    raw = tf.data.TFRecordDataset(files, compression_type="GZIP").repeat().batch(BATCH).map(decode)
     return {"input_examples_per_s": round(examples_per_second(ours, 300)),
             "input_uncached_examples_per_s": round(examples_per_second(uncached, 300)),
             "tfxio_examples_per_s": round(examples_per_second(tfxio_ds, 300)),

@@ -127,16 +127,17 @@ def create_pipeline(
         examples=training_examples, schema=schema_gen.outputs["schema"],
         preprocessing_fn=PREPROCESSING_FN, custom_config={"features": cfg.features.to_dict()},
         disable_statistics=not cfg.runtime.transform_statistics,
-        # Analyze train only; transform what the Trainer reads. The Evaluator reads the raw
-        # eval split through the exported model's own transform.
-        splits_config=transform_pb2.SplitsConfig(
-            analyze=[TRAIN_SPLIT], transform=[TRAIN_SPLIT, cfg.data.trainer_eval_split]))
+        # Analyze train only, and write no transformed examples: the Trainer runs the
+        # Transform graph on the raw examples as it reads them (trainer/data.py), as the
+        # exported model does for serving and the Evaluator.
+        materialize=False,
+        splits_config=transform_pb2.SplitsConfig(analyze=[TRAIN_SPLIT]))
     transform.add_upstream_node(anomalies_gate)  # no training on data that fails validation
     transform.add_upstream_node(drift_gate)      # ... or that drifted from the serving model's data
 
     trainer_kwargs = dict(
         run_fn=RUN_FN,
-        examples=transform.outputs["transformed_examples"],
+        examples=training_examples,
         transform_graph=transform.outputs["transform_graph"],
         schema=schema_gen.outputs["schema"],
         # Fit on train, early-stop on validation; eval is the Evaluator's alone. (A runtime

@@ -3,19 +3,16 @@
 This runner owns the paths and the process environment; ``create_pipeline`` gets
 everything passed in. Console output is one line per component start/finish (with its
 duration and whether MLMD's cache served it); the full log goes to
-``<output_root>/logs/<run>.log``.
+``<output_root>/logs/<run>.log`` (pipeline/run_process.py).
 """
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import dataclasses
 import datetime
 import fcntl
-import gc
 import logging
 import os
-import re
 import sys
 import time
 from typing import Iterator, List, Optional, TextIO
@@ -23,65 +20,7 @@ from typing import Iterator, List, Optional, TextIO
 from pipeline import beam_engines, beam_packaging, data_source, files, monitoring, stack_compat, store as store_lib, summary as summary_lib
 from pipeline.config import TRAIN_SPLIT, PipelineConfig
 from components.native_stderr import stderr_to_file
-
-_RUNNING = re.compile(r"Component (\S+) is running\.")
-_FINISHED = re.compile(r"Component (\S+) is finished\.")
-_CACHED = re.compile(r"A cached execution \d+ is used\.")
-
-
-class ProgressHandler(logging.Handler):
-    """Turns LocalDagRunner's log lines into one console line per component event."""
-
-    def __init__(self, stream: TextIO):
-        super().__init__(logging.INFO)
-        self.stream = stream
-        self.started: dict = {}
-        self.cached = False
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            message = record.getMessage()
-        except Exception:  # a malformed third-party log record must not break the run
-            return
-        if m := _RUNNING.match(message):
-            node, self.cached = m.group(1), False
-            self.started[node] = time.monotonic()
-            self._print(f"[ start ] {node}")
-        elif _CACHED.match(message):
-            self.cached = True
-        elif m := _FINISHED.match(message):
-            node = m.group(1)
-            seconds = time.monotonic() - self.started.get(node, time.monotonic())
-            tag = "cached" if self.cached else " done "
-            self._print(f"[{tag} ] {node} ({seconds:.1f}s)")
-
-    def _print(self, line: str) -> None:
-        print(line, file=self.stream, flush=True)
-
-
-class MemoryReleaser(logging.Handler):
-    """When a component finishes, hands the memory it freed back to the operating system
-    (``gc.collect`` and glibc's ``malloc_trim``): every component runs in this one process, and
-    glibc keeps freed heap, so a large day's Beam components left the process 1-2 GB bigger for
-    the next one (bench/scale.py, docs/scale.md)."""
-
-    def __init__(self):
-        super().__init__(logging.INFO)
-        try:
-            self._trim = ctypes.CDLL("libc.so.6").malloc_trim
-        except (OSError, AttributeError):  # not glibc: collecting is all there is
-            self._trim = None
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            finished = _FINISHED.match(record.getMessage())
-        except Exception:
-            return
-        if finished:
-            gc.collect()
-            if self._trim:
-                self._trim(0)
-
+from pipeline.run_process import frozen_heap, logging_to
 
 @dataclasses.dataclass
 class LocalPaths:
@@ -214,7 +153,7 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
         ir, run_id = compile_with_run_id(pipeline)
         log_path = os.path.join(cfg.output_root, "logs", time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}.log")
         error = None
-        with _logging_to(log_path, stream):
+        with logging_to(log_path, stream):
             which = "" if paths.span is None else f" (span {paths.span}" + (" from --span" if span is not None else "") + (
                 f", training on the newest {cfg.data.window} spans)" if cfg.data.window > 1 else ")")
             print(f"pipeline {cfg.name}, run {run_id}: {len(paths.data_files)} {cfg.data.format.upper()} "
@@ -224,7 +163,7 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
             workers = any(beam_engines.starts_worker_processes(getattr(c.executor_spec, "beam_pipeline_args", ()))
                           for c in pipeline.components)
             try:
-                with beam_packaging.no_sdist_for_local_runners(), \
+                with beam_packaging.no_sdist_for_local_runners(), frozen_heap(), \
                         (stderr_to_file(log_path) if workers else contextlib.nullcontext()):
                     tfx.orchestration.LocalDagRunner().run_with_ir(ir)
             except Exception as e:
@@ -364,46 +303,3 @@ def root_cause_message(e: BaseException) -> str:
     last = chain[-1]
     first_line = (str(last).strip().splitlines() or [""])[0]
     return f"{type(last).__name__}: {first_line}"
-
-
-class _logging_to:
-    """Route Python/absl logging to a file and component progress to the console."""
-
-    def __init__(self, log_path: str, stream: TextIO):
-        self.log_path, self.stream = log_path, stream
-
-    def __enter__(self) -> ProgressHandler:
-        from absl import logging as absl_logging
-
-        os.makedirs(os.path.dirname(self.log_path), exist_ok=True)
-        self.file_handler = logging.FileHandler(self.log_path)
-        self.file_handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        self.progress = ProgressHandler(self.stream)
-        root = logging.getLogger()
-        # Libraries call logging.basicConfig() at import, and TensorFlow gives its own logger a
-        # console handler when it is imported before logging is configured ("INFO:tensorflow:...");
-        # keep those quiet for the run so the console shows progress and the file has the rest.
-        self.muted = [(logger, h) for logger in (root, logging.getLogger("tensorflow")) for h in logger.handlers
-                      if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)]
-        for logger, h in self.muted:
-            logger.removeHandler(h)
-        self.previous_level = root.level
-        root.setLevel(logging.INFO)
-        absl_logging.set_verbosity(absl_logging.INFO)
-        root.addHandler(self.file_handler)
-        logging.getLogger("absl").addHandler(self.progress)
-        self.releaser = MemoryReleaser()
-        logging.getLogger("absl").addHandler(self.releaser)
-        logging.captureWarnings(True)  # library warnings go to the log file, not the console
-        return self.progress
-
-    def __exit__(self, *exc) -> None:
-        logging.captureWarnings(False)
-        logging.getLogger("absl").removeHandler(self.progress)
-        logging.getLogger("absl").removeHandler(self.releaser)
-        root = logging.getLogger()
-        root.removeHandler(self.file_handler)
-        root.setLevel(self.previous_level)
-        for logger, h in self.muted:
-            logger.addHandler(h)
-        self.file_handler.close()

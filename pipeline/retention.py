@@ -2,7 +2,7 @@
 ``retention.keep_runs``).
 
 LocalDagRunner never deletes anything: every run writes a copy of the day's examples, the
-transformed examples, a model, the baseline's copy of the serving model and TensorBoard logs
+Transform graph, a model, the baseline's copy of the serving model and TensorBoard logs
 under the pipeline root, so a daily pipeline grows without bound. This keeps the artifacts of
 the newest ``keep_runs`` complete runs (every component finished, blessed or not) and of every
 run since (failed ones too: they are the ones someone debugs), and deletes the bulky artifacts

@@ -45,8 +45,10 @@ def test_wiring(built):
     assert producer(c["DriftGate"].inputs["statistics"]) == "StatisticsGen"
     assert producer(c["Pusher"].inputs["statistics"]) == "StatisticsGen"  # the next runs' reference
     assert producer(c["Transform"].inputs["examples"]) == "CsvExampleGen"
-    assert producer(c["Trainer"].inputs["examples"]) == "Transform"
-    assert producer(c["Trainer"].inputs["transform_graph"]) == "Transform"
+    # The Trainer runs the Transform graph on the raw examples; Transform writes none.
+    assert producer(c["Trainer"].inputs["examples"]) == "CsvExampleGen"
+    assert producer(c["Trainer"].inputs["transform_graph"]) == "Transform"  # after the gates
+    assert "transformed_examples" not in c["Transform"].outputs
     assert producer(c["Evaluator"].inputs["model"]) == "Trainer"
     assert producer(c["Evaluator"].inputs["baseline_model"]) == BASELINE_ID
     # The baseline is resolved per candidate (and re-resolved whenever a new one is trained).
@@ -96,7 +98,7 @@ def test_each_split_has_one_job(built):
     assert [(s["name"], s["hash_buckets"]) for s in gen] == [("train", 3), ("validation", 1), ("eval", 2)]
     assert split_config(c["Trainer"], "train_args", "splits") == ["train"]
     assert split_config(c["Trainer"], "eval_args", "splits") == ["validation"]
-    assert split_config(c["Transform"], "splits_config") == {"analyze": ["train"], "transform": ["train", "validation"]}
+    assert split_config(c["Transform"], "splits_config") == {"analyze": ["train"]}  # and writes no split
     assert split_config(c["Evaluator"], "example_splits") == ["eval"]
 
 
@@ -108,7 +110,6 @@ def test_without_a_validation_split_the_trainer_validates_on_eval(tmp_path):
     c = {c.id: c for c in p.components}
     assert "validation" not in c["CsvExampleGen"].exec_properties["output_config"]
     assert split_config(c["Trainer"], "eval_args", "splits") == ["eval"]
-    assert split_config(c["Transform"], "splits_config")["transform"] == ["train", "eval"]
 
 
 def test_epochs_mode_gives_the_trainer_no_step_budget():

@@ -42,7 +42,7 @@ def test_a_regression_head_starts_at_the_labels_scale():
 
 
 def test_label_moments_read_the_label_alone(tmp_path):
-    from trainer.data import label_moments
+    from trainer.data import label_moments, parser
 
     path = str(tmp_path / "part.gz")
     values = np.linspace(1000.0, 5000.0, 101)
@@ -51,8 +51,8 @@ def test_label_moments_read_the_label_alone(tmp_path):
             w.write(tf.train.Example(features=tf.train.Features(feature={
                 "y": tf.train.Feature(float_list=tf.train.FloatList(value=[v])),
                 "x": tf.train.Feature(int64_list=tf.train.Int64List(value=[1]))})).SerializeToString())
-    mean, std = label_moments([path], "y", {"y": tf.io.FixedLenFeature([], tf.float32),
-                                            "x": tf.io.FixedLenFeature([], tf.int64)})
+    mean, std = label_moments([path], "y", parser({"y": tf.io.FixedLenFeature([], tf.float32),
+                                                   "x": tf.io.FixedLenFeature([], tf.int64)}))
     assert mean == pytest.approx(values.mean(), rel=1e-6) and std == pytest.approx(values.std(), rel=1e-5)
 
 

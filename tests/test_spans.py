@@ -132,10 +132,10 @@ def test_retention_after_the_week(days):
 
     for old in (first, second):
         assert not os.path.exists(old.model_uri)
-        assert not any(map(os.path.exists, uris(old, "Transform", "transformed_examples")))
+        assert not any(map(os.path.exists, uris(old, "Transform", "transform_graph")))
         assert all(map(os.path.isdir, uris(old, "StatisticsGen", "statistics")))  # small: kept
     # what the kept window run read and wrote, and every span's examples (read by a kept run, or the newest)
-    assert os.path.isdir(both.model_uri) and all(map(os.path.isdir, uris(both, "Transform", "transformed_examples")))
+    assert os.path.isdir(both.model_uri) and all(map(os.path.isdir, uris(both, "Transform", "transform_graph")))
     for summary in (first, second, stopped):
         assert all(map(os.path.isdir, uris(summary, "CsvExampleGen", "examples")))
     # the history reads every run as before (evaluations and MLMD properties are kept)

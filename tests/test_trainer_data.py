@@ -40,7 +40,7 @@ def test_the_cache_is_used_only_when_the_records_fit():
 def test_validation_reads_the_first_rows_once_and_the_same_rows_every_pass(tmp_path):
     """``limit`` comes before the cache: each pass yields the same 250 rows, nothing truncated."""
     path = write_records(tmp_path / "eval.gz", 1000)
-    ds = data.make_dataset([path], SPEC, "label", 100, shuffle=False, seed=1, repeat=False, limit=250)
+    ds = data.make_dataset([path], data.parser(SPEC), "label", 100, shuffle=False, seed=1, repeat=False, limit=250)
     passes = [np.concatenate([labels.numpy() for _, labels in ds]) for _ in range(2)]
     np.testing.assert_array_equal(passes[0], np.arange(250))
     np.testing.assert_array_equal(passes[1], passes[0])
@@ -57,17 +57,17 @@ def test_training_batches_are_a_full_seeded_shuffle_per_epoch(tmp_path):
     a resumed Trainer's skip lands on the same batches; features keep their dtypes and a
     static batch shape."""
     path = write_records(tmp_path / "train.gz", 1000)
-    ds = data.make_dataset([path], SPEC, "label", 100, shuffle=True, seed=1)
+    ds = data.make_dataset([path], data.parser(SPEC), "label", 100, shuffle=True, seed=1)
     batches = labels_of(ds, 20)
     first, second = np.concatenate(batches[:10]), np.concatenate(batches[10:])
     np.testing.assert_array_equal(np.sort(first), np.arange(1000))
     np.testing.assert_array_equal(np.sort(second), np.arange(1000))
     assert (first != second).any() and (first != np.arange(1000)).any()
-    again = labels_of(data.make_dataset([path], SPEC, "label", 100, shuffle=True, seed=1), 20)
+    again = labels_of(data.make_dataset([path], data.parser(SPEC), "label", 100, shuffle=True, seed=1), 20)
     np.testing.assert_array_equal(np.concatenate(again), np.concatenate(batches))
-    other = labels_of(data.make_dataset([path], SPEC, "label", 100, shuffle=True, seed=2), 10)
+    other = labels_of(data.make_dataset([path], data.parser(SPEC), "label", 100, shuffle=True, seed=2), 10)
     assert (np.concatenate(other) != first).any()
-    resumed = labels_of(data.make_dataset([path], SPEC, "label", 100, shuffle=True, seed=1).skip(13), 3)
+    resumed = labels_of(data.make_dataset([path], data.parser(SPEC), "label", 100, shuffle=True, seed=1).skip(13), 3)
     np.testing.assert_array_equal(np.concatenate(resumed), np.concatenate(batches[13:16]))
     features, _ = next(iter(ds))
     assert features["x"].dtype == tf.float32 and features["city"].dtype == tf.string
@@ -78,7 +78,7 @@ def test_a_split_smaller_than_the_batch_still_fills_batches(tmp_path):
     """50 rows, batch 64: every batch is full (each epoch shuffles the rows repeated to fill
     a batch, as repeat-then-batch did), and the rows all come round."""
     path = write_records(tmp_path / "small.gz", 50)
-    batches = labels_of(data.make_dataset([path], SPEC, "label", 64, shuffle=True, seed=1), 10)
+    batches = labels_of(data.make_dataset([path], data.parser(SPEC), "label", 64, shuffle=True, seed=1), 10)
     assert all(b.shape == (64,) for b in batches)
     assert set(np.concatenate(batches)) == set(range(50))
 
@@ -87,7 +87,7 @@ def test_the_streaming_path_matches_the_in_memory_path_in_what_it_yields(tmp_pat
     """cache=False (data too large for memory) still yields shuffled full batches of the same
     features and labels."""
     path = write_records(tmp_path / "train.gz", 1000)
-    streamed = data.make_dataset([path], SPEC, "label", 100, shuffle=True, seed=1, cache=False)
+    streamed = data.make_dataset([path], data.parser(SPEC), "label", 100, shuffle=True, seed=1, cache=False)
     features, labels = next(iter(streamed))
     assert labels.shape == (100,) and set(features) == {"x", "city"}
-    assert streamed.element_spec == data.make_dataset([path], SPEC, "label", 100, shuffle=True, seed=1).element_spec
+    assert streamed.element_spec == data.make_dataset([path], data.parser(SPEC), "label", 100, shuffle=True, seed=1).element_spec

@@ -1,4 +1,4 @@
-"""run_fn for real on the shared run's Transform output, one fresh process per run:
+"""run_fn for real on the shared run's examples and Transform graph, one fresh process per run:
 strategies (default, one device, mirrored over 2 logical CPUs, multi-worker over two local
 processes), precision policies, and kill-and-resume."""
 import json
@@ -21,9 +21,9 @@ HARNESS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "trainer_harn
 @pytest.fixture(scope="module")
 def transform_output(pipeline_run):
     cfg, summary, _ = pipeline_run
-    transform = summary.component("Transform")
-    return {"graph": transform.outputs["transform_graph"][0],
-            "examples": transform.outputs["transformed_examples"][0], "cfg": cfg}
+    # The Trainer's inputs: ExampleGen's raw examples and the Transform graph it runs on them.
+    return {"graph": summary.component("Transform").outputs["transform_graph"][0],
+            "examples": summary.component("CsvExampleGen").outputs["examples"][0], "cfg": cfg}
 
 
 def fn_args(t, out_dir, overrides=(), steps=60):
@@ -248,16 +248,17 @@ def test_validation_of_one_class_early_stops_on_the_loss(transform_output, tmp_p
     would keep epoch 1's weights whatever came after. The Trainer watches val_loss instead and
     says why (training_run.json, the log)."""
     import tensorflow as tf
+    import tensorflow_transform as tft
+
+    from trainer import data
 
     label = transform_output["cfg"].features.label.name
     split = transform_output["cfg"].data.trainer_eval_split
-    negatives = []
-    for record in tf.data.TFRecordDataset(tf.io.gfile.glob(os.path.join(transform_output["examples"], f"Split-{split}", "*")),
-                                          compression_type="GZIP"):
-        example = tf.train.Example.FromString(record.numpy())
-        feature = example.features.feature[label]
-        if (feature.int64_list.value or feature.float_list.value)[0] == 0:
-            negatives.append(record.numpy())
+    files = tf.io.gfile.glob(os.path.join(transform_output["examples"], f"Split-{split}", "*"))
+    records = [r.numpy() for r in tf.data.TFRecordDataset(files, compression_type="GZIP")]
+    # The label is the Transform graph's (big_tipper from tips and fare), as the Trainer computes it.
+    labels = data.transformed_decoder(tft.TFTransformOutput(transform_output["graph"]))(tf.constant(records))[label]
+    negatives = [r for r, y in zip(records, tf.reshape(labels, [-1]).numpy()) if y == 0]
     folder = tmp_path / "Split-validation"
     folder.mkdir()
     with tf.io.TFRecordWriter(str(folder / "negatives.gz"), options="GZIP") as w:

@@ -1,11 +1,16 @@
-"""tf.data input over the Transform component's ``transformed_examples``.
+"""tf.data input for the Trainer: the raw examples of a split (ExampleGen's), each batch
+decoded by ``Decode``: parsed and run through the Transform graph (``transformed_decoder``),
+the same ``tft_layer`` call the exported serving signature makes (trainer/export.py). The
+Transform component only analyzes (``materialize=False``): writing the transformed examples
+through Beam cost 60-70 s of a 1M-row day's Transform, and their transform in TF here a few
+seconds (docs/scale.md).
 
 Two readers (``training.reader``):
 
 ``tfrecord`` (default), two shapes:
 
 * the training split when it fits in memory (``cache_fits``; the taxi data is 7 MB): read
-  (parallel, GZIP TFRecords) -> parse every record once, as columns -> cache the columns ->
+  (parallel, GZIP TFRecords) -> decode every record once, as columns -> cache the columns ->
   per epoch, a seeded permutation of all rows -> batches gathered from the columns ->
   prefetch. Every step of the repeated part works on whole batches, so the input keeps up
   with a GPU: the per-example shuffle it replaces (below) topped out at ~410k examples/s on
@@ -14,21 +19,50 @@ Two readers (``training.reader``):
   windowed one; the rows a batch cannot hold (rows mod batch) differ from epoch to epoch.
 * otherwise (data that streams, or validation): read -> cache the serialized records when
   asked -> repeat -> shuffle (seeded; the buffer holds at least 8 batches) -> batch ->
-  vectorised parse of the whole batch -> split the label -> prefetch.
+  vectorised decode of the whole batch -> split the label -> prefetch.
 
 Both measured 3-4x the examples/s of the TFXIO reader on this project's data
 (bench/trainer_bench.py), and every epoch is shuffled anew without re-reading files.
 
 ``tfxio``: TFX's data accessor (``fn_args.data_accessor``, TFXIO), which reads whatever
-payload format the examples artifact declares, with the same seed, repeat and batching.
+payload format the examples artifact declares, with the same seed, repeat and batching,
+then the Transform graph on each batch.
 """
 from __future__ import annotations
 
 import os
 import tempfile
-from typing import Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 import tensorflow as tf
+
+# A batch of serialized tf.Examples -> the model's features and the label, by name.
+Decode = Callable[[tf.Tensor], Dict[str, tf.Tensor]]
+
+
+def parser(feature_spec) -> Decode:
+    """Parse with ``feature_spec``: for records that already hold the model's features."""
+    return lambda serialized: tf.io.parse_example(serialized, feature_spec)
+
+
+def transform_layer(tf_transform_output):
+    """The Transform graph as a Keras layer of the Trainer's own: not the one the exported
+    model tracks (``transform_features_layer()``, one per output), since Keras saves a layer's
+    call for the inputs it saw first, and the model's must see the serving signature's. Made
+    under the float32 policy: under a mixed one (runtime.precision) Keras would hand the graph
+    bfloat16 / float16 values where it takes float32."""
+    import tensorflow_transform as tft
+
+    from trainer.precision import precision_policy
+    with precision_policy("float32"):
+        return tft.TransformFeaturesLayer(tf_transform_output)
+
+
+def transformed_decoder(tf_transform_output) -> Decode:
+    """Parse raw examples, then the Transform graph: what the serving signature computes."""
+    raw_spec = tf_transform_output.raw_feature_spec()
+    tft_layer = transform_layer(tf_transform_output)
+    return lambda serialized: tft_layer(tf.io.parse_example(serialized, raw_spec))
 
 
 def list_files(file_patterns: Sequence[str]) -> List[str]:
@@ -36,7 +70,7 @@ def list_files(file_patterns: Sequence[str]) -> List[str]:
     for pattern in file_patterns:
         files += sorted(tf.io.gfile.glob(pattern))
     if not files:
-        raise FileNotFoundError(f"no transformed examples match {list(file_patterns)}")
+        raise FileNotFoundError(f"no examples match {list(file_patterns)}")
     return files
 
 
@@ -48,12 +82,11 @@ def count_records(file_patterns: Sequence[str], limit: int = 0) -> int:
     return int(ds.reduce(tf.constant(0, tf.int64), lambda n, _: n + 1))
 
 
-def label_moments(file_patterns: Sequence[str], label: str, feature_spec, limit: int = 1_000_000):
+def label_moments(file_patterns: Sequence[str], label: str, decode: Decode, limit: int = 1_000_000):
     """(mean, standard deviation) of a numeric label over the first ``limit`` records: one
-    streaming pass that parses the label alone (a regression head starts at the label's scale)."""
+    streaming pass (a regression head starts at the label's scale)."""
     ds = tf.data.TFRecordDataset(list_files(file_patterns), compression_type="GZIP").take(limit).batch(4096)
-    spec = {label: feature_spec[label]}
-    ds = ds.map(lambda r: tf.reshape(tf.cast(tf.io.parse_example(r, spec)[label], tf.float64), [-1]))
+    ds = ds.map(lambda r: tf.reshape(tf.cast(decode(r)[label], tf.float64), [-1]))
     n, total, squares = ds.reduce(
         (tf.constant(0.0, tf.float64), tf.constant(0.0, tf.float64), tf.constant(0.0, tf.float64)),
         lambda acc, y: (acc[0] + tf.cast(tf.size(y), tf.float64), acc[1] + tf.reduce_sum(y),
@@ -112,20 +145,24 @@ def distribution_options() -> tf.data.Options:
     return options
 
 
-def make_tfxio_dataset(data_accessor, file_patterns: Sequence[str], schema, label_key: str,
+def make_tfxio_dataset(data_accessor, file_patterns: Sequence[str], schema, transform, label_key: str,
                        batch_size: int, *, shuffle: bool, seed: int, repeat: bool = True) -> tf.data.Dataset:
+    """``schema``: the records' (raw) schema; ``transform``: the parsed batch -> the model's
+    features and the label (a ``tft_layer``)."""
     from tfx_bsl.public import tfxio
 
     options = tfxio.TensorFlowDatasetOptions(
-        batch_size=batch_size, shuffle=shuffle, shuffle_seed=seed, label_key=label_key,
+        batch_size=batch_size, shuffle=shuffle, shuffle_seed=seed,
         num_epochs=None if repeat else 1, drop_final_batch=repeat)
     ds = data_accessor.tf_dataset_factory(list(file_patterns), options, schema)
+    ds = ds.map(lambda features: split_label(transform(features), label_key),
+                num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return ds.with_options(distribution_options())
 
 
-def make_dataset(file_patterns: Sequence[str], feature_spec: Dict[str, tf.io.FixedLenFeature],
-                 label_key: str, batch_size: int, *, shuffle: bool, seed: int,
-                 cache: bool = True, repeat: bool = True, limit: int = 0) -> tf.data.Dataset:
+def make_dataset(file_patterns: Sequence[str], decode: Decode, label_key: str, batch_size: int, *,
+                 shuffle: bool, seed: int, cache: bool = True, repeat: bool = True,
+                 limit: int = 0) -> tf.data.Dataset:
     """``limit``: the first ``limit`` records only (taken before the cache, so a partial read
     never leaves an incomplete cache behind)."""
     files = list_files(file_patterns)
@@ -134,7 +171,7 @@ def make_dataset(file_patterns: Sequence[str], feature_spec: Dict[str, tf.io.Fix
     if limit:
         ds = ds.take(limit)
     if cache and repeat and shuffle:
-        ds = in_memory_batches(ds, feature_spec, label_key, batch_size, seed)
+        ds = in_memory_batches(ds, decode, label_key, batch_size, seed)
     else:
         if cache:
             ds = ds.cache()
@@ -144,7 +181,7 @@ def make_dataset(file_patterns: Sequence[str], feature_spec: Dict[str, tf.io.Fix
             # 10k records, or 8 batches when the batch is large (a grown batch on a GPU).
             ds = ds.shuffle(max(10_000, 8 * batch_size), seed=seed, reshuffle_each_iteration=True)
         ds = ds.batch(batch_size, drop_remainder=repeat)
-        ds = ds.map(lambda serialized: split_label(tf.io.parse_example(serialized, feature_spec), label_key),
+        ds = ds.map(lambda serialized: split_label(decode(serialized), label_key),
                     num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     return ds.with_options(distribution_options()).prefetch(tf.data.AUTOTUNE)
 
@@ -155,17 +192,17 @@ def split_label(features: Dict[str, tf.Tensor], label_key: str):
     return features, features.pop(label_key)
 
 
-def in_memory_batches(records: tf.data.Dataset, feature_spec, label_key: str, batch_size: int,
+def in_memory_batches(records: tf.data.Dataset, decode: Decode, label_key: str, batch_size: int,
                       seed: int) -> tf.data.Dataset:
     """Endless shuffled (features, label) batches from ``records`` held in memory as columns:
-    parsed once, then per epoch a permutation of all rows (stateless: seed and epoch number,
+    decoded once, then per epoch a permutation of all rows (stateless: seed and epoch number,
     so a resumed Trainer's ``skip`` lands on the same batches), batches gathered from it. Data
     smaller than a batch repeats within the epoch's permutation, as the streaming path's
     repeat-then-batch does."""
-    # One element, the whole split: while it is parsed the serialized records and the columns
+    # One element, the whole split: while it is decoded the serialized records and the columns
     # are both in memory (at most twice what training.cache's quarter-of-memory rule admits;
-    # parsed scalars are smaller than their tf.Example encoding), then only the columns.
-    columns = records.batch(1 << 62).map(lambda serialized: tf.io.parse_example(serialized, feature_spec))
+    # decoded scalars are smaller than their tf.Example encoding), then only the columns.
+    columns = records.batch(1 << 62).map(decode)
     columns = columns.cache().repeat()
 
     def epoch_batches(epoch, cols):

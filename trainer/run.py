@@ -53,7 +53,7 @@ def make_head(spec: F.FeatureSpec, tf_transform_output, train_files=()) -> model
     if spec.task == F.TASK_MULTICLASS:
         return model_lib.Head(spec.task, tf_transform_output.vocabulary_size_by_name(F.LABEL_VOCABULARY))
     if spec.task == F.TASK_REGRESSION and train_files:
-        mean, std = data.label_moments(train_files, spec.label.name, tf_transform_output.transformed_feature_spec())
+        mean, std = data.label_moments(train_files, spec.label.name, data.transformed_decoder(tf_transform_output))
         return model_lib.Head(spec.task, label_mean=mean, label_scale=std if std > 0 else 1.0)
     return model_lib.Head(spec.task)
 
@@ -107,17 +107,19 @@ def early_stopping_monitor(task: str, validation) -> Tuple[str, str]:
 
 def input_dataset(fn_args, settings: TrainerSettings, files, tf_transform_output, batch_size: int,
                   *, shuffle: bool, cache: bool, repeat: bool = True, limit: int = 0):
-    """Batches of (features, label); ``limit``: the first ``limit`` records, once (validation)."""
+    """Batches of (features, label) from the raw examples through the Transform graph;
+    ``limit``: the first ``limit`` records, once (validation)."""
     training, label = settings.training, settings.features.label.name
     if training.reader == "tfxio":
         if getattr(fn_args, "data_accessor", None) is None:
             raise ValueError("training.reader is tfxio but the Trainer passed no data accessor; "
                              "use training.reader=tfrecord")
         ds = data.make_tfxio_dataset(
-            fn_args.data_accessor, files, tf_transform_output.transformed_metadata.schema, label,
+            fn_args.data_accessor, files, tf_transform_output.raw_metadata.schema,
+            data.transform_layer(tf_transform_output), label,
             batch_size, shuffle=shuffle, seed=training.seed, repeat=repeat)
         return ds.take(math.ceil(limit / batch_size)) if limit else ds
-    return data.make_dataset(files, tf_transform_output.transformed_feature_spec(), label, batch_size,
+    return data.make_dataset(files, data.transformed_decoder(tf_transform_output), label, batch_size,
                              shuffle=shuffle, seed=training.seed, cache=cache, repeat=repeat, limit=limit)
 
 
