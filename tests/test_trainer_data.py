@@ -91,3 +91,21 @@ def test_the_streaming_path_matches_the_in_memory_path_in_what_it_yields(tmp_pat
     features, labels = next(iter(streamed))
     assert labels.shape == (100,) and set(features) == {"x", "city"}
     assert streamed.element_spec == data.make_dataset([path], data.parser(SPEC), "label", 100, shuffle=True, seed=1).element_spec
+
+
+def test_the_columns_are_the_same_decoded_in_chunks(tmp_path, monkeypatch):
+    """The in-memory path decodes DECODE_ROWS records at a time and joins the columns: the
+    batches equal one decode of the whole split, a string column's too."""
+    path = write_records(tmp_path / "train.gz", 1000)
+
+    def batches():
+        ds = data.make_dataset([path], data.parser(SPEC), "label", 64, shuffle=True, seed=3)
+        it = iter(ds)
+        return [next(it) for _ in range(20)]
+
+    whole = batches()
+    monkeypatch.setattr(data, "DECODE_ROWS", 37)  # 28 chunks, the last one short
+    for (features, labels), (features_chunked, labels_chunked) in zip(whole, batches()):
+        np.testing.assert_array_equal(labels.numpy(), labels_chunked.numpy())
+        for k in features:
+            np.testing.assert_array_equal(features[k].numpy(), features_chunked[k].numpy())
