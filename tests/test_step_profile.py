@@ -159,13 +159,34 @@ def tf_only(*args, cwd=ROOT):
                           timeout=600)
 
 
-@pytest.mark.e2e
-def test_the_gpu_path_runs_with_tensorflow_alone(pipeline_run, tmp_path):
-    """bench/step_profile.py (with gpu_bench's model and input code, the trainer modules they
-    import) on the shared run's output, every non-TensorFlow package of the stack blocked."""
+@pytest.fixture(scope="module")
+def gpu_run(pipeline_run, tmp_path_factory):
+    """What bench/gpu_machine.sh prepare carries to the GPU machine: the shared run's
+    training_run.json and its train split as the model's features (bench/materialize.py, since
+    the GPU bundle has no TFT to run the Transform graph)."""
+    import glob
+    import shutil
+
+    from bench.materialize import materialize
+
     cfg, _, _ = pipeline_run
+    root = tmp_path_factory.mktemp("gpu_run")
+    info = sorted(glob.glob(os.path.join(cfg.output_root, "pipeline_root", "Trainer", "model_run", "*",
+                                         "training_run.json")), key=os.path.getmtime)[-1]
+    run_dir = root / "pipeline_root" / "Trainer" / "model_run" / "1"
+    run_dir.mkdir(parents=True)
+    shutil.copy(info, run_dir)
+    assert materialize(cfg.output_root, str(root / "pipeline_root" / "Transform" / "transformed_examples" / "1" /
+                                            "Split-train")) > 0
+    return str(root)
+
+
+@pytest.mark.e2e
+def test_the_gpu_path_runs_with_tensorflow_alone(gpu_run, tmp_path):
+    """bench/step_profile.py (with gpu_bench's model and input code, the trainer modules they
+    import) on the shared run's features, every non-TensorFlow package of the stack blocked."""
     results = tmp_path / "profile.json"
-    proc = tf_only("bench/step_profile.py", "--output", cfg.output_root, "--device", "cpu", "--rows", "b256",
+    proc = tf_only("bench/step_profile.py", "--output", gpu_run, "--device", "cpu", "--rows", "b256",
                    "--steps", "3", "--results", str(results), "--traces", str(tmp_path / "traces"))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (row,) = json.loads(results.read_text())["rows"]
@@ -177,18 +198,17 @@ def test_the_gpu_path_runs_with_tensorflow_alone(pipeline_run, tmp_path):
 
 
 @pytest.mark.e2e
-def test_gpu_bench_cut_off_keeps_the_rows_it_measured(pipeline_run, tmp_path):
-    """bench/gpu_bench.py on the shared run's output with every non-TensorFlow package blocked in
+def test_gpu_bench_cut_off_keeps_the_rows_it_measured(gpu_run, tmp_path):
+    """bench/gpu_bench.py on the shared run's features with every non-TensorFlow package blocked in
     all its processes (a sitecustomize on PYTHONPATH reaches the worker processes too): the GPU
     rows are skipped with their line, and killed after its third measured row (as the GPU
     machine's per-command limit would), it has printed those rows and its results file holds them."""
-    cfg, _, _ = pipeline_run
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(BLOCK)
     results = tmp_path / "bench.json"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), ROOT]))
-    cmd = [sys.executable, "bench/gpu_bench.py", "--output", cfg.output_root, "--quick", "--seconds", "0.3",
+    cmd = [sys.executable, "bench/gpu_bench.py", "--output", gpu_run, "--quick", "--seconds", "0.3",
            "--results", str(results)]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True)
     lines = []
