@@ -37,8 +37,10 @@ def materialize(output_root: str, dest: str, split: str = "train") -> int:
     from trainer import data
 
     root = os.path.join(output_root, "pipeline_root")
-    decode = data.transformed_decoder(tft.TFTransformOutput(newest(os.path.join(root, "Transform", "transform_graph", "*"))))
-    files = data.list_files([os.path.join(newest(os.path.join(root, "CsvExampleGen", "examples", "*")), f"Split-{split}", "*")])
+    graph = newest(os.path.join(root, "Transform", "transform_graph", "*"))
+    examples = newest(os.path.join(root, "CsvExampleGen", "examples", "*"))
+    decode = data.transformed_decoder(tft.TFTransformOutput(graph))
+    files = data.list_files([os.path.join(examples, f"Split-{split}", "*")])
     os.makedirs(dest, exist_ok=True)
     rows = 0
     path = os.path.join(dest, "data_tfrecord-00000-of-00001.gz")
