@@ -41,6 +41,7 @@ from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import proto_utils
 from tfx.v1.components import CsvExampleGen as TfxCsvExampleGen
 from tfx_bsl.coders import csv_decoder
+from google.protobuf import struct_pb2
 
 from components import example_encoder, example_splits
 
@@ -75,14 +76,48 @@ def read_header(path: str) -> List[str]:
 BATCH_ROWS = 20_000  # records per batch: parsed, typed and encoded together
 
 
-def parse_records(records: List[str], column_names: List[str]) -> List[Tuple[bytes, ...]]:
-    """The cells of a batch of CSV records as columns (bytes, as TFX's ``ParseCSVLine`` gives
-    them); blank records are skipped, as TFX's CsvExampleGen does."""
+def parse_records(records: List[str], column_names: List[str],
+                  required: Sequence[int] = ()) -> Tuple[List[Tuple[bytes, ...]], int]:
+    """(the cells of a batch of CSV records as columns (bytes, as TFX's ``ParseCSVLine`` gives
+    them), the number of rows left out because a ``required`` column's cell is empty); blank
+    records are skipped, as TFX's CsvExampleGen does."""
     rows = [[cell.encode() for cell in row] for row in csv.reader(records) if row]
     for row in rows:
         if len(row) != len(column_names):
             raise ValueError(f"Columns do not match specified csv headers: {column_names} -> {row}")
-    return list(zip(*rows)) if rows else [() for _ in column_names]
+    kept = [row for row in rows if all(row[i] for i in required)] if required else rows
+    return (list(zip(*kept)) if kept else [() for _ in column_names]), len(rows) - len(kept)
+
+
+# custom_config (a Struct in TFX's CustomConfig) key: the columns whose empty cell leaves a row
+# out (the label's, with data.missing_labels: drop); the count is the Beam counter DROPPED and
+# the examples' custom property DROPPED
+DROP_ROWS_WITHOUT = "drop_rows_without"
+DROPPED = "rows_without_label"
+
+
+def custom_config(drop_rows_without: Sequence[str]) -> Optional[example_gen_pb2.CustomConfig]:
+    """The ExampleGen's custom_config that leaves out rows with an empty cell in any of the
+    columns named (None when none)."""
+    if not drop_rows_without:
+        return None
+    config = example_gen_pb2.CustomConfig()
+    config.custom_config.Pack(struct_pb2.Struct(fields={DROP_ROWS_WITHOUT: struct_pb2.Value(
+        list_value=struct_pb2.ListValue(values=[struct_pb2.Value(string_value=c) for c in drop_rows_without]))}))
+    return config
+
+
+def drop_rows_without(exec_properties) -> List[str]:
+    """The columns named by the execution's custom_config (``custom_config``'s inverse)."""
+    text = exec_properties.get(standard_component_specs.CUSTOM_CONFIG_KEY)
+    if not text:
+        return []
+    config = example_gen_pb2.CustomConfig()
+    proto_utils.json_to_proto(text, config)
+    fields = struct_pb2.Struct()
+    if not config.custom_config.Unpack(fields) or DROP_ROWS_WITHOUT not in fields.fields:
+        return []
+    return [v.string_value for v in fields.fields[DROP_ROWS_WITHOUT].list_value.values]
 
 
 def column_type(cells: Sequence[bytes]) -> csv_decoder.ColumnType:
@@ -113,8 +148,19 @@ class _ReadCsvBatches(beam.DoFn):
     iterable"), so a .csv.gz failed. Found by tests/test_csv_input.py. Yields the records
     ``BATCH_ROWS`` at a time, parsed into columns."""
 
-    def __init__(self, column_names: List[str], batch_rows: Optional[int] = None):
+    def __init__(self, column_names: List[str], batch_rows: Optional[int] = None, required: Sequence[str] = ()):
         self._column_names, self._batch_rows = column_names, batch_rows or BATCH_ROWS
+        missing = [c for c in required if c not in column_names]
+        if missing:
+            raise ValueError(f"the CSV lacks column(s) {', '.join(missing)}, whose empty cells leave rows out")
+        self._required = [column_names.index(c) for c in required]
+        self._dropped = beam.metrics.Metrics.counter(__name__, DROPPED)
+
+    def _parse(self, records: List[str]):
+        columns, dropped = parse_records(records, self._column_names, self._required)
+        if dropped:
+            self._dropped.inc(dropped)
+        return columns
 
     def process(self, csv_filepath: str):
         records = []
@@ -130,12 +176,12 @@ class _ReadCsvBatches(beam.DoFn):
                     if buffer.is_complete_line():
                         records.append(buffer.read())
                 if len(records) >= self._batch_rows:
-                    yield parse_records(records, self._column_names)
+                    yield self._parse(records)
                     records = []
             if not buffer.is_empty():
                 raise ValueError(f"Csv record had unbalanced quotes. File: {csv_filepath}")
         if records:
-            yield parse_records(records, self._column_names)
+            yield self._parse(records)
 
 
 class _ColumnTypes(csv_decoder.ColumnTypeInferrer):
@@ -162,19 +208,26 @@ class _EncodeBatch(beam.DoFn):
     no kind."""
 
     def process(self, columns, column_infos):
-        encoded = []
-        for cells, info in zip(columns, column_infos):
-            if info.type == ColumnType.IGNORE:
-                continue
-            present = np.fromiter(map(bool, cells), bool, len(cells))
-            if info.type == ColumnType.UNKNOWN:
-                encoded.append(example_encoder.Column(info.name, None, present))
-                continue
-            kind, convert = _ENCODING[info.type]
-            values = [convert(c) for c in cells if c]
-            encoded.append(example_encoder.Column(info.name, kind, present, values))
         if columns and len(columns[0]):
-            yield example_encoder.encode(encoded)
+            yield encode_columns(columns, column_infos)
+
+
+def encode_columns(columns: Sequence[Sequence[bytes]], column_infos) -> List[bytes]:
+    """A batch of columns (cells as bytes, b"" empty) as serialized tf.Examples, typed by
+    ``column_infos`` (TFX's ``ColumnInfo``s, from the whole file's ``column_type``s). Also how
+    ``tfxline schema draft`` sees a CSV, so a draft describes what the pipeline reads."""
+    encoded = []
+    for cells, info in zip(columns, column_infos):
+        if info.type == ColumnType.IGNORE:
+            continue
+        present = np.fromiter(map(bool, cells), bool, len(cells))
+        if info.type == ColumnType.UNKNOWN:
+            encoded.append(example_encoder.Column(info.name, None, present))
+            continue
+        kind, convert = _ENCODING[info.type]
+        values = [convert(c) for c in cells if c]
+        encoded.append(example_encoder.Column(info.name, kind, present, values))
+    return example_encoder.encode(encoded)
 
 
 @beam.typehints.with_input_types(beam.Pipeline)
@@ -182,6 +235,10 @@ class _EncodeBatch(beam.DoFn):
 class _CsvToExample(tfx_csv._CsvToExample):  # pylint: disable=protected-access
     """TFX's transform, with the header read by ``read_header`` and the records typed and
     encoded a batch at a time. Its elements are batches of serialized tf.Examples."""
+
+    def __init__(self, exec_properties, split_pattern: str):
+        super().__init__(exec_properties, split_pattern)
+        self._required = drop_rows_without(exec_properties)
 
     @property
     def csv_files(self) -> List[str]:
@@ -197,7 +254,7 @@ class _CsvToExample(tfx_csv._CsvToExample):  # pylint: disable=protected-access
                 raise RuntimeError(f"Files in same split {self._csv_pattern} have different header.")
         batches = (pipeline
                    | "CreateFilenames" >> beam.Create(csv_files)
-                   | "ReadCsvBatches" >> beam.ParDo(_ReadCsvBatches(column_names)))
+                   | "ReadCsvBatches" >> beam.ParDo(_ReadCsvBatches(column_names, required=self._required)))
         column_infos = beam.pvalue.AsSingleton(
             batches | "InferColumnTypes" >> beam.CombineGlobally(_ColumnTypes(column_names, skip_blank_lines=True)))
         return batches | "ToTFExample" >> beam.ParDo(_EncodeBatch(), column_infos)
@@ -240,7 +297,10 @@ class Executor(tfx_csv.Executor):
                  | "GroupByShard" >> beam.GroupByKey()
                  | "WriteShards" >> beam.ParDo(example_splits.WriteShard(split_uris, shards)))
         example_splits.write_empty_splits(split_uris)
+        dropped = pipeline.result.metrics().query(beam.metrics.MetricsFilter().with_name(DROPPED))["counters"]
         for artifact in examples:
+            if drop_rows_without(exec_properties):
+                artifact.set_int_custom_property(DROPPED, sum(c.attempted if c.committed is None else c.committed for c in dropped))
             examples_utils.set_payload_format(artifact, example_gen_pb2.FORMAT_TF_EXAMPLE)
             examples_utils.set_file_format(artifact, write_split.to_file_format_str(example_gen_pb2.FORMAT_TFRECORDS_GZIP))
 

@@ -16,6 +16,7 @@ import yaml
 
 from pipeline.beam_engines import DIRECT_MODES, ENGINES, ENVIRONMENT_TYPES, PORTABLE_ENGINES
 from pipeline.config import DEFAULT_CONFIG, ConfigError, PipelineConfig
+from pipeline.labels import MISSING_LABELS
 from pipeline.data_source import FORMATS, PACKAGE_PREFIX, DataError, has_span_spec, resolve_data_path
 from components.serving_release import RELEASES
 from components.tflite_export import MODES as TFLITE_MODES, OFF as TFLITE_OFF
@@ -129,6 +130,7 @@ def validate(cfg: PipelineConfig) -> None:
         (cfg.name.replace("-", "").replace("_", "").isalnum(), "name",
          "use letters, digits, '-' or '_'"),
         (cfg.data.format in FORMATS, "data.format", f"use one of {', '.join(FORMATS)}"),
+        (cfg.data.missing_labels in MISSING_LABELS, "data.missing_labels", f"use one of {', '.join(MISSING_LABELS)}"),
         (_spans_ok(cfg.data.spans), "data.spans", SPANS_FIX),
         (cfg.data.window == 1 or has_span_spec(cfg.data.pattern), "data.spans",
          "a window of spans needs TFX's {SPAN} placeholder in data.pattern, e.g. span-{SPAN}/*.csv"),

@@ -21,11 +21,13 @@ import glob
 import os
 import re
 from importlib import resources
-from typing import Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from tensorflow_metadata.proto.v0 import schema_pb2
 from google.protobuf import text_format
 
+if TYPE_CHECKING:
+    from pipeline.labels import LabelValues
 
 FORMATS = ("csv", "tfrecord")
 DEFAULT_PATTERNS = {"csv": "*.csv", "tfrecord": "*"}
@@ -191,8 +193,38 @@ def csv_reader(path: str):
     return header, reader
 
 
-def check_csv(files: Sequence[str], schema: schema_pb2.Schema, required: Sequence[str]) -> int:
-    """Check header, required columns and numeric values; return the number of rows."""
+def read_columns(files: Sequence[str]) -> Tuple[List[str], List[List[str]]]:
+    """(header, each column's cells) of CSV files with one header, as CsvExampleGen reads them
+    (BOM, CRLF, quotes, gzip; blank lines skipped). Ragged rows and files whose headers differ
+    are a DataError."""
+    header: List[str] = []
+    columns: List[List[str]] = []
+    for path in files:
+        names, reader = csv_reader(path)
+        if not header:
+            header, columns = names, [[] for _ in names]
+        elif names != header:
+            raise DataError(f"{path}'s header differs from {files[0]}'s; give every file of the data the same columns")
+        try:
+            for row in reader:
+                if not row or row == [""]:
+                    continue
+                if len(row) != len(header):
+                    raise DataError(f"{path} line {reader.line_num} has {len(row)} fields, the header has "
+                                    f"{len(header)}; fix the row (quote values that contain commas)")
+                for column, cell in zip(columns, row):
+                    column.append(cell)
+        except csv.Error as e:
+            raise DataError(f"{path} is not a readable CSV ({e}); fix the file") from None
+    if not columns or not columns[0]:
+        raise DataError(f"{', '.join(files)}: a header but no data rows; add rows or point --data elsewhere")
+    return header, columns
+
+
+def check_csv(files: Sequence[str], schema: schema_pb2.Schema, required: Sequence[str],
+              label: Optional["LabelValues"] = None) -> int:
+    """Check header, required columns and numeric values; return the number of rows. ``label``:
+    fed every row's cell of its column (pipeline/labels.py checks what it saw)."""
     numeric = {f.name: f.type for f in schema.feature
                if f.type in (schema_pb2.INT, schema_pb2.FLOAT)}
     rows = 0
@@ -207,6 +239,7 @@ def check_csv(files: Sequence[str], schema: schema_pb2.Schema, required: Sequenc
                 "change the features in the config and the schema")
         checks: Dict[int, Tuple[str, int]] = {
             i: (name, numeric[name]) for i, name in enumerate(header) if name in numeric}
+        label_at = header.index(label.column) if label is not None and label.column in header else None
         file_rows = 0
         try:
             for row in reader:
@@ -221,6 +254,8 @@ def check_csv(files: Sequence[str], schema: schema_pb2.Schema, required: Sequenc
                     value = row[i].strip()
                     if value and not _parses(value, kind):
                         raise DataError(f"{path} line {line_no}: column {name!r} {_type_problem(value, kind)}")
+                if label_at is not None:
+                    label.add(row[label_at])
                 file_rows += 1
         except csv.Error as e:
             raise DataError(f"{path} is not a readable CSV ({e}); fix the file") from None

@@ -13,6 +13,7 @@ from tfx import v1 as tfx
 from tfx.proto import example_gen_pb2, range_config_pb2, transform_pb2
 
 from components.anomalies_gate import AnomaliesGate
+from components import csv_example_gen
 from components.csv_example_gen import CsvExampleGen
 from components.drift_gate import SPAN_LEDGER, DriftGate
 from components.safe_pusher import SafePusher
@@ -107,8 +108,11 @@ def create_pipeline(
     input_config, output_config = example_gen_configs(cfg, data_pattern)
     example_gen_class = {"csv": CsvExampleGen,  # TFX's, reading headers as CSV (BOM, spaces, gzip)
                          "tfrecord": tfx.components.ImportExampleGen}[cfg.data.format]
+    extra = {}
+    if cfg.data.format == "csv" and cfg.data.missing_labels == "drop":  # rows without a label: left out
+        extra["custom_config"] = csv_example_gen.custom_config(cfg.features.label.source_columns)
     example_gen = example_gen_class(input_base=data_root, input_config=input_config,
-                                    output_config=output_config, range_config=span_range(span))
+                                    output_config=output_config, range_config=span_range(span), **extra)
     # The data checks look at today's span; Transform and Trainer read the window of spans.
     window = span_window(example_gen, cfg.data.window) if cfg.data.window > 1 else None
     training_examples = window.outputs["examples"] if window else example_gen.outputs["examples"]

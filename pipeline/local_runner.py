@@ -17,7 +17,7 @@ import sys
 import time
 from typing import Iterator, List, Optional, TextIO
 
-from pipeline import beam_engines, beam_packaging, data_source, files, monitoring, stack_compat, store as store_lib, summary as summary_lib
+from pipeline import beam_engines, beam_packaging, data_source, files, labels, monitoring, stack_compat, store as store_lib, summary as summary_lib
 from pipeline.config import TRAIN_SPLIT, PipelineConfig
 from components.native_stderr import stderr_to_file
 from pipeline.run_process import frozen_heap, logging_to
@@ -40,8 +40,15 @@ def resolve_inputs(cfg: PipelineConfig, span: Optional[int] = None) -> LocalPath
     schema = data_source.load_schema(schema_path)
     schema_columns = [f.name for f in schema.feature]
     cfg.features.validate(schema_columns)
-    check = data_source.check_csv if cfg.data.format == "csv" else data_source.check_tfrecords
-    check(found.files, schema, required=cfg.features.raw_columns)
+    if cfg.data.format == "csv":
+        observed = labels.LabelValues(cfg.features.label.source) if cfg.features.label.transform != "ratio_threshold" else None
+        data_source.check_csv(found.files, schema, required=cfg.features.raw_columns, label=observed)
+        try:
+            labels.check(cfg.features.label, observed, cfg.data.missing_labels)
+        except labels.LabelError as e:
+            raise data_source.DataError(str(e)) from None
+    else:
+        data_source.check_tfrecords(found.files, schema, required=cfg.features.raw_columns)
     check_tflite(cfg, schema)
     check_window_splits(cfg, found.span)
     return LocalPaths(found.root, found.pattern, found.files, schema_path, found.span)

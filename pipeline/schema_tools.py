@@ -1,22 +1,54 @@
-"""Draft a schema from data with TFDV, to review against the curated one in schema/."""
+"""Draft a schema from data with TFDV, to review against the curated one in schema/.
+
+A CSV is drafted from the tf.Examples CsvExampleGen writes for it (components/csv_example_gen.py:
+the same column types, an empty cell as an empty value list), not from TFDV's own CSV reader.
+TFDV's reader turns an empty cell into a missing feature, from which ``infer_schema`` drafts
+``value_count {min: 1}``; the pipeline's examples carry the feature with no value, so the run
+then refused the very file the schema was drafted from ("Missing values"). Drafted from what the
+pipeline reads, a column with empty cells is optional by construction, and the draft reads the
+CSVs the pipeline reads (BOM, CRLF, quotes, gzip). tests/test_schema_draft.py checks, on
+generated CSVs with empty cells, that the statistics of each file validate against its draft.
+"""
 from __future__ import annotations
 
 import difflib
 import os
-from typing import Optional, TextIO
+from typing import List, Optional, Sequence, TextIO
 
 from google.protobuf import text_format
 
 from pipeline import data_source
 from pipeline.config import PipelineConfig
-from pipeline.data_source import DataError
+from pipeline.data_source import DataError  # noqa: F401 - the CLI catches it from here
+
+ENCODE_ROWS = 20_000  # rows typed and encoded at a time (the ExampleGen's batch)
 
 
-def infer_schema(location: str, fmt: str = "csv"):
+def csv_statistics(header: Sequence[str], columns: Sequence[Sequence[str]]):
+    """TFDV statistics of the tf.Examples CsvExampleGen writes for these columns, computed in
+    memory (StatisticsGen's generators, without Beam)."""
+    import pyarrow as pa
+    from tensorflow_data_validation.statistics import stats_impl, stats_options
+    from tfx_bsl.coders import example_coder
+
+    from components import csv_example_gen
+
+    cells = [[c.encode() for c in column] for column in columns]
+    infos = [csv_example_gen.csv_decoder.ColumnInfo(name, csv_example_gen.column_type(column))
+             for name, column in zip(header, cells)]
+    decoder = example_coder.ExamplesToRecordBatchDecoder()
+    batches = [decoder.DecodeBatch(csv_example_gen.encode_columns([c[start:start + ENCODE_ROWS] for c in cells], infos))
+               for start in range(0, len(cells[0]), ENCODE_ROWS)]
+    table = pa.Table.from_batches(batches).combine_chunks() if len(batches) > 1 else None
+    batch = table.to_batches()[0] if table is not None else batches[0]
+    return stats_impl.generate_statistics_in_memory(batch, stats_options.StatsOptions())
+
+
+def infer_schema(location: str, fmt: str = "csv", files: Optional[List[str]] = None):
     import tensorflow_data_validation as tfdv
 
     if fmt == "csv":
-        stats = tfdv.generate_statistics_from_csv(location)
+        stats = csv_statistics(*data_source.read_columns(files or [location]))
     else:
         stats = tfdv.generate_statistics_from_tfrecord(location)
     return tfdv.infer_schema(stats)
@@ -25,12 +57,10 @@ def infer_schema(location: str, fmt: str = "csv"):
 def draft(cfg: PipelineConfig, out_path: Optional[str], diff: bool, stream: TextIO) -> int:
     found = data_source.locate(data_source.resolve_data_path(cfg.data.path), cfg.data.format, cfg.data.pattern)
     schema = infer_schema(found.files[0] if len(found.files) == 1 else os.path.join(found.root, found.read_pattern),
-                          cfg.data.format)
+                          cfg.data.format, files=found.files)
     text = text_format.MessageToString(schema)
     if out_path:
-        os.makedirs(os.path.dirname(os.path.abspath(out_path)), exist_ok=True)
-        with open(out_path, "w") as f:
-            f.write(text)
+        write_schema(out_path, text)
         print(f"draft schema written to {out_path}; review it, then set data.schema to it", file=stream)
     if diff:
         try:
@@ -45,3 +75,12 @@ def draft(cfg: PipelineConfig, out_path: Optional[str], diff: bool, stream: Text
     if not out_path and not diff:
         print(text, file=stream)
     return 0
+
+
+def write_schema(path: str, text: str, header: str = "") -> None:
+    """Write a schema file whole (a temporary file renamed over it: never half-written)."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(header + text)
+    os.replace(tmp, path)

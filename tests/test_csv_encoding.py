@@ -109,7 +109,8 @@ def test_the_taxi_csv_encodes_as_tfx_does(tmp_path):
     assert ours == _records(tfx_csv._CsvToExample, str(path))
 
 
-def _run_executor(executor_class, data_dir, out_dir, shard_bytes=None, component_args=()):
+def _run_executor(executor_class, data_dir, out_dir, shard_bytes=None, component_args=(), extra_props=None,
+                  artifact=None):
     from tfx.proto import example_gen_pb2
     from tfx.types import standard_artifacts
     from tfx.utils import proto_utils
@@ -124,7 +125,9 @@ def _run_executor(executor_class, data_dir, out_dir, shard_bytes=None, component
     props = {"input_base": str(data_dir), "output_config": proto_utils.proto_to_json(splits),
              "input_config": proto_utils.proto_to_json(example_gen_pb2.Input(splits=[
                  example_gen_pb2.Input.Split(name="single_split", pattern="*.csv")])),
-             "output_data_format": example_gen_pb2.FORMAT_TF_EXAMPLE}
+             "output_data_format": example_gen_pb2.FORMAT_TF_EXAMPLE, **(extra_props or {})}
+    if artifact is not None:
+        artifact.append(examples)
     # a local run's pipeline args, then the component's own (TFX's order)
     args = list(stack_compat.local_beam_args(["--direct_running_mode=in_memory", "--direct_num_workers=1"]))
     args += list(component_args)
@@ -160,7 +163,7 @@ def test_the_executor_writes_tfxs_splits_in_a_deterministic_shuffled_order(tmp_p
     workers = _run_executor(csv_example_gen.Executor, data, tmp_path / "workers", shard_bytes=100_000,
                             component_args=("--direct_running_mode=multi_processing", "--direct_num_workers=2"))
     names = csv_example_gen.read_header(str(data / "taxi.csv"))
-    columns = csv_example_gen.parse_records((data / "taxi.csv").read_text().splitlines(True)[1:], names)
+    columns, _ = csv_example_gen.parse_records((data / "taxi.csv").read_text().splitlines(True)[1:], names)
     types = csv_example_gen._ColumnTypes(names, skip_blank_lines=True)
     in_csv_order = next(csv_example_gen._EncodeBatch().process(
         columns, types.extract_output(types.add_input({}, columns))))
@@ -173,3 +176,27 @@ def test_the_executor_writes_tfxs_splits_in_a_deterministic_shuffled_order(tmp_p
         assert sorted(records) == want and len(records) > 100
         assert [position[r] for r in records] != sorted(position[r] for r in records)  # shuffled
     assert sum(len(ours[s][1]) for s in ours) == len(in_csv_order) == 2000
+
+
+def test_rows_without_a_label_are_left_out(tmp_path):
+    """data.missing_labels: drop. The ExampleGen leaves out the rows whose label cell is empty,
+    counts them on its examples (the run's summary reads the count), and every other row lands
+    in the split it lands in without the option (its bytes pick the split)."""
+    from tfx.utils import proto_utils
+
+    data = tmp_path / "data"
+    data.mkdir()
+    rows = ["id,grade,label"] + [f"{i},{i % 7}.0,{'' if i % 5 == 0 else 'yes' if i % 3 else 'no'}" for i in range(300)]
+    (data / "t.csv").write_text("\n".join(rows) + "\n")
+    config = csv_example_gen.custom_config(["label"])
+    kept, everything = [], []
+    dropped = _run_executor(csv_example_gen.Executor, data, tmp_path / "drop", artifact=kept,
+                            extra_props={"custom_config": proto_utils.proto_to_json(config)})
+    whole = _run_executor(csv_example_gen.Executor, data, tmp_path / "all", artifact=everything)
+    assert kept[0].get_int_custom_property(csv_example_gen.DROPPED) == 60
+    assert csv_example_gen.DROPPED not in everything[0].mlmd_artifact.custom_properties
+    for split in ("train", "validation", "eval"):
+        labelled = [r for r in whole[split][1]
+                    if tf.train.Example.FromString(r).features.feature["label"].bytes_list.value]
+        assert sorted(dropped[split][1]) == sorted(labelled)
+    assert sum(len(dropped[s][1]) for s in dropped) == 240

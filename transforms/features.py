@@ -29,9 +29,12 @@ its own name, or the one named by ``column``:
 
 ``ratio_threshold``  binary: ``numerator > threshold * denominator``. A missing or
                      non-positive denominator gives 0 (the ratio is undefined).
-``binary``           binary: an integer 0/1 column (any value > 0 is positive), or a string
-                     column with ``positive`` naming the positive value.
-``class_vocabulary`` multi-class: each distinct value (string or integer) is a class.
+``binary``           binary: a column of two values, ``positive`` naming the positive one as
+                     the data writes it (``"yes"``, ``"malignant"``, ``2``); without it the
+                     column must hold 0 and 1. The pre-flight check refuses a column with
+                     other values or without the positive one (pipeline/labels.py).
+``class_vocabulary`` multi-class: each distinct value (string or whole number, also written
+                     as a float such as ``3.0``) is a class.
 ``regression``       a numeric target, used as is.
 """
 from __future__ import annotations
@@ -87,7 +90,7 @@ class Label:
     numerator: Optional[str] = None
     denominator: Optional[str] = None
     threshold: float = 0.0
-    positive: Optional[str] = None
+    positive: Optional[Any] = None   # binary: the positive value as the data writes it (text or number)
 
     @property
     def task(self) -> str:
@@ -197,6 +200,13 @@ class FeatureSpec:
             raise FeatureSpecError(
                 f"features.label: unknown transform {self.label.transform!r}; "
                 f"use one of {', '.join(LABEL_TRANSFORMS)}")
+        if isinstance(self.label.positive, bool):
+            raise FeatureSpecError(
+                f"features.label: positive is the YAML boolean {str(self.label.positive).lower()} (yes, no, true, "
+                "false, on and off unquoted are booleans); quote the value as the data writes it, e.g. positive: \"yes\"")
+        if self.label.positive is not None and self.label.transform != "binary":
+            raise FeatureSpecError(f"features.label: positive applies to transform binary, not "
+                                   f"{self.label.transform!r}; remove positive: or use transform: binary")
         for field in _REQUIRED_LABEL_FIELDS[self.label.transform]:
             if not getattr(self.label, field):
                 raise FeatureSpecError(

@@ -114,6 +114,8 @@ def transform_input(feature: F.InputFeature, x: Any, analyzers: Analyzers) -> tf
             # value's id where a value is missing (the same ids as filling first)
             missing_id = analyzers.vocabulary(feature, tf.constant([MISSING_STRING]))[0]
             return tf.where(x.present, analyzers.vocabulary(feature, x.values), missing_id)
+        if x.dtype.is_floating:  # whole numbers written as floats (3.0): categories by their integer
+            x = _as_int(x)
         dense = to_dense(x, _missing_default(x))
         if dense.dtype.is_integer:
             dense = tf.cast(dense, tf.int64)
@@ -181,9 +183,14 @@ def transform_label(label: F.Label, inputs: Mapping[str, Any]) -> tf.Tensor:
     if label.transform == "binary":
         dense = to_dense(x, _missing_default(x))
         if dense.dtype == tf.string:
-            return tf.cast(tf.equal(dense, label.positive or "1"), tf.int64)
+            return tf.cast(tf.equal(dense, "1" if label.positive is None else str(label.positive)), tf.int64)
+        if label.positive is not None:  # a numeric label with its positive value named (pipeline/labels.py)
+            return tf.cast(tf.equal(tf.cast(dense, tf.float64), float(label.positive)), tf.int64)
         return tf.cast(dense > 0, tf.int64)
     if label.transform == "class_vocabulary":
+        # whole-number classes written as floats (81.0, as pandas writes integers beside empty
+        # cells) are their integers (pipeline/labels.py refuses fractional classes)
+        x = _as_int(x) if x.dtype.is_floating else x
         dense = to_dense(x, _missing_default(x))
         if dense.dtype.is_integer:
             dense = tf.cast(dense, tf.int64)
@@ -200,6 +207,19 @@ def _as_float(x: Any) -> Any:
     if isinstance(x, tf.RaggedTensor):
         return tf.cast(x, tf.float32)
     return tf.cast(x, tf.float32)
+
+
+def _as_int(x: Any) -> Any:
+    """A float column's values rounded to int64, keeping which are present (a missing value
+    then takes the integer column's default, not a category of 0)."""
+    fn = lambda v: tf.cast(tf.round(v), tf.int64)  # noqa: E731
+    if is_present(x):
+        return Present(fn(x.values), x.present)
+    if isinstance(x, tf.SparseTensor):
+        return tf.SparseTensor(x.indices, fn(x.values), x.dense_shape)
+    if isinstance(x, tf.RaggedTensor):
+        return tf.ragged.map_flat_values(fn, x)
+    return fn(x)
 
 
 def _float_values(x: Any) -> tf.Tensor:
