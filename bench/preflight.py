@@ -1,6 +1,6 @@
-"""How long `tfxline run` takes to refuse a bad CSV (the pre-flight check), in a fresh process
-as a user runs it: one line per case, with the exit code and the error line. The check runs
-before TFX and TensorFlow load, so each case is the CLI's start plus reading the file.
+"""How long `tfxline run` takes to refuse a bad CSV or a bad label (the pre-flight check), in a
+fresh process as a user runs it: one line per case, with the exit code and the error line. The
+check runs before TFX and TensorFlow load, so each case is the CLI's start plus reading the file.
 
     .venv/bin/python bench/preflight.py [--repeat 3]
 """
@@ -36,13 +36,37 @@ def cases(d: str):
     keep = [header.index(c) for c in missing]
     text = [r[:] for r in body]
     text[-1][header.index("fare")] = "twelve"
-    return {
+    return {name: (path, []) for name, path in {
         "empty file": write("empty.csv", []),
         "header only": write("header.csv", [header]),
         "missing column (15,002 rows)": write("missing.csv", [missing] + [[r[i] for i in keep] for r in body]),
         "text in a numeric column, last row": write("text.csv", [header] + text),
         "semicolon-delimited": write("semi.csv", [[";".join(header)]]),
         "Latin-1 bytes": _latin1(d, header, body),
+    }.items()} | label_cases(d, write)
+
+
+def label_cases(d, write, rows=15_002):
+    """The label checks (pipeline/labels.py) on a 15,002-row table, the bad value in its last row."""
+    schema = os.path.join(d, "label.pbtxt")
+    with open(schema, "w") as f:
+        f.write('feature { name: "x" type: INT }\nfeature { name: "y" type: BYTES }\n')
+
+    def table(name, values, last):
+        return write(name, [["x", "y"]] + [[i, values[i % len(values)]] for i in range(rows - 1)] + [[rows, last]])
+
+    def run(transform, *sets):
+        args = ["--set", f"data.schema={schema}", "--set", "evaluation.slices=[]", "--set",
+                f"features={{label: {{name: y, transform: {transform}}}, inputs: [{{name: x, transform: zscore}}]}}"]
+        return args + [a for s in sets for a in ("--set", s)]
+
+    return {
+        "binary label, a third value": (table("l3.csv", ["yes", "no"], "maybe"), run("binary", 'features.label.positive="yes"')),
+        "binary label, no positive: set": (table("lp.csv", ["yes", "no"], "no"), run("binary")),
+        "multi-class label, one class": (table("l1.csv", ["a"], "a"), run("class_vocabulary")),
+        "regression label, text": (table("lt.csv", ["1.5", "2"], "n/a"), run("regression")),
+        "empty labels, missing_labels: fail": (table("le.csv", ["a", "b", ""], "a"),
+                                               run("class_vocabulary", "data.missing_labels=fail")),
     }
 
 
@@ -61,11 +85,11 @@ def main() -> None:
     args = parser.parse_args()
     tfxline = os.path.join(os.path.dirname(sys.executable), "tfxline")
     with tempfile.TemporaryDirectory() as d:
-        for name, path in cases(d).items():
+        for name, (path, extra) in cases(d).items():
             times, out = [], None
             for _ in range(args.repeat):
                 started = time.monotonic()
-                out = subprocess.run([tfxline, "run", "--data", path, "--output", os.path.join(d, "out")],
+                out = subprocess.run([tfxline, "run", "--data", path, "--output", os.path.join(d, "out"), *extra],
                                      capture_output=True, text=True)
                 times.append(time.monotonic() - started)
             line = (out.stderr.strip().splitlines() or ["(no error line)"])[-1]

@@ -32,6 +32,7 @@ from typing import List, Optional, Sequence, Tuple
 import apache_beam as beam
 import numpy as np
 from tfx.components.example_gen import utils as example_gen_utils, write_split
+from tfx.components.example_gen.component import FileBasedExampleGen
 from tfx.components.example_gen.csv_example_gen import executor as tfx_csv
 from tfx.components.util import examples_utils
 from tfx.dsl.components.base import executor_spec
@@ -89,21 +90,29 @@ def parse_records(records: List[str], column_names: List[str],
     return (list(zip(*kept)) if kept else [() for _ in column_names]), len(rows) - len(kept)
 
 
-# custom_config (a Struct in TFX's CustomConfig) key: the columns whose empty cell leaves a row
-# out (the label's, with data.missing_labels: drop); the count is the Beam counter DROPPED and
-# the examples' custom property DROPPED
-DROP_ROWS_WITHOUT = "drop_rows_without"
+# custom_config (a Struct in TFX's CustomConfig) keys: the columns whose empty cell leaves a row
+# out (the label's, with data.missing_labels: drop; the count is the Beam counter DROPPED and the
+# examples' custom property DROPPED), and the input files' content digest (read by nothing: it
+# is in the execution's cache key, which TFX's driver fingerprint of the files holds only by
+# size and modification second, so a CSV rewritten within a second, or copied with its time
+# kept, was served from cache)
+DROP_ROWS_WITHOUT, DATA_DIGEST = "drop_rows_without", "data_digest"
 DROPPED = "rows_without_label"
 
 
-def custom_config(drop_rows_without: Sequence[str]) -> Optional[example_gen_pb2.CustomConfig]:
-    """The ExampleGen's custom_config that leaves out rows with an empty cell in any of the
-    columns named (None when none)."""
-    if not drop_rows_without:
+def custom_config(drop_rows_without: Sequence[str] = (), data_digest: str = "") -> Optional[example_gen_pb2.CustomConfig]:
+    """The ExampleGen's custom_config: leave out rows with an empty cell in any of the columns
+    named; ``data_digest``, the content of the files it reads (None when neither is given)."""
+    fields = {}
+    if drop_rows_without:
+        fields[DROP_ROWS_WITHOUT] = struct_pb2.Value(list_value=struct_pb2.ListValue(
+            values=[struct_pb2.Value(string_value=c) for c in drop_rows_without]))
+    if data_digest:
+        fields[DATA_DIGEST] = struct_pb2.Value(string_value=data_digest)
+    if not fields:
         return None
     config = example_gen_pb2.CustomConfig()
-    config.custom_config.Pack(struct_pb2.Struct(fields={DROP_ROWS_WITHOUT: struct_pb2.Value(
-        list_value=struct_pb2.ListValue(values=[struct_pb2.Value(string_value=c) for c in drop_rows_without]))}))
+    config.custom_config.Pack(struct_pb2.Struct(fields=fields))
     return config
 
 
@@ -306,6 +315,14 @@ class Executor(tfx_csv.Executor):
 
 
 class CsvExampleGen(TfxCsvExampleGen):
-    """TFX's CsvExampleGen (same id, spec, outputs and driver) with ``Executor``."""
+    """TFX's CsvExampleGen (same id, spec, outputs and driver) with ``Executor``, and the
+    ``custom_config`` of TFX's file-based ExampleGens (``custom_config()``), which TFX's
+    CsvExampleGen does not pass on."""
 
     EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(Executor)
+
+    def __init__(self, input_base=None, input_config=None, output_config=None, range_config=None,
+                 custom_config: Optional[example_gen_pb2.CustomConfig] = None):
+        FileBasedExampleGen.__init__(self, input_base=input_base, input_config=input_config,
+                                     output_config=output_config, range_config=range_config,
+                                     custom_config=custom_config)

@@ -1,5 +1,6 @@
 """The ``tfxline`` command.
 
+    tfxline init --data CSV --label COLUMN [--task T] [--positive VALUE] [--dir DIR] [--force]
     tfxline run [--config FILE] [--data PATH] [--output DIR] [--set section.key=value ...] [--span N]
     tfxline schema draft --data PATH [--schema-output FILE] [--diff]
     tfxline predict --input rows.csv --predictions out.csv
@@ -33,6 +34,19 @@ def build_parser() -> argparse.ArgumentParser:
         prog="tfxline", description="The TFX pipeline: run it locally, or compile it for Kubeflow Pipelines v2 / "
         "Vertex AI and submit it.", epilog=__doc__.split("\n\n")[-1].strip().replace("``", "'"))
     sub = parser.add_subparsers(dest="command", required=True)
+
+    init = sub.add_parser("init", help="write a config and a schema for your CSV, decided from its columns")
+    init.add_argument("--data", required=True, metavar="CSV", help="the CSV (a file, .csv.gz, or a directory of them)")
+    init.add_argument("--label", required=True, metavar="COLUMN", help="the column to predict")
+    init.add_argument("--task", choices=("binary", "multiclass", "regression"),
+                      help="default: from the label's values (two values: binary; text or a few whole numbers: "
+                           "multiclass; other numbers: regression)")
+    init.add_argument("--positive", metavar="VALUE",
+                      help="binary: the positive value as the data writes it (needed unless it is yes/no, true/false, "
+                           "y/n, 1/0 or positive/negative)")
+    init.add_argument("--dir", default=".", metavar="DIR", help="where config.yaml and schema.pbtxt go (default: here)")
+    init.add_argument("--force", action="store_true", help="replace DIR's config.yaml and schema.pbtxt")
+    init.set_defaults(func=cmd_init)
 
     run = sub.add_parser("run", help="run the whole pipeline locally (LocalDagRunner + SQLite MLMD)")
     add_config_args(run)
@@ -276,6 +290,17 @@ def print_summary(result, stream: TextIO) -> None:
         print(f"  tensorboard: tensorboard --logdir {trainer.outputs['model_run'][0]}", file=stream)
     if result.report_path:
         print(f"  report: {result.report_path}", file=stream, flush=True)
+
+
+def cmd_init(args, stream: TextIO) -> int:
+    from pipeline import init_project
+    from pipeline.data_source import DataError
+
+    quiet_tensorflow()  # the schema is drafted with TFDV
+    try:
+        return init_project.init(args.data, args.label, args.task, args.positive, args.dir, args.force, stream)
+    except (init_project.InitError, DataError) as e:
+        raise BadInput(str(e)) from None
 
 
 def cmd_schema_draft(args, stream: TextIO) -> int:

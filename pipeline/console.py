@@ -60,6 +60,9 @@ def format_summary(summary: RunSummary) -> str:
     spans = describe_spans(summary.spans)
     if spans:
         lines.append(f"  data: {spans}")
+    if summary.rows_without_label:
+        lines.append(f"  data: {summary.rows_without_label} rows without a label left out of training and evaluation "
+                     "(data.missing_labels: drop)")
     if summary.step_profile:
         lines.append("  trainer step profile: " + summary.step_profile)
     if summary.metrics:

@@ -94,6 +94,7 @@ def create_pipeline(
     trainer_factory=None,
     run_metrics: Optional[dict] = None,
     component_beam_args: Optional[Mapping[str, Sequence[str]]] = None,
+    data_digest: str = "",
 ) -> tfx.dsl.Pipeline:
     """Build the pipeline.
 
@@ -103,14 +104,16 @@ def create_pipeline(
     Vertex AI Training) that takes the standard Trainer arguments; ``run_metrics``: the
     Pusher's exec properties that make it push the run's metrics (a compiled run's; a local run's
     runner pushes them itself, pipeline/monitoring.py); ``component_beam_args``: Beam args of
-    single components by id, after the pipeline's (pipeline/beam_engines.component_args).
+    single components by id, after the pipeline's (pipeline/beam_engines.component_args);
+    ``data_digest``: the content of the CSV files read now (a local run's), in ExampleGen's cache key.
     """
     input_config, output_config = example_gen_configs(cfg, data_pattern)
     example_gen_class = {"csv": CsvExampleGen,  # TFX's, reading headers as CSV (BOM, spaces, gzip)
                          "tfrecord": tfx.components.ImportExampleGen}[cfg.data.format]
     extra = {}
-    if cfg.data.format == "csv" and cfg.data.missing_labels == "drop":  # rows without a label: left out
-        extra["custom_config"] = csv_example_gen.custom_config(cfg.features.label.source_columns)
+    if cfg.data.format == "csv":  # rows without a label: left out; the data's content: in the cache key
+        drop = cfg.features.label.source_columns if cfg.data.missing_labels == "drop" else ()
+        extra["custom_config"] = csv_example_gen.custom_config(drop, data_digest)
     example_gen = example_gen_class(input_base=data_root, input_config=input_config,
                                     output_config=output_config, range_config=span_range(span), **extra)
     # The data checks look at today's span; Transform and Trainer read the window of spans.

@@ -134,7 +134,7 @@ def check(label: F.Label, values: Optional[LabelValues], missing_labels: str = "
                              "(multi-class) or regression")
         if positive not in values.counts:
             others = "the values " + values.shown() if n > 1 else "only " + values.shown()
-            fix = (f"set features.label.positive to the positive one (e.g. --set features.label.positive={values.distinct[0]})"
+            fix = (f"set features.label.positive to the positive one (e.g. --set 'features.label.positive=\"{values.distinct[0]}\"')"
                    if label.positive is None else "set features.label.positive to a value the column holds")
             raise LabelError(f"{where} holds {others}, none of them the positive value {positive!r}"
                              f"{'' if label.positive is not None else ' (the default with no positive: set)'}; {fix}")
@@ -143,7 +143,7 @@ def check(label: F.Label, values: Optional[LabelValues], missing_labels: str = "
                              "the other class")
         if values.numeric and label.positive is None and {float(v) for v in values.counts} != {0.0, 1.0}:
             raise LabelError(f"{where} holds {values.shown()}, not 0 and 1; say which is positive: set "
-                             f"features.label.positive (e.g. --set features.label.positive={values.distinct[0]})")
+                             f"features.label.positive (e.g. --set 'features.label.positive=\"{values.distinct[0]}\"')")
     elif task == F.TASK_MULTICLASS:
         if n < 2 and not values.many:
             raise LabelError(f"{where} holds one class ({values.shown()}): a multi-class model needs two or more; "

@@ -29,6 +29,7 @@ class LocalPaths:
     data_files: list
     schema_path: str
     span: Optional[int] = None  # the span ExampleGen ingests (the newest, or --span's), when the pattern names spans
+    data_digest: str = ""       # the content of data_files (CSV): in ExampleGen's cache key
 
 
 def resolve_inputs(cfg: PipelineConfig, span: Optional[int] = None) -> LocalPaths:
@@ -51,7 +52,8 @@ def resolve_inputs(cfg: PipelineConfig, span: Optional[int] = None) -> LocalPath
         data_source.check_tfrecords(found.files, schema, required=cfg.features.raw_columns)
     check_tflite(cfg, schema)
     check_window_splits(cfg, found.span)
-    return LocalPaths(found.root, found.pattern, found.files, schema_path, found.span)
+    digest = files.content_digest(found.files) if cfg.data.format == "csv" else ""
+    return LocalPaths(found.root, found.pattern, found.files, schema_path, found.span, digest)
 
 
 def check_tflite(cfg: PipelineConfig, schema) -> None:
@@ -113,12 +115,14 @@ def build_pipeline(cfg: PipelineConfig, paths: LocalPaths, enable_cache: bool = 
         data_root=paths.data_root,
         data_pattern=paths.data_pattern,
         span=paths.span,
-        schema_path=paths.schema_path,
+        # by content: a schema edited in place re-runs ImportSchemaGen and what follows it
+        schema_path=files.content_copy(paths.schema_path, os.path.join(cfg.output_root, "schemas")),
         pipeline_root=cfg.pipeline_root,
         serving_dir=cfg.serving_dir,
         metadata_connection_config=store_lib.connection_config(cfg.metadata_store, readonly=False),
         beam_pipeline_args=stack_compat.local_beam_args(beam_engines.beam_args(cfg.beam, cfg.runtime.beam_args)),
         component_beam_args=component_beam_args(cfg, paths),
+        data_digest=paths.data_digest,
         enable_cache=enable_cache,
     )
 

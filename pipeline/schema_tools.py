@@ -17,7 +17,7 @@ from typing import List, Optional, Sequence, TextIO
 
 from google.protobuf import text_format
 
-from pipeline import data_source
+from pipeline import data_source, files
 from pipeline.config import PipelineConfig
 from pipeline.data_source import DataError  # noqa: F401 - the CLI catches it from here
 
@@ -60,7 +60,7 @@ def draft(cfg: PipelineConfig, out_path: Optional[str], diff: bool, stream: Text
                           cfg.data.format, files=found.files)
     text = text_format.MessageToString(schema)
     if out_path:
-        write_schema(out_path, text)
+        files.write_text_atomic(out_path, text)
         print(f"draft schema written to {out_path}; review it, then set data.schema to it", file=stream)
     if diff:
         try:
@@ -75,12 +75,3 @@ def draft(cfg: PipelineConfig, out_path: Optional[str], diff: bool, stream: Text
     if not out_path and not diff:
         print(text, file=stream)
     return 0
-
-
-def write_schema(path: str, text: str, header: str = "") -> None:
-    """Write a schema file whole (a temporary file renamed over it: never half-written)."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as f:
-        f.write(header + text)
-    os.replace(tmp, path)

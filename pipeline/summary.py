@@ -16,6 +16,9 @@ from pipeline.store import (INPUT_EVENTS, describe_store, execution_artifacts, l
 from trainer.settings import TRAINING_RUN_FILE
 from transforms.features import FeatureSpec, FeatureSpecError
 
+# components/csv_example_gen.DROPPED: the examples' count of rows left out for an empty label (a
+# literal here: that module imports Beam and TFX, and summaries are read without them)
+ROWS_WITHOUT_LABEL = "rows_without_label"
 STATE_NAMES = {
     metadata_store_pb2.Execution.COMPLETE: "complete",
     metadata_store_pb2.Execution.CACHED: "cached",
@@ -54,6 +57,7 @@ class RunSummary:
     model_uri: str = ""
     baseline_version: Optional[int] = None  # the serving version the candidate was judged against
     spans: List[int] = dataclasses.field(default_factory=list)  # the spans trained on (else ExampleGen's)
+    rows_without_label: Optional[int] = None  # rows ExampleGen left out, their label empty (data.missing_labels: drop)
     drift: str = ""               # what the DriftGate compared the data with (or why it could not)
     undefined: Dict[str, str] = dataclasses.field(default_factory=dict)  # overall metric -> why undefined
     wall_seconds: float = 0.0
@@ -94,6 +98,9 @@ def collect_run(metadata_store: Any, pipeline_name: str, run_id: Optional[str] =
             summary.task = _task_of(execution)
         if node_id.endswith("ExampleGen") and outputs.get("examples") and not summary.spans:
             summary.spans = spans_of(outputs["examples"])
+        if node_id.endswith("ExampleGen") and outputs.get("examples"):
+            dropped = outputs["examples"][0].custom_properties.get(ROWS_WITHOUT_LABEL)
+            summary.rows_without_label = dropped.int_value if dropped is not None else None
         if node_id == "Transform":  # what the model trains on: today's span or the window
             read = execution_artifacts(store, execution.id, INPUT_EVENTS).get("examples")
             summary.spans = spans_of(read) if read else summary.spans

@@ -1,0 +1,87 @@
+"""What each column of a CSV holds: the statistics ``tfxline init`` decides a column's role from.
+
+Pure Python and numpy over the cells as CsvExampleGen reads them (``data_source.read_columns``):
+the kind of value (CsvExampleGen's type inference: int, float or string; empty when no cell has a
+value), empty cells, distinct values, and for numbers their range, skew and whether they are whole.
+"""
+from __future__ import annotations
+
+import collections
+import dataclasses
+from typing import List, Optional, Sequence, Tuple
+
+import numpy as np
+
+INT, FLOAT, STRING, EMPTY = "int", "float", "string", "empty"
+
+
+@dataclasses.dataclass
+class ColumnProfile:
+    name: str
+    kind: str                     # int | float | string | empty
+    rows: int
+    missing: int                  # empty cells
+    distinct: int                 # distinct present values
+    top: List[Tuple[str, int]]    # the most frequent values and their counts
+    numbers: Optional[np.ndarray] = None  # int / float: the present values
+
+    @property
+    def present(self) -> int:
+        return self.rows - self.missing
+
+    @property
+    def numeric(self) -> bool:
+        return self.kind in (INT, FLOAT)
+
+    @property
+    def whole(self) -> bool:
+        """Every value is a whole number (an int column, or floats such as 81.0)."""
+        return self.numeric and bool(np.all(np.mod(self.numbers, 1) == 0))
+
+    @property
+    def skew(self) -> float:
+        """Sample skewness of the numbers (0 for a constant column)."""
+        x = self.numbers
+        std = float(np.std(x)) if x is not None and len(x) else 0.0
+        return float(np.mean(((x - np.mean(x)) / std) ** 3)) if std > 0 else 0.0
+
+    @property
+    def consecutive(self) -> bool:
+        """Whole numbers, each once, filling their range: a row number."""
+        x = self.numbers
+        return (self.whole and self.distinct == self.present
+                and float(np.max(x) - np.min(x)) + 1 == self.distinct)
+
+
+def kind_of(cells: Sequence[str]) -> str:
+    """The column's type as CsvExampleGen infers it (``column_type``): int when every value is
+    an integer, float when every value is a number, else string."""
+    values = [c for c in cells if c]
+    if not values:
+        return EMPTY
+    try:
+        for v in values:
+            int(v)
+        return INT
+    except ValueError:
+        pass
+    try:
+        for v in values:
+            float(v)
+        return FLOAT
+    except ValueError:
+        return STRING
+
+
+def profile(name: str, cells: Sequence[str], top: int = 10) -> ColumnProfile:
+    kind = kind_of(cells)
+    counts = collections.Counter(c for c in cells if c)
+    missing = len(cells) - sum(counts.values())
+    numbers = None
+    if kind in (INT, FLOAT):
+        numbers = np.array([float(c) for c in cells if c], np.float64)
+    return ColumnProfile(name, kind, len(cells), missing, len(counts), counts.most_common(top), numbers)
+
+
+def profile_table(header: Sequence[str], columns: Sequence[Sequence[str]]) -> List[ColumnProfile]:
+    return [profile(name, cells) for name, cells in zip(header, columns)]

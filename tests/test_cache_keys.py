@@ -1,0 +1,74 @@
+"""Files the config points at are part of MLMD's cache key (issue #48): an edit in place re-runs
+what depends on it. MLMD keys an execution on its inputs and exec properties, so
+
+- the schema: the local runner hands ImportSchemaGen a copy named by its content
+  (pipeline/files.content_copy), so the schema_file property changes exactly when the file does;
+- the data: ExampleGen's driver fingerprints its input files (TFX's
+  calculate_splits_fingerprint_span_and_version) by name, size and modification second only, so
+  the local runner also puts the CSVs' content digest in ExampleGen's custom_config;
+- the config: every value a component uses is one of its exec properties.
+"""
+import os
+
+from pipeline import files, local_runner
+from pipeline.config_loader import load_config
+from tests.conftest import write_taxi_slice
+
+
+def exec_properties(cfg, paths, component_id):
+    pipeline = local_runner.build_pipeline(cfg, paths)
+    return next(c for c in pipeline.components if c.id == component_id).exec_properties
+
+
+def test_a_schema_edited_in_place_changes_import_schema_gens_key(tmp_path):
+    data = write_taxi_slice(tmp_path / "data" / "taxi.csv", limit=50)
+    schema = tmp_path / "my.pbtxt"
+    schema.write_bytes(open(load_and_path(tmp_path, data)[1].schema_path, "rb").read())
+    cfg = load_config(overrides=[f"data.path={data}", f"output_root={tmp_path / 'out'}", f"data.schema={schema}"])
+    paths = local_runner.resolve_inputs(cfg)
+    first = exec_properties(cfg, paths, "ImportSchemaGen")["schema_file"]
+    assert first == exec_properties(cfg, paths, "ImportSchemaGen")["schema_file"]  # unchanged: the same key
+    schema.write_text(schema.read_text().replace("min_fraction: 1.0", "min_fraction: 0.5", 1))
+    second = exec_properties(cfg, paths, "ImportSchemaGen")["schema_file"]
+    assert second != first
+    assert open(second).read() == schema.read_text() and open(first).read() != schema.read_text()
+
+
+def load_and_path(tmp_path, data):
+    cfg = load_config(overrides=[f"data.path={data}", f"output_root={tmp_path / 'o'}"])
+    return cfg, local_runner.resolve_inputs(cfg)
+
+
+def test_content_copy_names_the_content(tmp_path):
+    a = tmp_path / "a" / "s.pbtxt"
+    a.parent.mkdir()
+    a.write_text("one")
+    first = files.content_copy(str(a), str(tmp_path / "copies"))
+    assert files.content_copy(str(a), str(tmp_path / "copies")) == first
+    a.write_text("two")
+    assert files.content_copy(str(a), str(tmp_path / "copies")) != first
+    assert sorted(os.listdir(tmp_path / "copies")) == sorted(os.path.basename(p) for p in (
+        first, files.content_copy(str(a), str(tmp_path / "copies"))))
+
+
+def test_data_edited_in_place_changes_example_gens_key(tmp_path):
+    """A CSV rewritten in place with the same size within the same second: TFX's driver
+    fingerprint (size and modification second) is unchanged, ExampleGen's cache key is not."""
+    from tfx.components.example_gen import utils
+    from tfx.proto import example_gen_pb2
+
+    path = tmp_path / "d" / "taxi.csv"
+    write_taxi_slice(path, limit=50)
+    cfg = load_config(overrides=[f"data.path={path}", f"output_root={tmp_path / 'out'}"])
+    split = example_gen_pb2.Input.Split(name="single_split", pattern="*.csv")
+    stat = os.stat(path)
+    fingerprint = utils.calculate_splits_fingerprint_span_and_version(str(path.parent), [split])[0]
+    before = exec_properties(cfg, local_runner.resolve_inputs(cfg), "CsvExampleGen")["custom_config"]
+    text = path.read_text()
+    path.write_text(text.replace("Cash", "Cesh", 1))  # same size
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # as cp -p or rsync -t keep it
+    assert utils.calculate_splits_fingerprint_span_and_version(str(path.parent), [split])[0] == fingerprint
+    after = exec_properties(cfg, local_runner.resolve_inputs(cfg), "CsvExampleGen")["custom_config"]
+    assert after != before
+    path.write_text(text)
+    assert exec_properties(cfg, local_runner.resolve_inputs(cfg), "CsvExampleGen")["custom_config"] == before

@@ -1,0 +1,161 @@
+"""`tfxline init` on public tables nobody here chose (tests/data/tables: R datasets as pandas
+writes them, empty cells as empty fields, integers beside empty cells as 81.0), and the label
+checks every run makes before anything starts (issue #48).
+
+The decisions are checked here without a pipeline run; tests/test_init_e2e.py runs `init` then
+`run` on each table and finds the model blessed and pushed on the first run."""
+import os
+
+import pytest
+import yaml
+
+from pipeline import cli, init_project
+from pipeline.config_loader import load_config
+
+TABLES = os.path.join(os.path.dirname(__file__), "data", "tables")
+MORTGAGE = os.path.join(TABLES, "mortgage_denial.csv")   # Ecdat::Hdma: deny yes/no, 2,381 rows
+CHILE = os.path.join(TABLES, "chile_vote.csv")           # carData::Chile: vote Y/N/U/A, 168 empty
+BIRTHS = os.path.join(TABLES, "nc_births.csv")           # openintro::ncbirths: weight in pounds
+
+
+def run_cli(argv, capsys):
+    code = cli.main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def init(capsys, tmp_path, *argv):
+    code, out, err = run_cli(["init", "--dir", str(tmp_path / "project"), *argv], capsys)
+    assert code == 0, err
+    with open(tmp_path / "project" / "config.yaml") as f:
+        return yaml.safe_load(f), out
+
+
+def test_binary_yes_no_label_with_an_id_column(capsys, tmp_path):
+    raw, out = init(capsys, tmp_path, "--data", MORTGAGE, "--label", "deny")
+    assert raw["features"]["label"] == {"name": "deny", "transform": "binary", "positive": "yes"}
+    names = {f["name"] for f in raw["features"]["inputs"]}
+    assert "rownames" not in names and "deny" not in names
+    assert "rownames: left out (an ID: whole numbers, each once, filling their range)" in out
+    assert "label deny: binary (two values" in out and "positive 'yes' (its usual spelling)" in out
+    cfg = load_config(str(tmp_path / "project" / "config.yaml"))  # loads as written
+    assert cfg.features.task == "binary" and cfg.data.schema.endswith("schema.pbtxt")
+    assert cfg.training.batch_size * 20 <= 2381  # at least 20 steps a pass on the train split
+
+
+def test_multiclass_text_label_with_empty_labels_and_float_integers(capsys, tmp_path):
+    raw, out = init(capsys, tmp_path, "--data", CHILE, "--label", "vote")
+    assert raw["features"]["label"] == {"name": "vote", "transform": "class_vocabulary"}
+    assert "168 rows without a label are left out" in out
+    specs = {f["name"]: f for f in raw["features"]["inputs"]}
+    assert specs["income"]["transform"] == "vocabulary"  # 7 whole numbers written as 35000.0
+    assert specs["age"]["transform"] == "zscore" and specs["age_bucket"]["column"] == "age"
+    assert raw["evaluation"]["slices"] == ["region", "sex"]
+    assert raw["data"]["missing_labels"] == "drop"
+
+
+def test_regression_label_and_skewed_inputs(capsys, tmp_path):
+    raw, out = init(capsys, tmp_path, "--data", BIRTHS, "--label", "weight")
+    assert raw["features"]["label"] == {"name": "weight", "transform": "regression"}
+    assert "label weight: regression (numbers with" in out
+    sizing = [line for line in out.splitlines() if line.startswith("sizing:")]
+    assert sizing and "1000 labelled rows: split 6:2:2" in sizing[0]
+
+
+def test_an_unusual_pair_needs_positive(capsys, tmp_path):
+    """A two-valued label not spelled yes/no & co. is refused with both values and the flag;
+    --positive settles it; nothing is written by the refusal."""
+    code, out, err = run_cli(["init", "--data", BIRTHS, "--label", "lowbirthweight", "--dir", str(tmp_path / "p")], capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert "holds 'not low' and 'low': which is the positive class? pass --positive VALUE" in err
+    assert not (tmp_path / "p").exists()
+    raw, out = init(capsys, tmp_path, "--data", BIRTHS, "--label", "lowbirthweight", "--positive", "low")
+    assert raw["features"]["label"]["positive"] == "low"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--label", "Vote"], "--label 'Vote' is not a column of"),
+    (["--label", "vote", "--task", "binary"], "is a binary label but holds 4 values"),
+    (["--label", "statusquo", "--task", "multiclass"], "holds fractional numbers"),
+    (["--label", "region", "--task", "regression"], "is a regression label but holds text, 'N'"),
+    (["--label", "vote", "--positive", "Y"], "--positive applies to a binary label"),
+])
+def test_bad_init_flags_are_one_line(capsys, tmp_path, argv, message):
+    code, out, err = run_cli(["init", "--data", CHILE, "--dir", str(tmp_path / "p"), *argv], capsys)
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1, err
+    assert message in err and ";" in err or "pass" in err
+    assert not (tmp_path / "p").exists()
+
+
+def test_init_keeps_what_is_there(capsys, tmp_path):
+    init(capsys, tmp_path, "--data", MORTGAGE, "--label", "deny")
+    before = (tmp_path / "project" / "config.yaml").read_text()
+    code, _, err = run_cli(["init", "--data", CHILE, "--label", "vote", "--dir", str(tmp_path / "project")], capsys)
+    assert code == 2 and "config.yaml exists; pass --force" in err
+    assert (tmp_path / "project" / "config.yaml").read_text() == before
+    init(capsys, tmp_path, "--data", CHILE, "--label", "vote", "--force")
+
+
+def test_column_names_keras_cannot_take_are_renamed(tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_text("Credit Score,2nd home,Label!\n" + "".join(f"{i * i % 97},{'yes' if i % 3 else 'no'},{'Y' if i % 2 else 'N'}\n"
+                                                              for i in range(100, 160)))
+    plan, _, _ = init_project.plan(str(path), "Label!", positive="Y")
+    assert plan.label == {"name": "Label", "column": "Label!", "transform": "binary", "positive": "Y"}
+    names = {(f["name"], f.get("column")) for f in plan.inputs}
+    assert ("Credit_Score", "Credit Score") in names and ("c_2nd_home", "2nd home") in names
+
+
+# --- the label checks of every run, before anything starts ---------------------------------
+
+def _csv(tmp_path, labels, name="t.csv"):
+    path = tmp_path / name
+    path.write_text("x,y\n" + "".join(f"{i},{v}\n" for i, v in enumerate(labels)))
+    return str(path)
+
+
+def _schema(tmp_path, label_type="BYTES"):
+    path = tmp_path / "s.pbtxt"
+    path.write_text(f'feature {{ name: "x" type: INT }}\nfeature {{ name: "y" type: {label_type} }}\n')
+    return str(path)
+
+
+BAD_LABELS = {
+    "three values, binary": (["a", "b", "c"] * 10, "binary", "BYTES", [],
+                             "is a binary label but holds 3 values ('a', 'b', 'c'); keep two values"),
+    "no positive set": (["yes", "no"] * 10, "binary", "BYTES", [],
+                        "none of them the positive value '1' (the default with no positive: set); set "
+                        "features.label.positive to the positive one (e.g. --set 'features.label.positive="),
+    "positive not in the data": (["yes", "no"] * 10, "binary", "BYTES", ['features.label.positive="Yes"'],
+                                 "none of them the positive value 'Yes'"),
+    "numbers other than 0/1": ([1, 2] * 10, "binary", "INT", [], "holds '1', '2', not 0 and 1; say which is positive"),
+    "one class": (["a"] * 20, "class_vocabulary", "BYTES", [], "holds one class ('a'): a multi-class model needs two"),
+    "text regression": (["1.5", "n/a", "2"] * 7, "regression", "BYTES", [], "is a regression label but holds text, 'n/a'"),
+    "missing labels, fail": (["a", "", "b"] * 7, "class_vocabulary", "BYTES", ["data.missing_labels=fail"],
+                             "is empty in 7 of 21 rows and data.missing_labels is fail"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_LABELS))
+def test_bad_labels_are_refused_before_the_run(capsys, tmp_path, case):
+    """One line naming the cause and the fix, exit 2, and no output root written (the pre-flight
+    check runs before TFX loads: bench/preflight.py times it)."""
+    values, transform, label_type, extra, message = BAD_LABELS[case]
+    data = _csv(tmp_path, values)
+    argv = ["run", "--data", data, "--output", str(tmp_path / "out"), "--set", f"data.schema={_schema(tmp_path, label_type)}",
+            "--set", f"features={{label: {{name: y, transform: {transform}}}, inputs: [{{name: x, transform: zscore}}]}}",
+            "--set", "evaluation.slices=[]"]
+    for item in extra:
+        argv += ["--set", item]
+    code, out, err = run_cli(argv, capsys)
+    assert code == 2, err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert message in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_yaml_boolean_positive_is_refused(capsys, tmp_path):
+    code, _, err = run_cli(["run", "--data", _csv(tmp_path, ["yes", "no"] * 5), "--output", str(tmp_path / "o"),
+                            "--set", "features={label: {name: y, transform: binary, positive: yes}, "
+                            "inputs: [{name: x, transform: zscore}]}", "--set", "evaluation.slices=[]"], capsys)
+    assert code == 2 and 'positive is the YAML boolean true' in err and 'positive: "yes"' in err
