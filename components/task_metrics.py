@@ -36,7 +36,8 @@ class TaskView:
 VIEWS: Dict[str, TaskView] = {
     F.TASK_BINARY: TaskView(F.TASK_BINARY, "auc", True, (
         "auc", "accuracy", "binary_accuracy", "pr_auc", "precision", "recall", "loss", "example_count")),
-    F.TASK_MULTICLASS: TaskView(F.TASK_MULTICLASS, "accuracy", True, ("accuracy", "loss", "example_count")),
+    F.TASK_MULTICLASS: TaskView(F.TASK_MULTICLASS, "accuracy", True, (
+        "accuracy", "accuracy_lift", "loss", "example_count")),
     F.TASK_REGRESSION: TaskView(F.TASK_REGRESSION, "rmse", False, (
         "rmse", "mae", "r2", "mean_label", "mean_prediction", "example_count")),
 }

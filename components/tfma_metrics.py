@@ -1,11 +1,18 @@
-"""TFMA metrics that TFMA lacks, for the regression gate and report (``pipeline/eval_config.py``
-names them by ``module``, so TFMA imports this module wherever the Evaluator's Beam job runs):
+"""TFMA metrics that TFMA lacks, for the multi-class and regression gates and the report
+(``pipeline/eval_config.py`` names them by ``module``, so TFMA imports this module wherever the
+Evaluator's Beam job runs):
 
+``accuracy_lift``      multi-class accuracy minus the share of the commonest true class in the
+                       evaluated rows: 0 for always predicting that class, negative for worse.
+                       Both come from one pass (a per-class label count and the correct
+                       count), so the default gate ``accuracy_lift > 0`` needs no domain number.
+                       The predicted class is the first highest probability (as Keras's and
+                       TFMA's SparseCategoricalAccuracy take it).
 ``rmse``               root mean squared error, in the label's unit.
 ``r2``                 the coefficient of determination, 1 - SSE / SST over the evaluated rows:
                        0 for always predicting their mean, negative for worse, 1 for perfect.
                        (TFMA's SquaredPearsonCorrelation is not it: a biased model can correlate
-                       perfectly.) The gate's default ``r2 >= 0`` needs no domain number.
+                       perfectly.) The gate's default ``r2 > 0`` needs no domain number.
 ``prediction_sample``  up to ``SAMPLE_SIZE`` (label, prediction) pairs for the report's
                        predicted-vs-actual and residual charts, as JSON bytes (TFMA neither diffs
                        nor thresholds a bytes value). The rows kept are the smallest hashes of
@@ -24,7 +31,7 @@ import apache_beam as beam
 import numpy as np
 from tensorflow_model_analysis.metrics import metric_types, metric_util
 
-RMSE, R2, PREDICTION_SAMPLE = "rmse", "r2", "prediction_sample"
+ACCURACY_LIFT, RMSE, R2, PREDICTION_SAMPLE = "accuracy_lift", "rmse", "r2", "prediction_sample"
 SAMPLE_SIZE = 400
 MODULE = __name__
 
@@ -87,6 +94,61 @@ def r_squared(n: float, sum_y: float, sum_y2: float, sse: float) -> float:
     return 1.0 - sse / sst
 
 
+def _class_predictions(element, combiner) -> Iterable[Tuple[int, int, float]]:
+    """(true class, predicted class, weight) per row: sparse class-id labels (one-hot ones are
+    read by their highest value) and [n_classes] probabilities, one row or a batch of them."""
+    for label, prediction, weight in metric_util.to_label_prediction_example_weight(
+            element, eval_config=combiner.eval_config, model_name=combiner.key.model_name,
+            output_name=combiner.key.output_name, example_weighted=combiner.key.example_weighted,
+            flatten=False):
+        prediction = np.asarray(prediction, dtype=np.float64)
+        n_classes = prediction.shape[-1] if prediction.ndim else 1
+        prediction = prediction.reshape(-1, n_classes)
+        rows = prediction.shape[0]
+        label = np.asarray(label).reshape(-1)
+        if label.size == rows * n_classes and n_classes > 1:
+            label = label.reshape(rows, n_classes).argmax(axis=1)
+        if label.size != rows:
+            raise ValueError(f"accuracy_lift needs one class id per row: got labels of shape "
+                             f"{np.shape(label)} for predictions of shape {prediction.shape}; "
+                             f"the label must be the Transform's class id (a class_vocabulary label)")
+        weight = np.broadcast_to(np.asarray(weight, dtype=np.float64).reshape(-1), (rows,))
+        for y, p, w in zip(label, prediction.argmax(axis=1), weight):
+            yield int(y), int(p), float(w)
+
+
+class _AccuracyLiftCombiner(_Combiner):
+    """[correct weight, {true class: weight}]: accuracy and the commonest class's share."""
+
+    def create_accumulator(self):
+        return [0.0, {}]
+
+    def add_input(self, acc, element):
+        for label, predicted, weight in _class_predictions(element, self):
+            acc[0] += weight * (label == predicted)
+            acc[1][label] = acc[1].get(label, 0.0) + weight
+        return acc
+
+    def merge_accumulators(self, accumulators):
+        out = self.create_accumulator()
+        for correct, counts in accumulators:
+            out[0] += correct
+            for label, weight in counts.items():
+                out[1][label] = out[1].get(label, 0.0) + weight
+        return out
+
+    def extract_output(self, acc) -> Dict[metric_types.MetricKey, float]:
+        return {self.key: accuracy_lift(acc[0], acc[1].values())}
+
+
+def accuracy_lift(correct: float, class_weights: Iterable[float]) -> float:
+    """(correct - the commonest class's weight) / all: accuracy minus the commonest class's
+    share, exactly 0 for a model that always predicts it; NaN without rows."""
+    class_weights = list(class_weights)
+    total = sum(class_weights)
+    return (correct - max(class_weights)) / total if total > 0 else float("nan")
+
+
 class _SampleCombiner(_Combiner):
     """The SAMPLE_SIZE pairs with the smallest hash (a bottom-k sample: mergeable, deterministic)."""
 
@@ -130,6 +192,11 @@ def _computations(combiner_class):
         return [metric_types.MetricComputation(keys=[key], preprocessors=None,
                                                combiner=combiner_class(key, eval_config))]
     return computations
+
+
+class AccuracyLift(metric_types.Metric):
+    def __init__(self, name: str = ACCURACY_LIFT):
+        super().__init__(metric_util.merge_per_key_computations(_computations(_AccuracyLiftCombiner)), name=name)
 
 
 class RootMeanSquaredError(metric_types.Metric):

@@ -9,6 +9,8 @@ import math
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from components import gates
+
 
 def read_evaluation(uri: str, model_dir: str = ""):
     """(overall metrics, {slice: metrics}, why the model was not blessed, in words) of a TFMA
@@ -86,7 +88,8 @@ def label_classes(model_dir: str) -> List[str]:
 
 def not_blessed_reasons(validation, overall: Dict[str, Any], slices: Dict[str, Dict[str, Any]]) -> List[str]:
     """Each failed gate in one line ('accuracy 0.3560 is 0.6000 below the serving model's 0.9560
-    (allowed drop 0.01)'); when TFMA refused without a failed threshold, what it said instead."""
+    (allowed drop 0.01); to bless it anyway raise evaluation.max_accuracy_drop'); when TFMA
+    refused without a failed threshold, what it said instead."""
     if validation.validation_ok:
         return []
     failed = []
@@ -100,8 +103,15 @@ def not_blessed_reasons(validation, overall: Dict[str, Any], slices: Dict[str, D
             slice_spec_name(s) for s in validation.missing_slices))
     if not failed and validation.missing_thresholds:
         failed.append("the evaluation config gates no metric (TFMA blesses nothing without a threshold); "
-                      "set the task's thresholds in the evaluation section")
+                      f"set {gates.default_gate_keys(_task_of(overall))}")
     return failed or ["TFMA did not validate the model and named no failed threshold"]
+
+
+def _task_of(metrics: Dict[str, Any]) -> Optional[str]:
+    """The task whose main metric the metrics hold; None when they hold none."""
+    from components.task_metrics import VIEWS
+
+    return next((task for task, v in VIEWS.items() if v.main in metrics), None)
 
 
 # Metrics that are a ratio over one class or over positive predictions: undefined (TFMA reports
@@ -126,30 +136,43 @@ def undefined_metrics(metrics: Dict[str, Any]) -> Dict[str, str]:
 
 def describe_failure(failure, where: str, undefined: Optional[Dict[str, str]] = None,
                      metrics: Optional[Dict[str, Any]] = None) -> str:
-    """One failed threshold in words, with the value, the limit and, for a change threshold,
-    the serving model's value:
-      'auc 0.7120 is below the minimum 0.75'
-      'accuracy 0.3560 is 0.6000 below the serving model's 0.9560 (allowed drop 0.01)'
-      'rmse 0.1520 is 85.4% above the serving model's 0.0820 (allowed increase 10%)'
-    A metric undefined on the slice's data is named as such, with the cause. Gates judge the
-    overall slice; another slice is named at the end."""
+    """One failed threshold in words, with the value, the limit, for a change threshold the
+    serving model's value, and the config key that would let the model through
+    (components/gates.py):
+      'auc 0.5120 is below the minimum 0.55; to bless it anyway lower evaluation.min_auc'
+      'accuracy_lift -0.0200 is not above 0 (no better than always predicting the commonest
+       class); to bless it anyway lower evaluation.min_accuracy_lift'
+      'accuracy 0.3560 is 0.6000 below the serving model's 0.9560 (allowed drop 0.01); to bless
+       it anyway raise evaluation.max_accuracy_drop'
+      'rmse 0.1520 is 85.4% above the serving model's 0.0820 (allowed increase 10%); to bless it
+       anyway raise evaluation.max_error_increase'
+    A metric undefined on the slice's data is named as such, with the cause and the key of its
+    gate. Gates judge the overall slice; another slice is named before the key."""
     name = failure.metric_key.name
     suffix = "" if where == "overall" else f" on {where}"
+    t = failure.metric_threshold
+    kind = "change" if failure.metric_key.is_diff else "floor"
     if name in (undefined or {}):
-        return f"{name} is undefined{suffix or ' on the eval data'}: {undefined[name]}, so its threshold cannot pass"
+        gate = gates.GATES.get(name)
+        key = gate and (gate.change_key if kind == "change" else gate.value_key)
+        return (f"{name} is undefined{suffix or ' on the eval data'}: {undefined[name]}, so its threshold"
+                f"{f' ({key})' if key else ''} cannot pass")
     value = failure.metric_value.double_value.value if failure.metric_value.HasField("double_value") else None
     if value is None:
         return f"{name} failed{suffix}: {failure.message.strip() or 'no value'}"
-    t = failure.metric_threshold
-    if failure.metric_key.is_diff:
-        return _describe_change(name, value, t.change_threshold, (metrics or {}).get(name)) + suffix
+    if kind == "change":
+        return _describe_change(name, value, t.change_threshold, (metrics or {}).get(name)) + suffix + gates.remedy(
+            name, "change")
     bounds = t.value_threshold
     if bounds.HasField("lower_bound") and value < bounds.lower_bound.value:
-        limit = bounds.lower_bound.value
-        why = " (no better than always predicting the mean)" if name == "r2" and limit == 0 else ""
-        return f"{name} {value:.4f} is below the minimum {limit:g}{why}{suffix}"
+        limit = gates.floor(name, bounds.lower_bound.value)
+        gate = gates.GATES.get(name, gates.Gate())
+        why = f" ({gate.trivial})" if gate.trivial and limit == 0 else ""
+        below = f"is not above {limit:g}" if gate.exclusive else f"is below the minimum {limit:g}"
+        return f"{name} {value:.4f} {below}{why}{suffix}{gates.remedy(name, 'floor')}"
     if bounds.HasField("upper_bound") and value > bounds.upper_bound.value:
-        return f"{name} {value:.4f} is above the maximum {bounds.upper_bound.value:g}{suffix}"
+        return (f"{name} {value:.4f} is above the maximum {bounds.upper_bound.value:g}{suffix}"
+                f"{gates.remedy(name, 'ceiling')}")
     return f"{name} {value:.4f} failed{suffix}: {failure.message.strip() or 'outside its threshold'}"
 
 

@@ -1,15 +1,22 @@
 """The TFMA EvalConfig, built from the config's ``evaluation`` section and the feature spec.
 
-Each task gets its own metrics and gates (``TASK_GATES``, keyed by the feature spec's task):
+Each task gets its own metrics and gates (``TASK_GATES``, keyed by the feature spec's task).
+Every task has a value gate on by default that refuses a model no better than the trivial one,
+so a config that sets no number blesses a reasonable first model (docs/your-data.md):
 
-- binary: AUC >= ``min_auc`` and no more than ``max_auc_drop`` below the serving model's;
-  accuracy >= ``min_accuracy`` when set.
-- multiclass: accuracy >= ``min_accuracy`` and no more than ``max_accuracy_drop`` below the
-  serving model's. Per-class recall comes from the confusion matrix (a plot, not gated).
-- regression: R² >= ``min_r2`` (default 0: better than predicting the mean, no domain number
-  needed), RMSE <= ``max_rmse`` and MAE <= ``max_mae`` when set, and RMSE no more than
+- binary: AUC >= ``min_auc`` (default 0.55: chance ranks at 0.5) and no more than
+  ``max_auc_drop`` below the serving model's; accuracy >= ``min_accuracy`` when set.
+- multiclass: ``accuracy_lift`` (accuracy minus the eval split's commonest-class share,
+  components/tfma_metrics.py) above ``min_accuracy_lift`` (default 0: strictly better than always
+  predicting the commonest class); accuracy >= ``min_accuracy`` when set and no more than
+  ``max_accuracy_drop`` below the serving model's. Per-class recall comes from the confusion
+  matrix (a plot, not gated).
+- regression: R² above ``min_r2`` (default 0: strictly better than predicting the mean),
+  RMSE <= ``max_rmse`` and MAE <= ``max_mae`` when set, and RMSE no more than
   ``max_error_increase`` (relative) above the serving model's.
 
+"Above" floors are exclusive: TFMA's bounds are inclusive, so they are set one double above the
+number (components/gates.py, which also names each gate's config key for the refusal message).
 Change thresholds compare with the model serving now (components/serving_baseline.py); TFMA
 skips them when nothing serves yet, so the first model is judged on its value thresholds alone.
 """
@@ -23,6 +30,7 @@ from tensorflow_model_analysis.proto import config_pb2 as tfma_pb2
 from google.protobuf.wrappers_pb2 import BoolValue
 
 from components import histogram_metrics, tfma_metrics
+from components.gates import lower_bound
 from pipeline.config import EvaluationConfig
 from trainer.export import SERVING_SIGNATURE, TRANSFORM_SIGNATURE, output_key
 from transforms import features as F
@@ -88,6 +96,8 @@ def multiclass_metrics(ev: EvaluationConfig) -> List[tfma_pb2.MetricConfig]:
         _metric("ExampleCount"),
         _metric("SparseCategoricalAccuracy", _threshold(
             lower=_set(ev.min_accuracy), direction=HIGHER, absolute=-ev.max_accuracy_drop), name="accuracy"),
+        _metric("AccuracyLift", _threshold(lower=lower_bound("accuracy_lift", ev.min_accuracy_lift)),
+                module=tfma_metrics.MODULE),
         _metric("SparseCategoricalCrossentropy", name="loss"),
         _metric("MultiClassConfusionMatrixPlot"),  # per-class recall and the report's matrix
     ]
@@ -100,7 +110,7 @@ def regression_metrics(ev: EvaluationConfig) -> List[tfma_pb2.MetricConfig]:
         _metric("RootMeanSquaredError", _threshold(
             upper=_set(ev.max_rmse), direction=LOWER, relative=ev.max_error_increase), module=module),
         _metric("MeanAbsoluteError", _threshold(upper=_set(ev.max_mae)), name="mae"),
-        _metric("RSquared", _threshold(lower=ev.min_r2), module=module),
+        _metric("RSquared", _threshold(lower=lower_bound("r2", ev.min_r2)), module=module),
         _metric("MeanLabel"),
         _metric("MeanPrediction"),
         _metric("PredictionSample", module=module),  # the report's predicted-vs-actual chart

@@ -141,9 +141,10 @@ def two_runs(config, output, *worse_sets, first_sets=()):
 @pytest.fixture(scope="session")
 def multiclass_runs(tmp_path_factory):
     """Penguin species (pipeline/configs/penguin.yaml): blessed (with an int8 TFLite model), then a worse candidate.
-    evaluation.min_accuracy=0.1 for the second: the floor alone would pass it, so the change
-    threshold against the serving model is what refuses it."""
+    evaluation.min_accuracy=0.1 and min_accuracy_lift=-1 for the second: the floors alone would
+    pass it, so the change threshold against the serving model is what refuses it."""
     return two_runs("penguin", tmp_path_factory.mktemp("penguin"), "--set", "evaluation.min_accuracy=0.1",
+                    "--set", "evaluation.min_accuracy_lift=-1",
                     first_sets=("--set", "serving.tflite=int8"))  # a model of numbers only: int8 calibrates
 
 

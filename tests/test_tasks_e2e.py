@@ -102,11 +102,13 @@ def test_multiclass_first_run_is_blessed_and_pushed_with_per_class_recall(multic
     assert states["ImportExampleGen"] == "complete" and "CsvExampleGen" not in states
     assert summary.task == "multiclass" and summary.blessed is True and summary.pushed
     assert summary.metrics["accuracy"] >= cfg.evaluation.min_accuracy
+    assert 0 < summary.metrics["accuracy_lift"] < summary.metrics["accuracy"]  # the default gate: beats the commonest species
     recall = {k: v for k, v in summary.metrics.items() if k.startswith("recall[")}
     assert sorted(recall) == ["recall[0]", "recall[1]", "recall[2]"]  # the species ids, by name
     assert all(0.0 <= v <= 1.0 for v in recall.values())
     eval_line = next(line for line in out.splitlines() if "eval (overall):" in line)
     assert eval_line.split(": ", 1)[1].startswith("accuracy ") and "recall[0] " in eval_line
+    assert f"accuracy_lift {summary.metrics['accuracy_lift']:.4f}" in eval_line
     assert "auc" not in eval_line and "2 TFRECORD file(s)" in out
     (meta,) = served.values()
     assert meta["task"] == "multiclass" and meta["metrics"]["accuracy"] == summary.metrics["accuracy"]

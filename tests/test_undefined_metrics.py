@@ -35,5 +35,6 @@ def test_the_gate_message_names_the_cause():
             value_threshold=config_pb2.GenericValueThreshold(lower_bound={"value": 0.75})))
     message = describe_failure(failure, "overall", undefined_metrics(ONE_CLASS))
     assert message == ("auc is undefined on the eval data: the eval data holds only label 0, "
-                       "so its threshold cannot pass")
-    assert describe_failure(failure, "overall", {}) == "auc 0.0000 is below the minimum 0.75"
+                       "so its threshold (evaluation.min_auc) cannot pass")
+    assert describe_failure(failure, "overall", {}) == (
+        "auc 0.0000 is below the minimum 0.75; to bless it anyway lower evaluation.min_auc")
