@@ -6,7 +6,7 @@ import json
 import os
 from typing import Any, Dict, List
 
-from components import serving_baseline, task_metrics, tfma_metrics, tfma_results
+from components import gates, serving_baseline, task_metrics, tfma_metrics, tfma_results
 from pipeline import store as store_lib
 from pipeline import summary as summary_lib
 from pipeline.report.artifacts import RunArtifacts
@@ -166,12 +166,9 @@ def configured_thresholds(execution) -> List[Dict[str, Any]]:
                 name = getattr(tfma_metrics, metric.class_name)().name
             for t in thresholds:
                 row = {"metric": name or metric.class_name}
-                bounds = [f">= {t.value_threshold.lower_bound.value:g}"] if t.value_threshold.HasField(
-                    "lower_bound") else []
-                if t.value_threshold.HasField("upper_bound"):
-                    bounds.append(f"<= {t.value_threshold.upper_bound.value:g}")
-                if bounds:
-                    row["rule"] = " and ".join(bounds)
+                rule = gates.value_rule(row["metric"], t.value_threshold)  # '> 0' for a strict floor
+                if rule:
+                    row["rule"] = rule
                 change = t.change_threshold
                 if change.HasField("absolute"):
                     row["change"] = f"{change.absolute.value:+g} vs baseline"
