@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import subprocess
 import sys
 import tempfile
 from typing import Iterator
@@ -52,3 +53,53 @@ def stderr_to_file(path: str) -> Iterator[None]:
         sys.stderr.flush()
         os.dup2(saved, 2)
         os.close(saved)
+
+
+# The filter of ``stderr_noise_to_file``: a child process (no site, no third-party code) that
+# reads the lines written to stderr and appends the noise to the file, the rest to its own
+# stderr (the console) as each comes. It ignores Ctrl-C and ends when every writer has closed
+# its end, so nothing written before then is lost.
+_NOISE_FILTER = """
+import re, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+noise, console = re.compile(sys.argv[1]), sys.stderr.buffer
+with open(sys.argv[2], "ab") as log:
+    for line in sys.stdin.buffer:
+        out = log if noise.search(line.decode("utf-8", "replace")) else console
+        out.write(line)
+        out.flush()
+"""
+
+
+@contextlib.contextmanager
+def stderr_noise_to_file(noise: "re.Pattern[str]", path: str) -> Iterator[None]:
+    """stderr (the file descriptor) through a filter during the block: each line ``noise``
+    matches is appended to ``path``, every other line reaches the console as it is written
+    (errors, and anything not known to be noise, still show, in time). For a long block (a
+    pipeline run), where ``stderr_filtered``'s "after the block" would be too late. The filter
+    is a child process, not a thread: a library that writes a pipe-full of lines while holding
+    the GIL would wait forever on a thread that needs the GIL to read them. Child processes
+    started in the block (Beam's workers) write through the filter too."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        flt = subprocess.Popen([sys.executable, "-I", "-S", "-c", _NOISE_FILTER, noise.pattern, path],
+                               stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=saved)
+    except OSError:  # no filter to start: stderr as it is
+        flt = None
+    if flt is None:
+        os.close(saved)
+        yield
+        return
+    os.dup2(flt.stdin.fileno(), 2)
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        flt.stdin.close()
+        try:
+            flt.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # a child of the block still holds stderr: it ends with that
+            pass

@@ -2,11 +2,11 @@
 `run-compiled` (the HTML report is pipeline/report/)."""
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional
 
 from components import task_metrics
 from components.tfma_results import both_classes, undefined_metrics
-from pipeline.summary import RunSummary, describe_spans
+from pipeline.summary import RunSummary, cached_from, describe_drift, describe_spans, earlier_run
 
 WORST_SLICES = 3
 MIN_SLICE_EXAMPLES = 20
@@ -45,17 +45,28 @@ def blessing_line(blessed, failed) -> str:
     return "  blessing: NOT blessed: " + ("; ".join(failed) or "the Evaluator did not bless the model")
 
 
-def drift_line(compared_with: str) -> str:
+def drift_line(compared_with: str, cached_from: Optional[str] = None) -> str:
     """The summary line for the DriftGate's ``compared_with``: 'drift: none vs <references>' when
-    it compared and passed, else what it says (nothing to compare with, not checked)."""
-    compared = compared_with.startswith(("serving version", "the previous span"))
-    return "  drift: " + (f"none vs {compared_with}" if compared else compared_with)
+    it compared and passed, else what it says (nothing to compare with, not checked); a gate
+    served from cache names the run whose check it reuses (``describe_drift``)."""
+    return "  drift: " + describe_drift(compared_with, cached_from)
+
+
+def baseline_line(summary: RunSummary) -> str:
+    """'  baseline: serving version N' or none; a ServingBaseline served from cache (with the
+    candidate it was resolved for) is the baseline of the run that resolved it, and says so."""
+    text = (f"serving version {summary.baseline_version}" if summary.baseline_version
+            else "none (nothing serving yet): judged on the value thresholds")
+    cached = cached_from(summary, "ServingBaseline")
+    if cached is not None:
+        text = f"as resolved in {earlier_run(cached)} (served from cache): {text}"
+    return "  baseline: " + text
 
 
 def format_summary(summary: RunSummary) -> str:
     lines = [f"run {summary.run_id}:"]
     cached = sum(c.state == "cached" for c in summary.components)
-    lines.append(f"  components: {len(summary.components)} ran, {cached} served from cache; "
+    lines.append(f"  components: {len(summary.components) - cached} ran, {cached} served from cache; "
                  f"wall time {summary.wall_seconds:.0f}s")
     spans = describe_spans(summary.spans)
     if spans:
@@ -72,13 +83,15 @@ def format_summary(summary: RunSummary) -> str:
         lines.append(f"  worst slices by {task_metrics.view(summary.task, summary.metrics).main}: " + "; ".join(
             f"{name} {value:.3f} (n={int(count)})" for name, value, count in worst))
     if summary.drift:
-        lines.append(drift_line(summary.drift))
+        lines.append(drift_line(summary.drift, cached_from(summary, "DriftGate")))
     if summary.blessed is not None:
-        lines.append("  baseline: " + (f"serving version {summary.baseline_version}" if summary.baseline_version
-                                       else "none (nothing serving yet): judged on the value thresholds"))
+        lines.append(baseline_line(summary))
     lines.append(blessing_line(summary.blessed, summary.failed_thresholds))
+    pusher_cached = cached_from(summary, "Pusher")
     if summary.pushed:
-        lines.append(f"  pushed to: {summary.pushed_to}")
+        lines.append(f"  pushed to: {summary.pushed_to}" + (
+            "" if pusher_cached is None else f" by {earlier_run(pusher_cached)} (Pusher served from cache: "
+                                             "nothing new pushed)"))
         if summary.tflite:
             lines.append(f"  tflite: {summary.tflite}")
     elif summary.push_refused:

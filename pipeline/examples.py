@@ -3,12 +3,16 @@ from __future__ import annotations
 
 from typing import Dict, Iterable, Iterator, List, Sequence
 
-import tensorflow as tf
 from tensorflow_metadata.proto.v0 import schema_pb2
 
+# TensorFlow is imported where a row becomes a tf.Example, not with this module: `tfxline predict`
+# imports this module before its checks, and TensorFlow only after them, quietly (pipeline/quiet.py).
 
-def row_to_example(row: Dict[str, str], types: Dict[str, int], columns: Sequence[str]) -> tf.train.Example:
+
+def row_to_example(row: Dict[str, str], types: Dict[str, int], columns: Sequence[str]) -> "tf.train.Example":
     """Empty cells are left out (missing), exactly like a client that omits a value."""
+    import tensorflow as tf
+
     example = tf.train.Example()
     for name in columns:
         value = row.get(name, "")

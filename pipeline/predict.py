@@ -14,17 +14,23 @@ from typing import Dict, List, Optional, Sequence, TextIO
 
 import numpy as np
 
+from components.native_stderr import stderr_filtered
 from components.serving_release import serving_version_dir
 from components.tfma_results import label_classes
 from pipeline import data_source
 from pipeline.config import PipelineConfig
 from pipeline.examples import read_csv_rows, serialize_rows
-from trainer.export import SERVING_SIGNATURE
+from pipeline.quiet import TF_RUNTIME_NOISE
 from transforms import features as F
+
+# Nothing here imports TensorFlow at module level: `tfxline predict` imports this module before
+# its checks, and TensorFlow after them, quietly (pipeline/quiet.py), so it prints its own lines only.
 
 
 def load_serving_fn(model_dir: str):
     import tensorflow as tf
+
+    from trainer.export import SERVING_SIGNATURE
 
     return tf.saved_model.load(model_dir).signatures[SERVING_SIGNATURE]
 
@@ -75,7 +81,8 @@ def predict_csv(cfg: PipelineConfig, input_csv: str, output_path: str,
     data_source.check_csv(data_source.csv_files(input_csv), schema, required=cfg.features.serving_columns)
     model_dir = model_dir or serving_version_dir(cfg.serving_dir)
     rows = list(read_csv_rows(input_csv))
-    values = predict_rows(load_serving_fn(model_dir), rows, cfg, schema)
+    with stderr_filtered(TF_RUNTIME_NOISE):  # e.g. grappler's cost model on a multi-class model's softmax
+        values = predict_rows(load_serving_fn(model_dir), rows, cfg, schema)
     extra = output_columns(cfg, values, label_classes(model_dir))
     tmp = output_path + ".tmp"
     os.makedirs(os.path.dirname(os.path.abspath(output_path)), exist_ok=True)

@@ -35,6 +35,14 @@ TF_IMPORT_NOISE = re.compile(
     r"failed call to cuInit: .*\(303\)|port\.cc:\d+\] oneDNN custom operations are on")
 
 
+# What TensorFlow's C++ side writes to stderr while a model runs, past any log level (absl's
+# logging): grappler's cost model cannot price an op whose input has an unknown rank (the
+# Softmax of every multi-class model, each time a graph of it is optimized: the Evaluator,
+# the Pusher's checks, predict); and absl's notice before its first such line.
+TF_RUNTIME_NOISE = re.compile(
+    r"op_level_cost_estimator\.cc:\d+\] Error in PredictCost\(\)|All log messages before absl::InitializeLog")
+
+
 def import_tensorflow_quietly() -> None:
     """Import TensorFlow without its import-time noise (TF_IMPORT_NOISE; ``stderr_filtered``).
     Also silences TensorFlow's deprecation notices (TFDV's and TFMA's calls of deprecated TF

@@ -14,6 +14,9 @@ import re
 import time
 from typing import Iterator, TextIO
 
+from components.native_stderr import stderr_noise_to_file
+from pipeline.quiet import TF_RUNTIME_NOISE
+
 _RUNNING = re.compile(r"Component (\S+) is running\.")
 _FINISHED = re.compile(r"Component (\S+) is finished\.")
 _CACHED = re.compile(r"A cached execution \d+ is used\.")
@@ -88,7 +91,9 @@ def frozen_heap() -> Iterator[None]:
 
 
 class logging_to:
-    """Route Python/absl logging to a file and component progress to the console."""
+    """Route Python/absl logging to a file and component progress to the console; TensorFlow's
+    known runtime noise on stderr (``TF_RUNTIME_NOISE``: native lines no log level stops) to
+    the file too, any other stderr line to the console as before."""
 
     def __init__(self, log_path: str, stream: TextIO):
         self.log_path, self.stream = log_path, stream
@@ -116,9 +121,12 @@ class logging_to:
         self.releaser = MemoryReleaser()
         logging.getLogger("absl").addHandler(self.releaser)
         logging.captureWarnings(True)  # library warnings go to the log file, not the console
+        self.native = stderr_noise_to_file(TF_RUNTIME_NOISE, self.log_path)
+        self.native.__enter__()
         return self.progress
 
     def __exit__(self, *exc) -> None:
+        self.native.__exit__(*exc)
         logging.captureWarnings(False)
         logging.getLogger("absl").removeHandler(self.progress)
         logging.getLogger("absl").removeHandler(self.releaser)

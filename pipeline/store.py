@@ -105,11 +105,33 @@ def ingested_spans(store, pipeline_name: Optional[str] = None,
     return newest
 
 
+def _context_named(store, execution_id: int, type_name: str):
+    """The execution's context of the type ``type_name`` ('node', 'pipeline_run'), or None."""
+    for ctx in store.get_contexts_by_execution(execution_id):
+        if (ctx.type or store.get_context_types_by_id([ctx.type_id])[0].name) == type_name:
+            return ctx
+    return None
+
+
 def node_id_of(store, execution) -> str:
-    for ctx in store.get_contexts_by_execution(execution.id):
-        if ctx.type == "node" or store.get_context_types_by_id([ctx.type_id])[0].name == "node":
-            return ctx.name.split(".", 1)[-1]
-    return execution.name or str(execution.id)
+    ctx = _context_named(store, execution.id, "node")
+    return ctx.name.split(".", 1)[-1] if ctx else (execution.name or str(execution.id))
+
+
+def cached_from_run(store, execution) -> str:
+    """The run whose execution made the outputs that a cached execution reuses (the first that
+    completed with them: a cache hit of a cache hit names the run that did the work); '' when
+    it is not known (no outputs, or that run's records are gone)."""
+    outputs = [e.artifact_id for e in store.get_events_by_execution_ids([execution.id]) if e.type in OUTPUT_EVENTS]
+    if not outputs:
+        return ""
+    producers = sorted({e.execution_id for e in store.get_events_by_artifact_ids(outputs)
+                        if e.type in OUTPUT_EVENTS and e.execution_id != execution.id})
+    for producer in sorted(store.get_executions_by_id(producers), key=lambda e: e.id):
+        if producer.last_known_state == metadata_store_pb2.Execution.COMPLETE:
+            run = _context_named(store, producer.id, "pipeline_run")
+            return run.name if run else ""
+    return ""
 
 
 OUTPUT_EVENTS = (metadata_store_pb2.Event.OUTPUT, metadata_store_pb2.Event.DECLARED_OUTPUT)

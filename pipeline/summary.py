@@ -11,8 +11,8 @@ from ml_metadata.proto import metadata_store_pb2
 
 from components.tfma_results import read_evaluation, undefined_metrics
 from pipeline import files
-from pipeline.store import (INPUT_EVENTS, describe_store, execution_artifacts, latest_run_id, node_id_of,
-                            open_store, spans_of)
+from pipeline.store import (INPUT_EVENTS, cached_from_run, describe_store, execution_artifacts, latest_run_id,
+                            node_id_of, open_store, spans_of)
 from trainer.settings import TRAINING_RUN_FILE
 from transforms.features import FeatureSpec, FeatureSpecError
 
@@ -36,6 +36,7 @@ class ComponentRun:
     seconds: float
     outputs: Dict[str, List[str]] = dataclasses.field(default_factory=dict)
     execution_id: int = 0
+    cached_from: str = ""  # served from cache: the run whose execution made the outputs it reuses
 
 
 @dataclasses.dataclass
@@ -93,6 +94,8 @@ def collect_run(metadata_store: Any, pipeline_name: str, run_id: Optional[str] =
                               - execution.create_time_since_epoch) / 1000.0),
             outputs={k: [a.uri for a in v] for k, v in outputs.items()},
             execution_id=execution.id,
+            cached_from=(cached_from_run(store, execution)
+                         if execution.last_known_state == metadata_store_pb2.Execution.CACHED else ""),
         ))
         if not summary.task:
             summary.task = _task_of(execution)
@@ -136,6 +139,29 @@ def step_profile_line(model_run_uri: str) -> str:
     if not profile:
         return ""
     return f"{profile['ms_per_step']:g} ms per step over {profile['steps']} steps traced; {profile['verdict']}"
+
+
+def describe_drift(compared_with: str, cached_from: Optional[str] = None) -> str:
+    """The DriftGate's ``compared_with`` in words: 'none vs <references>' when it compared and
+    passed, else what it says (nothing to compare with, not checked). A DriftGate served from
+    cache (``cached_from``: not None) checked nothing in this run: its result is the one of the
+    run that made it, and says so ('as checked in run <id> (DriftGate served from cache): ...')."""
+    compared = compared_with.startswith(("serving version", "the previous span"))
+    text = f"none vs {compared_with}" if compared else compared_with
+    if cached_from is not None:
+        return f"as checked in {earlier_run(cached_from)} (DriftGate served from cache): {text}"
+    return text
+
+
+def cached_from(summary: "RunSummary", node_id: str) -> Optional[str]:
+    """None unless this run served the node from cache; then the run whose result it reused
+    ('' when that run is not known)."""
+    component = summary.component(node_id)
+    return component.cached_from if component is not None and component.state == "cached" else None
+
+
+def earlier_run(run_id: str) -> str:
+    return f"run {run_id}" if run_id else "an earlier run"
 
 
 def describe_spans(spans: List[int]) -> str:

@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from pipeline.quiet import TF_IMPORT_NOISE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -40,3 +42,79 @@ def test_the_real_import_prints_no_known_noise():
     assert quiet.returncode == 0, quiet.stderr
     noise = [line for line in quiet.stderr.splitlines() if TF_IMPORT_NOISE.search(line)]
     assert not noise, noise
+
+
+
+def serving_model(path, task):
+    """A SavedModel with the serving signature of a model of the task: a binary one answering
+    0.25; a multi-class one whose softmax takes logits of unknown rank (as grappler's cost model
+    sees a model's softmax: it prints 'Error in PredictCost()' on stderr when it optimizes the graph)."""
+    import tensorflow as tf
+
+    class Model(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+        def serve(self, examples):
+            if task == "binary":
+                return {"probabilities": tf.fill(tf.shape(examples), 0.25)}
+            logits = tf.io.parse_tensor(tf.io.serialize_tensor(tf.ones([tf.shape(examples)[0], 3])), tf.float32)
+            return {"probabilities": tf.nn.softmax(logits)}
+
+    model = Model()
+    tf.saved_model.save(model, str(path), signatures={"serving_default": model.serve})
+    return str(path)
+
+
+@pytest.mark.parametrize("config, task, said", [
+    ("taxi", "binary", "mean probability 0.2500, 0.0% above 0.5"),
+    ("penguin", "multiclass", "predicted classes: 0 5"),
+])
+def test_predict_prints_only_its_own_lines(tmp_path, config, task, said):
+    """`tfxline predict` as a user runs it (a fresh process, no TF_CPP_MIN_LOG_LEVEL set): its one
+    line on stdout and nothing on stderr. TensorFlow's import-time lines (cuFFT/cuDNN/cuBLAS
+    factories registered twice, ...) once came first, when the command's module imported
+    TensorFlow before the quiet import; a multi-class model added grappler's PredictCost line."""
+    model = serving_model(tmp_path / "model", task)
+    rows = tmp_path / "rows.csv"
+    if config == "taxi":
+        from tests.conftest import write_taxi_slice
+
+        write_taxi_slice(rows, limit=5)
+    else:
+        rows.write_text("culmen_length_mm,culmen_depth_mm,flipper_length_mm,body_mass_g\n"
+                        + "39.1,18.7,181,3750\n" * 5)
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    done = subprocess.run([sys.executable, "-m", "pipeline.cli", "predict", "--config", config, "--model-dir", model,
+                           "--input", str(rows), "--predictions", str(tmp_path / "out.csv")],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert done.stdout.splitlines() == [f"5 predictions from {model} -> {tmp_path / 'out.csv'}; {said}"]
+
+
+def test_a_runs_native_noise_goes_to_its_log_and_the_rest_to_the_console(tmp_path):
+    """While a pipeline runs (pipeline/run_process.logging_to), what TensorFlow's C++ side writes
+    to stderr past any log level, here grappler's real PredictCost line for a softmax, goes to the
+    run's log; any other stderr line still reaches the console, as it is written."""
+    code = f"""
+import os, sys, io
+from pipeline.quiet import import_tensorflow_quietly, quiet_libraries
+quiet_libraries()
+import_tensorflow_quietly()
+import tensorflow as tf
+from pipeline.run_process import logging_to
+
+@tf.function
+def softmax(serialized):
+    return tf.nn.softmax(tf.io.parse_tensor(serialized, tf.float32))
+
+with logging_to({str(tmp_path / "run.log")!r}, io.StringIO()):
+    softmax(tf.io.serialize_tensor(tf.ones([2, 3])))
+    os.write(2, b"E0000 something real went wrong\\n")
+    print("to the console", file=sys.stderr, flush=True)
+print("ok")
+"""
+    done = run(code)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+    assert done.stderr.splitlines() == ["E0000 something real went wrong", "to the console"]
+    log = (tmp_path / "run.log").read_text()
+    assert "Error in PredictCost() for the op: op: \"Softmax\"" in log

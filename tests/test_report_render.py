@@ -71,3 +71,49 @@ def test_report_command_on_what_is_not_a_recorded_run(tmp_path, capsys):
     assert "is gone" in one_error_line(["report", str(run_dir)])
     assert "no recorded run" in one_error_line(["report", "--output", str(tmp_path / "empty")])
     assert not (run_dir / "report.html").exists()
+
+
+def test_axis_numbers_are_short_and_readable():
+    """A tick shows at most 8 characters: SI suffixes for large numbers, a plain exponent past
+    10^12 and below 0.001 (Python's '1.247e+16' was cut off on a narrow axis)."""
+    shown = {v: svg.tick(v) for v in (0, 0.63, -0.5985, -0.005867, 12.345, 4521, 9999.6, 12345, -2.61e6, 597e6,
+                                       1.48e9, 1.247e16, -1.247e16, 3.2e-5, 0.00099)}
+    assert shown == {0: "0", 0.63: "0.63", -0.5985: "-0.5985", -0.005867: "-0.00587", 12.345: "12.35", 4521: "4521",
+                     9999.6: "10k", 12345: "12.3k", -2.61e6: "-2.61M", 597e6: "597M", 1.48e9: "1.48G",
+                     1.247e16: "1.25e16", -1.247e16: "-1.25e16", 3.2e-5: "3.2e-5", 0.00099: "9.9e-4"}
+    assert all(len(t) <= 8 for t in shown.values())
+
+
+def y_ticks(chart):
+    return [t.text for t in parse(chart).iter() if t.tag.endswith("text") and "y" in t.get("class", "").split()]
+
+
+def test_a_flat_series_is_drawn_around_its_value():
+    """Two runs with the same value: the axis hugs it, the value on the middle tick (0.63 once
+    spanned 0.13 to 1.13); a value between 0 and 1 keeps its axis there."""
+    assert y_ticks(svg.line_chart({"accuracy": [(1, 0.63), (2, 0.63)]}, title="history")) == ["0.6174", "0.63", "0.6426"]
+    assert y_ticks(svg.line_chart({"rmse": [(1, 2.9e7), (2, 2.9e7)]}, title="history")) == ["28.4M", "29M", "29.6M"]
+    assert y_ticks(svg.line_chart({"auc": [(1, 1.0), (2, 1.0)]}, title="history")) == ["0.98", "0.99", "1"]
+
+
+def test_the_y_axis_is_as_wide_as_its_labels():
+    """The plot starts right of the widest y tick label (a loss near 1e16 once lost its first digits)."""
+    chart = svg.line_chart({"train": [(0, 1.247e16), (1, 7.9e14)]}, title="loss")
+    axis = next(e for e in parse(chart).iter() if e.tag.endswith("line"))
+    assert y_ticks(chart) == ["7.9e14", "6.63e15", "1.25e16"]
+    assert float(axis.get("x1")) >= max(len(t) for t in y_ticks(chart)) * svg.CHAR_W + 4
+
+
+def test_confusion_matrix_names_long_classes_whole_or_told_apart():
+    """Long class names: the row labels' column is as wide as the longest shown name, the column
+    labels stand upright, each shortened name is still unique, and the whole name is its tooltip."""
+    classes = ["Pygoscelis adeliae (Adélie, Torgersen Island colony)", "Pygoscelis antarcticus (Chinstrap, Dream)",
+               "Pygoscelis papua (Gentoo penguin, Biscoe Island group)"]
+    chart = parse(svg.confusion_matrix(classes, [[1, 0, 0], [0, 1, 0], [0, 0, 1]], "confusion matrix"))
+    names = [t for t in chart.iter() if t.tag.endswith("text") and "class-name" in t.get("class", "")]
+    shown = [(t.text or "") + "".join(c.tail or "" for c in t) for t in names]
+    assert len(set(shown)) == 3 and all(len(s) <= svg.MAX_LABEL for s in shown)
+    assert [next(c for c in t if c.tag.endswith("title")).text for t in names] == classes * 2
+    assert all("rotate(-90" in t.get("transform", "") for t in names if "column" in t.get("class"))
+    first_cell = next(e for e in chart.iter() if e.tag.endswith("rect"))
+    assert float(first_cell.get("x")) >= max(len(s) for s in shown) * svg.CHAR_W

@@ -14,7 +14,7 @@ from pipeline.report.artifacts import RunArtifacts, load_run_info
 from pipeline.report.data import data_section
 from pipeline.report.model import evaluation_section, training_section
 from pipeline.report.serving import lineage_section, serving_section
-from pipeline.summary import describe_spans
+from pipeline.summary import cached_from, describe_drift, describe_spans
 
 
 def collect(run_dir: str) -> Dict[str, Any]:
@@ -23,7 +23,9 @@ def collect(run_dir: str) -> Dict[str, Any]:
     return {
         "run": dict({k: info.get(k) for k in ("pipeline_name", "run_id", "started", "wall_seconds", "error",
                                                "output_root")},
-                    spans=describe_spans(run.summary.spans), drift=run.summary.drift, collected=run.collected()),
+                    spans=describe_spans(run.summary.spans), collected=run.collected(),
+                    drift=describe_drift(run.summary.drift, cached_from(run.summary, "DriftGate"))
+                    if run.summary.drift else ""),
         "pipeline": pipeline_section(run),
         "data": data_section(run),
         "training": training_section(run),

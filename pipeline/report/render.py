@@ -5,6 +5,7 @@ import os
 from typing import Any, Dict, List, Optional
 
 import jinja2
+import markupsafe
 
 from pipeline import files
 from pipeline.report import collect as collect_lib
@@ -12,6 +13,7 @@ from pipeline.report import svg
 
 REPORT_FILE = "report.html"
 DATA_FILE = "report.json"
+HISTOGRAM_WIDTH = 90  # a statistics table cell's histogram (three splits fit 1400 px)
 
 
 def _number(value: Any, digits: int = 4) -> str:
@@ -32,6 +34,10 @@ def _environment() -> jinja2.Environment:
         autoescape=jinja2.select_autoescape(["html", "j2"]),
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["num"] = _number
+    env.filters["short"] = lambda v: "–" if v is None else svg.tick(v)  # a number in a few characters: 12.3k
+    env.filters["clip"] = lambda v, limit=32: svg.clip(str(v), limit)  # a long value, shortened
+    # a name that may wrap after each underscore (a table column need not be as wide as it)
+    env.filters["breakable"] = lambda v: markupsafe.Markup(str(markupsafe.escape(v)).replace("_", "_<wbr>"))
     return env
 
 
@@ -42,7 +48,7 @@ def charts(data: Dict[str, Any]) -> Dict[str, Any]:
         for split, stats in feature["splits"].items():
             counts = [b["count"] for b in stats["histogram"]]
             out["histograms"][(feature["name"], split)] = svg.mini_histogram(
-                counts, title=f"{feature['name']} ({split}) histogram")
+                counts, width=HISTOGRAM_WIDTH, title=f"{feature['name']} ({split}) histogram")
     for metric, series in sorted(data["training"]["curves"].items(), key=lambda kv: kv[0] != "loss"):
         if metric == "learning_rate":
             continue
