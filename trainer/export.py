@@ -7,6 +7,10 @@ Signatures:
                         ``predictions`` (regression).
 ``transform_features``  ``examples``: raw tf.Examples with the label columns -> every
                         transformed feature and the label; TFMA uses it to derive the label.
+
+A regression label learnt in log space (``log: true``) is served and evaluated in its own
+unit: both signatures apply the inverse (``label_in_its_unit``) to the model's output and to
+the label.
 """
 from __future__ import annotations
 
@@ -17,6 +21,7 @@ import tensorflow as tf
 
 from trainer import strategy as strategy_lib
 from transforms import features as F
+from transforms.preprocessing import label_in_its_unit
 
 SERVING_SIGNATURE = "serving_default"
 TRANSFORM_SIGNATURE = "transform_features"
@@ -40,11 +45,16 @@ def build_signatures(model, tf_transform_output, spec: F.FeatureSpec):
         outputs = tf.cast(model({n: transformed[n] for n in names}), tf.float32)
         if task != F.TASK_MULTICLASS:
             outputs = tf.reshape(outputs, [-1])
+        if task == F.TASK_REGRESSION:
+            outputs = label_in_its_unit(spec.label, outputs)
         return {key: outputs}
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
     def transform_features(examples):
-        return model.tft_layer(tf.io.parse_example(examples, raw_spec))
+        transformed = dict(model.tft_layer(tf.io.parse_example(examples, raw_spec)))
+        if task == F.TASK_REGRESSION:
+            transformed[spec.label.name] = label_in_its_unit(spec.label, transformed[spec.label.name])
+        return transformed
 
     return {SERVING_SIGNATURE: serve, TRANSFORM_SIGNATURE: transform_features}
 

@@ -35,7 +35,9 @@ its own name, or the one named by ``column``:
                      other values or without the positive one (pipeline/labels.py).
 ``class_vocabulary`` multi-class: each distinct value (string or whole number, also written
                      as a float such as ``3.0``) is a class.
-``regression``       a numeric target, used as is.
+``regression``       a numeric target, used as is; with ``log: true``, the model learns
+                     log(1 + max(y, 0)) and serves exp(.) - 1, in the label's own unit
+                     (for non-negative skewed targets such as prices and wages).
 """
 from __future__ import annotations
 
@@ -91,6 +93,7 @@ class Label:
     denominator: Optional[str] = None
     threshold: float = 0.0
     positive: Optional[Any] = None   # binary: the positive value as the data writes it (text or number)
+    log: bool = False                # regression: learn log1p(label), serve expm1 (the label's unit)
 
     @property
     def task(self) -> str:
@@ -167,7 +170,8 @@ class FeatureSpec:
 
     def to_dict(self) -> Dict[str, Any]:
         return {
-            "label": _drop_none(dataclasses.asdict(self.label)),
+            "label": {k: v for k, v in _drop_none(dataclasses.asdict(self.label)).items()
+                      if k != "log" or v},  # a plain label serialises as before (log: false unsaid)
             "inputs": [_drop_none(dataclasses.asdict(f)) for f in self.inputs],
             "crosses": [dict(dataclasses.asdict(c), inputs=list(c.inputs)) for c in self.crosses],
         }
@@ -207,6 +211,9 @@ class FeatureSpec:
         if self.label.positive is not None and self.label.transform != "binary":
             raise FeatureSpecError(f"features.label: positive applies to transform binary, not "
                                    f"{self.label.transform!r}; remove positive: or use transform: binary")
+        if self.label.log is not False and (self.label.log is not True or self.label.transform != "regression"):
+            raise FeatureSpecError(f"features.label: log applies to transform regression and is true or false, "
+                                   f"not {self.label.log!r} with {self.label.transform!r}; remove log: or fix it")
         for field in _REQUIRED_LABEL_FIELDS[self.label.transform]:
             if not getattr(self.label, field):
                 raise FeatureSpecError(

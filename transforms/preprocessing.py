@@ -196,7 +196,15 @@ def transform_label(label: F.Label, inputs: Mapping[str, Any]) -> tf.Tensor:
             dense = tf.cast(dense, tf.int64)
         return tft.compute_and_apply_vocabulary(
             dense, num_oov_buckets=0, default_value=0, vocab_filename=F.LABEL_VOCABULARY)
-    return to_dense(_as_float(x), 0.0)  # regression
+    dense = to_dense(_as_float(x), 0.0)  # regression
+    return tf.math.log1p(tf.maximum(dense, 0.0)) if label.log else dense
+
+
+def label_in_its_unit(label: F.Label, values: tf.Tensor) -> tf.Tensor:
+    """The inverse of a regression label's transform: a log label (``log: true``) back in the
+    label's own unit, what serving returns and evaluation compares (exp(x) - 1, not expm1:
+    TFLite has no Expm1 builtin)."""
+    return tf.exp(values) - 1.0 if label.log else values
 
 
 def _as_float(x: Any) -> Any:
