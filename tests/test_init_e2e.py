@@ -32,6 +32,11 @@ def test_init_then_run_is_blessed_and_pushed_first_time(tmp_path, task):
     assert run.returncode == 0, run.stderr[-3000:]
     assert "blessing: BLESSED" in run.stdout, run.stdout
     assert "pushed to: " in run.stdout and expected in run.stdout, run.stdout
+    report = [line.split("report: ", 1)[1] for line in run.stdout.splitlines() if "report: " in line][-1]
+    with open(report.strip()) as f:
+        html = f.read()
+    if task == "multiclass":  # the report counts the rows left out too
+        assert "168 rows without a label left out of training and evaluation" in html
     # the pushed model takes the table's raw rows, empty cells and all, without the label
     rows = tmp_path / "rows.csv"
     with open(data, newline="") as f, open(rows, "w", newline="") as out:

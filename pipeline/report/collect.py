@@ -24,6 +24,7 @@ def collect(run_dir: str) -> Dict[str, Any]:
         "run": dict({k: info.get(k) for k in ("pipeline_name", "run_id", "started", "wall_seconds", "error",
                                                "output_root")},
                     spans=describe_spans(run.summary.spans), collected=run.collected(),
+                    rows_without_label=run.summary.rows_without_label or 0,
                     drift=describe_drift(run.summary.drift, cached_from(run.summary, "DriftGate"))
                     if run.summary.drift else ""),
         "pipeline": pipeline_section(run),
