@@ -160,3 +160,33 @@ def test_a_transform_output_without_named_analyzers_says_to_rerun(analyzed, tmp_
 
 def test_missing_string_placeholder_is_not_a_real_value():
     assert MISSING_STRING not in PAYMENTS
+
+
+def _analyze(spec, raw_spec, rows, tmp_path):
+    metadata = dataset_metadata.DatasetMetadata(schema_utils.schema_from_feature_spec(raw_spec))
+    with tft_beam.Context(temp_dir=str(tmp_path / "tft")):
+        (out, _), _ = (rows, metadata) | tft_beam.AnalyzeAndTransformDataset(make_preprocessing_fn(spec))
+    return out
+
+
+def test_whole_numbers_written_as_floats_are_categories_and_classes(tmp_path):
+    """pandas writes integers beside empty cells as 81.0: a vocabulary over them, and a class
+    label of them, use their integers (a missing value is its own category, not 0)."""
+    spec = FeatureSpec.from_dict({"label": {"name": "grade", "transform": "class_vocabulary"},
+                                  "inputs": [{"name": "rooms", "transform": "vocabulary", "top_k": 10}]})
+    raw = {"rooms": tf.io.VarLenFeature(tf.float32), "grade": tf.io.VarLenFeature(tf.float32)}
+    rooms = [3.0, 0.0, None, 3.0, 5.0, 0.0]
+    grades = [7.0, 9.0, 7.0, 7.0, 9.0, 8.0]
+    out = _analyze(spec, raw, [{"rooms": [] if r is None else [r], "grade": [g]} for r, g in zip(rooms, grades)], tmp_path)
+    ids = [row["rooms_xf"] for row in out]
+    assert ids[0] == ids[3] and ids[1] == ids[5] and len({ids[0], ids[1], ids[2], ids[4]}) == 4
+    classes = [row["grade"] for row in out]
+    assert classes[0] == classes[2] == classes[3] and len({classes[0], classes[1], classes[5]}) == 3
+
+
+def test_a_numeric_binary_label_with_its_positive_value_named(tmp_path):
+    spec = FeatureSpec.from_dict({"label": {"name": "y", "transform": "binary", "positive": 2},
+                                  "inputs": [{"name": "x", "transform": "zscore"}]})
+    raw = {"x": tf.io.VarLenFeature(tf.float32), "y": tf.io.VarLenFeature(tf.float32)}
+    out = _analyze(spec, raw, [{"x": [float(i)], "y": [v]} for i, v in enumerate([1.0, 2.0, 2.0, 1.0])], tmp_path)
+    assert [row["y"] for row in out] == [0, 1, 1, 0]

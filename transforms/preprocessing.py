@@ -139,8 +139,12 @@ def zscore_fill_mean(feature: F.InputFeature, x: Any, analyzers: Analyzers) -> t
 
 def log1p_non_negative(x: Any) -> Any:
     """log(1 + max(x, 0)) of the present values, keeping the column's sparsity."""
-    x = _as_float(x)
-    fn = lambda v: tf.math.log1p(tf.maximum(v, 0.0))  # noqa: E731
+    return map_values(lambda v: tf.math.log1p(tf.maximum(v, 0.0)), _as_float(x))
+
+
+def map_values(fn: Callable[[tf.Tensor], tf.Tensor], x: Any) -> Any:
+    """``fn`` applied to a column's present values, keeping which rows have one (sparse,
+    ragged, dense or ``Present``)."""
     if is_present(x):
         return Present(fn(x.values), x.present)
     if isinstance(x, tf.SparseTensor):
@@ -220,14 +224,7 @@ def _as_float(x: Any) -> Any:
 def _as_int(x: Any) -> Any:
     """A float column's values rounded to int64, keeping which are present (a missing value
     then takes the integer column's default, not a category of 0)."""
-    fn = lambda v: tf.cast(tf.round(v), tf.int64)  # noqa: E731
-    if is_present(x):
-        return Present(fn(x.values), x.present)
-    if isinstance(x, tf.SparseTensor):
-        return tf.SparseTensor(x.indices, fn(x.values), x.dense_shape)
-    if isinstance(x, tf.RaggedTensor):
-        return tf.ragged.map_flat_values(fn, x)
-    return fn(x)
+    return map_values(lambda v: tf.cast(tf.round(v), tf.int64), x)
 
 
 def _float_values(x: Any) -> tf.Tensor:
