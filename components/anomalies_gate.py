@@ -88,7 +88,7 @@ class Executor(base_executor.BaseExecutor):
             raise DataAnomaliesError(
                 f"the data violates the schema ({len(found)} anomalies: {'; '.join(found)}); "
                 "fix the data, or if the change is expected review and update the schema "
-                "(tfxline schema draft --diff)")
+                "(tfxline schema draft --config CONFIG --diff, with this run's config)")
 
 
 class AnomaliesGateSpec(types.ComponentSpec):

@@ -219,9 +219,19 @@ def _single_value(c) -> str:
 
 def load_slice_metrics(evaluation_uri: str) -> Dict[str, Dict[str, float]]:
     """{'overall' | 'feature=value': {metric: value}} from a ModelEvaluation artifact."""
+    import logging
+
     import tensorflow_model_analysis as tfma
 
-    return _slice_metrics(tfma.load_eval_result(evaluation_uri))
+    # an evaluation with a baseline has plots of 'candidate' and 'baseline', and TFMA's loader
+    # warns once per slice that it finds none for the unnamed model (it reads no plots here)
+    absl = logging.getLogger("absl")
+    level = absl.level
+    absl.setLevel(logging.ERROR)
+    try:
+        return _slice_metrics(tfma.load_eval_result(evaluation_uri))
+    finally:
+        absl.setLevel(level)
 
 
 def _slice_metrics(eval_result) -> Dict[str, Dict[str, float]]:

@@ -219,7 +219,7 @@ def cmd_runs(args, stream: TextIO) -> int:
     cfg = config_or_bad_input(args)
     if not store_exists(cfg.metadata_store):
         raise BadInput(f"no metadata store at {cfg.metadata_path}; run the pipeline first (tfxline run), "
-                       "or pass the --output it used")
+                       f"or pass the --config (pipeline {cfg.name} now) and --output it used")
     if getattr(args, "runs_command", None) == "show":
         try:
             result = collect_run(cfg.metadata_store, cfg.name, args.run_id)
@@ -248,7 +248,7 @@ def cmd_gc(args, stream: TextIO) -> int:
                        "say how many runs to keep: --keep-runs N, or retention.keep_runs in the config")
     if not store_exists(cfg.metadata_store):
         raise BadInput(f"no metadata store at {cfg.metadata_path}; run the pipeline first (tfxline run), "
-                       "or pass the --output it used")
+                       f"or pass the --config (pipeline {cfg.name} now) and --output it used")
     with local_runner.one_run_at_a_time(cfg, stream):  # never under a run writing the same store
         retention.run_retention(cfg, stream, keep_runs=keep, dry_run=args.dry_run)
     return EXIT_OK
@@ -321,7 +321,9 @@ def cmd_predict(args, stream: TextIO) -> int:
     try:
         predict_csv(cfg, args.input, args.predictions, model_dir=args.model_dir, stream=stream)
     except (DataError, FileNotFoundError) as e:
-        raise BadInput(str(e)) from None
+        # without --config the packaged taxi config is read: say so, most models are not taxi's
+        hint = "" if args.config else f" (read with the config of pipeline {cfg.name}: pass --config for your own)"
+        raise BadInput(f"{e}{hint}") from None
     return EXIT_OK
 
 

@@ -19,9 +19,11 @@ pushes on the first try. The rules (docs/your-data.md states them):
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import os
 import re
+import shlex
 from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from pipeline import column_profile as cp
@@ -38,6 +40,7 @@ SKEWED = 1.0                 # skewness above which non-negative numbers are log
 BUCKETS_FROM = 50            # numbers with at least this many distinct values also get quantile buckets
 MAX_SLICES = 2
 _NAME = re.compile(r"[^A-Za-z0-9_]+")
+_ID_NAME = re.compile(r"(?i)^(id|.*[_ .-]id|rownames|row_?names|index|unnamed: ?\d+)$")
 
 
 class InitError(ValueError):
@@ -99,7 +102,11 @@ def choose_label(column: ColumnProfile, cells: Sequence[str], task: Optional[str
     if task is None:
         task, why = inferred, f"{why}; --task to choose another"
     else:
+        check_task_flag(column.name, values, task, inferred)
         why = f"--task {task}"
+    if positive is not None and task != F.TASK_BINARY:
+        raise InitError(f"--positive applies to a binary label, and {column.name!r} is {task} ({why}); "
+                        "drop --positive, or pass --task binary")
     spec: Dict[str, Any] = {"name": column.name}
     if task == F.TASK_BINARY:
         spec["transform"] = "binary"
@@ -108,7 +115,11 @@ def choose_label(column: ColumnProfile, cells: Sequence[str], task: Optional[str
         if chosen is None and not numeric01:
             shown = " and ".join(repr(v) for v in values.distinct[:2]) if len(values.counts) == 2 else values.shown()
             raise InitError(f"label column {column.name!r} holds {shown}: which is the positive class? pass "
-                            f"--positive VALUE (e.g. --positive {values.distinct[-1]})")
+                            f"--positive VALUE (e.g. --positive {shlex.quote(values.distinct[-1])})")
+        if positive is not None and labels.binary_positive(
+                F.Label(name=column.name, transform="binary", positive=positive), values) not in values.counts:
+            raise InitError(f"--positive {shlex.quote(positive)} is not a value of column {column.name!r}, which holds "
+                            f"{values.shown()}; pass one of them as the data writes it")
         if chosen is not None and not numeric01:
             spec["positive"] = labels.binary_positive(F.Label(name=column.name, transform="binary", positive=chosen), values)
             why += f"; positive {spec['positive']!r}" + (" (--positive)" if positive is not None else " (its usual spelling)")
@@ -124,9 +135,6 @@ def choose_label(column: ColumnProfile, cells: Sequence[str], task: Optional[str
             # lower on all four; sklearn's diabetes target (skew 0.4, below SKEWED) RMSE +7 %
             spec["log"] = True
             why += f"; learnt as log(1 + {column.name}) (non-negative, skew {column.skew:.2f}), served in its unit"
-    if positive is not None and task != F.TASK_BINARY:
-        raise InitError(f"--positive applies to a binary label, and {column.name!r} is {task} ({why}); "
-                        "drop --positive, or pass --task binary")
     label = F.Label(**{k: v for k, v in spec.items()})
     try:
         labels.check(label, values, "drop")
@@ -135,6 +143,18 @@ def choose_label(column: ColumnProfile, cells: Sequence[str], task: Optional[str
     if values.missing:
         why += f"; {values.missing} rows without a label are left out (data.missing_labels: drop)"
     return spec, task, why
+
+
+def check_task_flag(column: str, values: labels.LabelValues, task: str, inferred: str) -> None:
+    """--task against the label's values, refused in init's own terms (its flags)."""
+    n = "many" if values.many else len(values.counts)
+    fix = f"drop --task (the values make it {inferred}), or pick another --label"
+    if task == F.TASK_BINARY and (values.many or len(values.counts) > 2):
+        raise InitError(f"--task binary: column {column!r} holds {n} values ({values.shown()}), a binary label two; {fix}")
+    if task == F.TASK_REGRESSION and not values.numeric:
+        raise InitError(f"--task regression: column {column!r} holds text ({values.first_text!r}); {fix}")
+    if task == F.TASK_MULTICLASS and values.numeric and not values.integral:
+        raise InitError(f"--task multiclass: column {column!r} holds fractional numbers ({values.shown(2)}); {fix}")
 
 
 def choose_inputs(profiles: Sequence[ColumnProfile], label: str,
@@ -185,6 +205,8 @@ def input_for(p: ColumnProfile) -> Tuple[List[Dict[str, Any]], str]:
         return [], "empty in every row"
     if p.distinct == 1:
         return [], f"one value in every row ({p.top[0][0]!r}{empty})"
+    if _ID_NAME.match(p.name) and p.distinct > MAX_CATEGORY_NUMBERS:
+        return [], f"an ID by its name ({p.distinct} values)"
     if p.kind == cp.STRING:
         if p.distinct == p.present and p.present >= 20:
             return [], "an ID: unique per row"
@@ -244,7 +266,7 @@ def plan(data_path: str, label: str, task: Optional[str] = None, positive: Optio
     files = data_source.locate(data_path, "csv").files
     header, columns = data_source.read_columns(files)
     if label not in header:
-        close = [h for h in header if h.lower() == label.lower()]
+        close = [h for h in header if h.lower() == label.lower()] or difflib.get_close_matches(label, header, 1)
         hint = f"did you mean {close[0]!r}? " if close else ""
         raise InitError(f"--label {label!r} is not a column of {data_path}; {hint}pass one of: {', '.join(header)}")
     profiles = cp.profile_table(header, columns)
@@ -258,8 +280,9 @@ def plan(data_path: str, label: str, task: Optional[str] = None, positive: Optio
     inputs, decisions, slices = choose_inputs(profiles, label, taken)
     labelled = sum(1 for c in label_cells if c)
     size = sizing(labelled)
+    # one pipeline per table and label: two projects on one CSV never share runs or a serving model
     stem = os.path.basename(files[0]).split(".")[0] if os.path.isfile(data_path) else os.path.basename(os.path.normpath(data_path))
-    name = feature_name(stem, set()).lower()
+    name = feature_name(f"{stem}_{label}", set()).lower()
     return Plan(name=name, data_path=os.path.abspath(data_path), rows=len(label_cells), labelled=labelled,
                 label=label_spec, task=chosen_task, task_why=task_why, inputs=inputs, decisions=decisions,
                 slices=slices, buckets=size["buckets"], batch_size=size["batch_size"], epochs=size["epochs"],
@@ -288,7 +311,8 @@ def render_config(p: Plan, schema_path: str) -> str:
         "# Review it, then: tfxline run --config THIS_FILE. Every key is optional except `features`;",
         "# omitted keys take the defaults in pipeline/config.py (docs/configuration.md lists them).",
         f"name: {p.name}",
-        f"output_root: output/{p.name}",
+        f"output_root: {_quote(os.path.join(os.path.dirname(schema_path), 'output'))}   # beside this file: runs, "
+        "metadata, serving (--output overrides)",
         "",
         "data:",
         f"  path: {_quote(p.data_path)}",

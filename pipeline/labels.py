@@ -27,6 +27,7 @@ POSITIVE_SPELLINGS: Tuple[Tuple[str, str], ...] = (
 DISTINCT_KEPT = 1000     # distinct values counted exactly; beyond, only "many"
 MAX_CLASSES = 1000       # more distinct values than this is not a multi-class label
 MULTICLASS_MAX_NUMBERS = 10  # whole numbers with at most this many values: classes, not a quantity
+MIN_ROWS_PER_CLASS = 10  # fewer labelled rows a class on average: too few to learn (or to see in every split)
 
 
 class LabelError(ValueError):
@@ -145,6 +146,11 @@ def check(label: F.Label, values: Optional[LabelValues], missing_labels: str = "
             raise LabelError(f"{where} holds {values.shown()}, not 0 and 1; say which is positive: set "
                              f"features.label.positive (e.g. --set 'features.label.positive=\"{values.distinct[0]}\"')")
     elif task == F.TASK_MULTICLASS:
+        if values.many or n * MIN_ROWS_PER_CLASS > values.present:
+            raise LabelError(f"{where} holds {'over ' + str(DISTINCT_KEPT) if values.many else n} classes in "
+                             f"{values.present} labelled rows, under {MIN_ROWS_PER_CLASS} rows a class: too few to learn "
+                             "each (a class missing from the train split cannot be predicted); pick a label with fewer "
+                             "classes, or make it regression if the values are amounts")
         if n < 2 and not values.many:
             raise LabelError(f"{where} holds one class ({values.shown()}): a multi-class model needs two or more; "
                              "add rows of other classes, or pick another label column")

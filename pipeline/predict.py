@@ -56,9 +56,28 @@ def output_columns(cfg: PipelineConfig, values: np.ndarray, classes: Sequence[st
     if cfg.features.task == F.TASK_MULTICLASS:
         names = [classes[i] if i < len(classes) else str(i) for i in range(values.shape[-1])] if len(values) else []
         return [{"predicted_class": names[int(np.argmax(v))], "probability": float(np.max(v)),
-                 "probabilities": json.dumps({n: round(float(x), 6) for n, x in zip(names, v)})}
+                 "probabilities": {n: round(float(x), 6) for n, x in zip(names, v)}}
                 for v in values]
     return [{"prediction": float(v)} for v in values]
+
+
+def typed_row(row: Dict[str, str], schema) -> Dict[str, object]:
+    """A CSV row's cells as JSON values: numbers where the schema types the column INT or FLOAT
+    (integral floats such as 81.0 kept as written), null for an empty cell, text otherwise."""
+    from tensorflow_metadata.proto.v0 import schema_pb2
+
+    kinds = {f.name: f.type for f in schema.feature}
+    out: Dict[str, object] = {}
+    for name, cell in row.items():
+        if cell == "":
+            out[name] = None
+        elif kinds.get(name) == schema_pb2.INT:
+            out[name] = int(cell)
+        elif kinds.get(name) == schema_pb2.FLOAT:
+            out[name] = float(cell)
+        else:
+            out[name] = cell
+    return out
 
 
 def describe_predictions(cfg: PipelineConfig, extra: List[Dict[str, object]]) -> str:
@@ -72,7 +91,12 @@ def describe_predictions(cfg: PipelineConfig, extra: List[Dict[str, object]]) ->
         counts = collections.Counter(r["predicted_class"] for r in extra)
         return "predicted classes: " + ", ".join(f"{name} {n}" for name, n in counts.most_common())
     p = np.array([r["prediction"] for r in extra])
-    return f"predictions mean {p.mean():.4g}, min {p.min():.4g}, max {p.max():.4g}"
+    return f"predictions mean {_g(p.mean())}, min {_g(p.min())}, max {_g(p.max())}"
+
+
+def _g(x: float) -> str:
+    """A number in one format: 23890.5 -> '23,890', 0.01234 -> '0.01234'."""
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
 
 
 def predict_csv(cfg: PipelineConfig, input_csv: str, output_path: str,
@@ -87,15 +111,15 @@ def predict_csv(cfg: PipelineConfig, input_csv: str, output_path: str,
     tmp = output_path + ".tmp"
     os.makedirs(os.path.dirname(os.path.abspath(output_path)), exist_ok=True)
     with open(tmp, "w", newline="") as f:
-        if output_path.endswith((".jsonl", ".json")):
+        if output_path.endswith((".jsonl", ".json")):  # the row's values typed as its schema says
             for row, more in zip(rows, extra):
-                f.write(json.dumps({**row, **more}) + "\n")
+                f.write(json.dumps({**typed_row(row, schema), **more}) + "\n")
         else:
             fields = list(rows[0].keys()) + list(extra[0].keys()) if rows else []
             writer = csv.DictWriter(f, fieldnames=fields)
             writer.writeheader()
-            for row, more in zip(rows, extra):
-                writer.writerow({**row, **more})
+            for row, more in zip(rows, extra):  # every class's probability as one JSON cell
+                writer.writerow({**row, **{k: json.dumps(v) if isinstance(v, dict) else v for k, v in more.items()}})
     os.replace(tmp, output_path)  # never a half-written output file
     if stream:
         print(f"{len(rows)} predictions from {model_dir} -> {output_path}; {describe_predictions(cfg, extra)}",

@@ -20,6 +20,8 @@ from pipeline.quiet import TF_RUNTIME_NOISE
 _RUNNING = re.compile(r"Component (\S+) is running\.")
 _FINISHED = re.compile(r"Component (\S+) is finished\.")
 _CACHED = re.compile(r"A cached execution \d+ is used\.")
+# pipeline/local_runner.run's record of a run that raised: the components started and not finished failed
+_RUN_FAILED = re.compile(r"pipeline \S+ failed$")
 
 
 class ProgressHandler(logging.Handler):
@@ -44,9 +46,13 @@ class ProgressHandler(logging.Handler):
             self.cached = True
         elif m := _FINISHED.match(message):
             node = m.group(1)
-            seconds = time.monotonic() - self.started.get(node, time.monotonic())
+            seconds = time.monotonic() - self.started.pop(node, time.monotonic())
             tag = "cached" if self.cached else " done "
             self._print(f"[{tag} ] {node} ({seconds:.1f}s)")
+        elif record.levelno >= logging.ERROR and _RUN_FAILED.match(message):
+            for node, started in self.started.items():
+                self._print(f"[failed ] {node} ({time.monotonic() - started:.1f}s)")
+            self.started.clear()
 
     def _print(self, line: str) -> None:
         print(line, file=self.stream, flush=True)

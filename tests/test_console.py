@@ -100,3 +100,28 @@ def test_a_run_served_from_cache_counts_each_component_once_and_says_whose_resul
     assert line(lines, "  baseline:") == "  baseline: as resolved in run r2 (served from cache): serving version 100"
     assert line(lines, "  pushed to:") == ("  pushed to: /serving/taxi/100 by run r2 "
                                            "(Pusher served from cache: nothing new pushed)")
+
+
+def test_a_failed_component_is_marked_on_the_console():
+    """The run's progress lines end with the component that failed, not its '[ start ]' alone."""
+    import io
+    import logging
+
+    from pipeline.run_process import ProgressHandler
+
+    out = io.StringIO()
+    handler = ProgressHandler(out)
+    log = logging.getLogger("tfx.test.progress")
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    try:
+        log.info("Component CsvExampleGen is running.")
+        log.info("Component CsvExampleGen is finished.")
+        log.info("Component Evaluator is running.")
+        log.error("pipeline %s failed", "taxi")
+    finally:
+        log.removeHandler(handler)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "[ start ] CsvExampleGen" and lines[1].startswith("[ done  ] CsvExampleGen")
+    assert lines[2] == "[ start ] Evaluator" and lines[3].startswith("[failed ] Evaluator (")
+    assert len(lines) == 4

@@ -36,7 +36,9 @@ def test_binary_yes_no_label_with_an_id_column(capsys, tmp_path):
     assert raw["features"]["label"] == {"name": "deny", "transform": "binary", "positive": "yes"}
     names = {f["name"] for f in raw["features"]["inputs"]}
     assert "rownames" not in names and "deny" not in names
-    assert "rownames: left out (an ID: whole numbers, each once, filling their range)" in out
+    assert "rownames: left out (an ID by its name (2381 values))" in out
+    assert raw["name"] == "mortgage_denial_deny"  # one pipeline per table and label
+    assert raw["output_root"] == str(tmp_path / "project" / "output")  # beside the config, wherever it runs
     assert "label deny: binary (two values" in out and "positive 'yes' (its usual spelling)" in out
     cfg = load_config(str(tmp_path / "project" / "config.yaml"))  # loads as written
     assert cfg.features.task == "binary" and cfg.data.schema.endswith("schema.pbtxt")
@@ -75,15 +77,24 @@ def test_an_unusual_pair_needs_positive(capsys, tmp_path):
 
 @pytest.mark.parametrize("argv, message", [
     (["--label", "Vote"], "--label 'Vote' is not a column of"),
-    (["--label", "vote", "--task", "binary"], "is a binary label but holds 4 values"),
-    (["--label", "statusquo", "--task", "multiclass"], "holds fractional numbers"),
-    (["--label", "region", "--task", "regression"], "is a regression label but holds text, 'N'"),
+    (["--label", "vot"], "did you mean 'vote'?"),
+    (["--label", "vote", "--task", "binary"], "--task binary: column 'vote' holds 4 values ('N', 'Y', 'U', 'A'), "
+     "a binary label two; drop --task (the values make it multiclass)"),
+    (["--label", "statusquo", "--task", "multiclass"], "--task multiclass: column 'statusquo' holds fractional numbers"),
+    (["--label", "region", "--task", "regression"], "--task regression: column 'region' holds text ('N')"),
     (["--label", "vote", "--positive", "Y"], "--positive applies to a binary label"),
+    (["--label", "sex", "--positive", "Male"], "--positive Male is not a value of column 'sex', which holds 'F', 'M'"),
+    (["--label", "income", "--task", "multiclass"], None),  # 7 whole numbers: fine
+    (["--label", "population", "--task", "multiclass"], None),
+    (["--label", "statusquo"], None),
 ])
 def test_bad_init_flags_are_one_line(capsys, tmp_path, argv, message):
     code, out, err = run_cli(["init", "--data", CHILE, "--dir", str(tmp_path / "p"), *argv], capsys)
+    if message is None:
+        assert code == 0, err
+        return
     assert code == 2 and err.startswith("error: ") and err.count("\n") == 1, err
-    assert message in err and ";" in err or "pass" in err
+    assert message in err and (";" in err or "pass" in err)
     assert not (tmp_path / "p").exists()
 
 
@@ -98,12 +109,22 @@ def test_init_keeps_what_is_there(capsys, tmp_path):
 
 def test_column_names_keras_cannot_take_are_renamed(tmp_path):
     path = tmp_path / "t.csv"
-    path.write_text("Credit Score,2nd home,Label!\n" + "".join(f"{i * i % 97},{'yes' if i % 3 else 'no'},{'Y' if i % 2 else 'N'}\n"
-                                                              for i in range(100, 160)))
+    path.write_text("Credit Score,2nd home,n,Label!\n" + "".join(
+        f"{i * i % 97},{'yes' if i % 3 else 'no'},{i},{'Y' if i % 2 else 'N'}\n" for i in range(100, 160)))
     plan, _, _ = init_project.plan(str(path), "Label!", positive="Y")
     assert plan.label == {"name": "Label", "column": "Label!", "transform": "binary", "positive": "Y"}
     names = {(f["name"], f.get("column")) for f in plan.inputs}
     assert ("Credit_Score", "Credit Score") in names and ("c_2nd_home", "2nd home") in names
+    assert [d.why for d in plan.decisions if d.column == "n"] == ["an ID: whole numbers, each once, filling their range"]
+
+
+def test_a_label_with_too_few_rows_a_class_is_refused(capsys, tmp_path):
+    """806 addresses in 929 rows is not a class label (a class the train split misses would be
+    counted as another): refused by init and by every run's pre-flight check."""
+    path = tmp_path / "houses.csv"
+    path.write_text("address,price\n" + "".join(f"{i % 90} Main St,{i}\n" for i in range(500)))
+    code, _, err = run_cli(["init", "--data", str(path), "--label", "address", "--dir", str(tmp_path / "p")], capsys)
+    assert code == 2 and "holds 90 classes in 500 labelled rows, under 10 rows a class: too few to learn" in err
 
 
 # --- the label checks of every run, before anything starts ---------------------------------

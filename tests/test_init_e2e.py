@@ -55,4 +55,8 @@ def test_init_then_run_is_blessed_and_pushed_first_time(tmp_path, task):
     assert all(key in line for line in lines)
     if task == "multiclass":  # the label's own values, never the empty label as a class
         assert {line["predicted_class"] for line in lines} <= {"Y", "N", "U", "A"}
+        # JSON lines keep types: every class's probability an object, numbers as numbers, empty as null
+        assert set(lines[0]["probabilities"]) == {"Y", "N", "U", "A"}
+        assert lines[0]["age"] == 65.0 and lines[0]["region"] == "N"
+        assert all(line["income"] is None or isinstance(line["income"], float) for line in lines)
     assert os.listdir(output / "serving")
