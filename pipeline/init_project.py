@@ -185,6 +185,65 @@ def choose_inputs(profiles: Sequence[ColumnProfile], label: str,
     return inputs, decisions, slices
 
 
+LEAK_CORRELATION = 0.95   # |r| with a numeric label (or a binary one as 0/1) at or above: suspect
+LEAK_PURITY = 0.99        # share of a text column's rows whose value alone names their class
+
+
+def leaks(header: Sequence[str], columns: Sequence[Sequence[str]], label: str, task: str,
+          positive: Any = None) -> Dict[str, str]:
+    """Columns that give the label away (computed from it, or recorded after it), for a warning
+    beside their decision: numbers that follow a numeric or binary label almost exactly, and
+    text whose value alone names the class. Not left out: the user knows which are real."""
+    import numpy as np
+
+    cells = columns[header.index(label)]
+    rows = [i for i, c in enumerate(cells) if c]
+    if len(rows) < 50:
+        return {}
+    if task == F.TASK_REGRESSION:
+        y = np.array([float(cells[i]) for i in rows])
+    elif task == F.TASK_BINARY:
+        wanted = str(positive) if positive is not None else "1"
+        y = np.array([1.0 if cells[i] == wanted or _same_number(cells[i], wanted) else 0.0 for i in rows])
+    else:
+        y = None
+    found: Dict[str, str] = {}
+    for name, column in zip(header, columns):
+        if name == label:
+            continue
+        kind = cp.kind_of(column)
+        if kind in (cp.INT, cp.FLOAT) and y is not None:
+            both = [(k, float(column[i])) for k, i in enumerate(rows) if column[i]]
+            if len(both) >= 50:
+                x = np.array([v for _, v in both])
+                t = y[[k for k, _ in both]]
+                if np.std(x) > 0 and np.std(t) > 0:
+                    r = float(np.corrcoef(x, t)[0, 1])
+                    if abs(r) >= LEAK_CORRELATION:
+                        found[name] = (f"it follows the label almost exactly (r = {r:.2f}); if it is computed from "
+                                       "the label or known only after it, remove it from the inputs")
+        elif kind == cp.STRING and task != F.TASK_REGRESSION:
+            groups: Dict[str, Dict[str, int]] = {}
+            for i in rows:
+                if column[i]:
+                    groups.setdefault(column[i], {}).setdefault(cells[i], 0)
+                    groups[column[i]][cells[i]] += 1
+            total = sum(sum(g.values()) for g in groups.values())
+            pure = sum(max(g.values()) for g in groups.values())
+            classes = len({c for g in groups.values() for c in g})
+            if total >= 50 and 1 < len(groups) <= total / 5 and classes > 1 and pure >= LEAK_PURITY * total:
+                found[name] = (f"its value alone names the class in {pure / total:.1%} of rows; if it is "
+                               "recorded from the label or after it, remove it from the inputs")
+    return found
+
+
+def _same_number(a: str, b: str) -> bool:
+    try:
+        return float(a) == float(b)
+    except ValueError:
+        return False
+
+
 def out_specs(inputs: Sequence[Dict[str, Any]], column: str) -> List[Dict[str, Any]]:
     return [s for s in inputs if s.get("column", s["name"]) == column]
 
@@ -278,6 +337,10 @@ def plan(data_path: str, label: str, task: Optional[str] = None, positive: Optio
     if label_name != label:  # a name Keras takes; the column keeps its own
         label_spec = {"name": label_name, "column": label, **{k: v for k, v in label_spec.items() if k != "name"}}
     inputs, decisions, slices = choose_inputs(profiles, label, taken)
+    suspects = leaks(header, columns, label, chosen_task, label_spec.get("positive"))
+    for d in decisions:
+        if d.column in suspects and d.what != "left out":
+            d.why += f"; WARNING: {suspects[d.column]}"
     labelled = sum(1 for c in label_cells if c)
     size = sizing(labelled)
     # one pipeline per table and label: two projects on one CSV never share runs or a serving model

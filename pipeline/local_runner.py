@@ -169,8 +169,11 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
         with logging_to(log_path, stream):
             which = "" if paths.span is None else f" (span {paths.span}" + (" from --span" if span is not None else "") + (
                 f", training on the newest {cfg.data.window} spans)" if cfg.data.window > 1 else ")")
-            print(f"pipeline {cfg.name}, run {run_id}: {len(paths.data_files)} {cfg.data.format.upper()} "
-                  f"file(s){which} from {paths.data_root}; log: {log_path}", file=stream, flush=True)
+            reads = (paths.data_files[0] if len(paths.data_files) == 1 else
+                     f"{len(paths.data_files)} {cfg.data.format.upper()} files{which} from {paths.data_root}")
+            if len(paths.data_files) == 1 and which:
+                reads += which
+            print(f"pipeline {cfg.name}, run {run_id}: {reads}; log: {log_path}", file=stream, flush=True)
             # Beam's worker processes write their libraries' start-up and shutdown noise to
             # stderr: into the run's log with the rest, the console keeps the progress lines.
             workers = any(beam_engines.starts_worker_processes(getattr(c.executor_spec, "beam_pipeline_args", ()))

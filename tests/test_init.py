@@ -180,3 +180,19 @@ def test_a_yaml_boolean_positive_is_refused(capsys, tmp_path):
                             "--set", "features={label: {name: y, transform: binary, positive: yes}, "
                             "inputs: [{name: x, transform: zscore}]}", "--set", "evaluation.slices=[]"], capsys)
     assert code == 2 and 'positive is the YAML boolean true' in err and 'positive: "yes"' in err
+
+
+def test_columns_that_give_the_label_away_are_warned_about(tmp_path):
+    """A number computed from the label, or text that names the class, is flagged in its
+    decision line (kept: whether it is known at prediction time is the user's to say)."""
+    path = tmp_path / "t.csv"
+    rows = [(i, 100 + 7 * (i % 13), (100 + 7 * (i % 13)) * 2.0 + (i % 3) * 0.1, i % 5, "paid" if i % 13 > 6 else "open")
+            for i in range(200)]
+    path.write_text("n,price,price_with_tax,noise,status\n" + "".join(",".join(map(str, r)) + "\n" for r in rows))
+    plan, _, _ = init_project.plan(str(path), "price")
+    warned = {d.column for d in plan.decisions if "WARNING: it follows the label almost exactly" in d.why}
+    assert warned == {"price_with_tax"}
+    path.write_text("x,status,label\n" + "".join(f"{i % 7},{'paid' if i % 2 else 'open'},{'yes' if i % 2 else 'no'}\n"
+                                                  for i in range(200)))
+    plan, _, _ = init_project.plan(str(path), "label")
+    assert [d.column for d in plan.decisions if "WARNING: its value alone names the class in 100.0% of rows" in d.why] == ["status"]

@@ -55,7 +55,7 @@ def test_a_day_at_a_time(days):
     write_span(data, 1)
     write_span(data, 2)
     first, text = run(cfg, span=1)
-    assert first.spans == [1] and "  data: span 1" in text and "file(s) (span 1 from --span) from" in text
+    assert first.spans == [1] and "  data: span 1" in text and "(span 1 from --span); log: " in text
     assert first.drift == "nothing to compare with: nothing serving yet"
     assert first.pushed, text
     pushed = serving_push.read_metadata(cfg.serving_dir, serving_push.versions(cfg.serving_dir)[-1])

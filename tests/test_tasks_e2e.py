@@ -109,7 +109,7 @@ def test_multiclass_first_run_is_blessed_and_pushed_with_per_class_recall(multic
     eval_line = next(line for line in out.splitlines() if "eval (overall):" in line)
     assert eval_line.split(": ", 1)[1].startswith("accuracy ") and "recall[0] " in eval_line
     assert f"accuracy_lift {summary.metrics['accuracy_lift']:.4f}" in eval_line
-    assert "auc" not in eval_line and "2 TFRECORD file(s)" in out
+    assert "auc" not in eval_line and "2 TFRECORD files from" in out
     (meta,) = served.values()
     assert meta["task"] == "multiclass" and meta["metrics"]["accuracy"] == summary.metrics["accuracy"]
     assert meta["metrics"]["recall[1]"] == recall["recall[1]"]
