@@ -38,7 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     init = sub.add_parser("init", help="write a config and a schema for your CSV, decided from its columns")
     init.add_argument("--data", required=True, metavar="CSV", help="the CSV (a file, .csv.gz, or a directory of them)")
     init.add_argument("--label", required=True, metavar="COLUMN", help="the column to predict")
-    init.add_argument("--task", choices=("binary", "multiclass", "regression"),
+    from transforms.features import TASK_BINARY, TASK_MULTICLASS, TASK_REGRESSION  # no TensorFlow
+
+    init.add_argument("--task", choices=(TASK_BINARY, TASK_MULTICLASS, TASK_REGRESSION),
                       help="default: from the label's values (two values: binary; text or a few whole numbers: "
                            "multiclass; other numbers: regression)")
     init.add_argument("--positive", metavar="VALUE",

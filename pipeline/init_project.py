@@ -31,7 +31,6 @@ from pipeline import data_source, files, labels
 from pipeline.column_profile import ColumnProfile
 from transforms import features as F
 
-TASKS = (F.TASK_BINARY, F.TASK_MULTICLASS, F.TASK_REGRESSION)
 CONFIG_FILE, SCHEMA_FILE = "config.yaml", "schema.pbtxt"
 MAX_CATEGORY_NUMBERS = 20    # whole numbers with at most this many values are categories
 MAX_VOCABULARY = 1000        # a text column's top_k
