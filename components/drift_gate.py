@@ -192,12 +192,8 @@ class Executor(base_executor.BaseExecutor):
 
 
 class DriftGateSpec(types.ComponentSpec):
-    # serving_version: read by nothing; the serving version when the run was built (a local run's),
-    # so a re-run after a push compares with the new model instead of being served from the cache
-    # of a check against the old one
     PARAMETERS = {"serving_dir": ExecutionParameter(type=str), "span_ledger": ExecutionParameter(type=str),
-                  "thresholds": ExecutionParameter(type=str),
-                  "serving_version": ExecutionParameter(type=str, optional=True)}
+                  "thresholds": ExecutionParameter(type=str)}
     INPUTS = {STATISTICS_KEY: ChannelParameter(type=standard_artifacts.ExampleStatistics),
               SCHEMA_KEY: ChannelParameter(type=standard_artifacts.Schema),
               EXAMPLES_KEY: ChannelParameter(type=standard_artifacts.Examples)}
@@ -209,9 +205,9 @@ class DriftGate(base_component.BaseComponent):
     EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(Executor)
 
     def __init__(self, statistics: types.BaseChannel, schema: types.BaseChannel, examples: types.BaseChannel,
-                 serving_dir: str, span_ledger: str, thresholds: Dict[str, Any], serving_version: str = ""):
+                 serving_dir: str, span_ledger: str, thresholds: Dict[str, Any]):
         super().__init__(spec=DriftGateSpec(
             statistics=statistics, schema=schema, examples=examples, serving_dir=serving_dir,
-            span_ledger=span_ledger, serving_version=serving_version or None,
+            span_ledger=span_ledger,
             thresholds=json.dumps(thresholds, sort_keys=True),
             drift_anomalies=types.Channel(type=standard_artifacts.ExampleAnomalies)))

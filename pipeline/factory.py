@@ -95,7 +95,6 @@ def create_pipeline(
     run_metrics: Optional[dict] = None,
     component_beam_args: Optional[Mapping[str, Sequence[str]]] = None,
     data_digest: str = "",
-    serving_version: str = "",
 ) -> tfx.dsl.Pipeline:
     """Build the pipeline.
 
@@ -106,8 +105,7 @@ def create_pipeline(
     Pusher's exec properties that make it push the run's metrics (a compiled run's; a local run's
     runner pushes them itself, pipeline/monitoring.py); ``component_beam_args``: Beam args of
     single components by id, after the pipeline's (pipeline/beam_engines.component_args);
-    ``data_digest``: the content of the CSV files read now (a local run's), in ExampleGen's cache key;
-    ``serving_version``: the version serving now (a local run's), in the DriftGate's cache key.
+    ``data_digest``: the content of the CSV files read now (a local run's), in ExampleGen's cache key.
     """
     input_config, output_config = example_gen_configs(cfg, data_pattern)
     example_gen_class = {"csv": CsvExampleGen,  # TFX's, reading headers as CSV (BOM, spaces, gzip)
@@ -130,7 +128,7 @@ def create_pipeline(
     drift_gate = DriftGate(statistics=statistics_gen.outputs["statistics"], schema=schema_gen.outputs["schema"],
                            examples=example_gen.outputs["examples"], serving_dir=serving_dir,
                            span_ledger=posixpath.join(str(pipeline_root), SPAN_LEDGER),
-                           thresholds=drift_thresholds(cfg), serving_version=serving_version)
+                           thresholds=drift_thresholds(cfg))
 
     transform = tfx.components.Transform(
         examples=training_examples, schema=schema_gen.outputs["schema"],

@@ -19,7 +19,6 @@ from typing import Iterator, List, Optional, TextIO
 
 from pipeline import beam_engines, beam_packaging, data_source, files, labels, monitoring, stack_compat, store as store_lib, summary as summary_lib
 from pipeline.config import TRAIN_SPLIT, PipelineConfig
-from components import serving_release
 from components.native_stderr import stderr_to_file
 from pipeline.run_process import frozen_heap, logging_to
 
@@ -124,7 +123,6 @@ def build_pipeline(cfg: PipelineConfig, paths: LocalPaths, enable_cache: bool = 
         beam_pipeline_args=stack_compat.local_beam_args(beam_engines.beam_args(cfg.beam, cfg.runtime.beam_args)),
         component_beam_args=component_beam_args(cfg, paths),
         data_digest=paths.data_digest,
-        serving_version=str(serving_release.serving_version(cfg.serving_dir) or ""),
         enable_cache=enable_cache,
     )
 

@@ -73,14 +73,3 @@ def test_data_edited_in_place_changes_example_gens_key(tmp_path):
     path.write_text(text)
     assert exec_properties(cfg, local_runner.resolve_inputs(cfg), "CsvExampleGen")["custom_config"] == before
 
-
-def test_a_new_serving_model_changes_the_drift_gates_key(tmp_path):
-    """After a push, a re-run on the same data compares with the new serving model: the
-    DriftGate's key holds the version serving when the run is built."""
-    data = write_taxi_slice(tmp_path / "d" / "taxi.csv", limit=50)
-    cfg = load_config(overrides=[f"data.path={data}", f"output_root={tmp_path / 'out'}"])
-    paths = local_runner.resolve_inputs(cfg)
-    before = exec_properties(cfg, paths, "DriftGate").get("serving_version")
-    os.makedirs(os.path.join(cfg.serving_dir, "1795000000"))
-    open(os.path.join(cfg.serving_dir, "1795000000", "saved_model.pb"), "wb").close()
-    assert before is None and exec_properties(cfg, paths, "DriftGate")["serving_version"] == "1795000000"
