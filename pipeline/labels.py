@@ -146,14 +146,14 @@ def check(label: F.Label, values: Optional[LabelValues], missing_labels: str = "
             raise LabelError(f"{where} holds {values.shown()}, not 0 and 1; say which is positive: set "
                              f"features.label.positive (e.g. --set 'features.label.positive=\"{values.distinct[0]}\"')")
     elif task == F.TASK_MULTICLASS:
+        if n < 2 and not values.many:
+            raise LabelError(f"{where} holds one class ({values.shown()}): a multi-class model needs two or more; "
+                             "add rows of other classes, or pick another label column")
         if values.many or n * MIN_ROWS_PER_CLASS > values.present:
             raise LabelError(f"{where} holds {'over ' + str(DISTINCT_KEPT) if values.many else n} classes in "
                              f"{values.present} labelled rows, under {MIN_ROWS_PER_CLASS} rows a class: too few to learn "
                              "each (a class missing from the train split cannot be predicted); pick a label with fewer "
                              "classes, or make it regression if the values are amounts")
-        if n < 2 and not values.many:
-            raise LabelError(f"{where} holds one class ({values.shown()}): a multi-class model needs two or more; "
-                             "add rows of other classes, or pick another label column")
         if values.numeric and not values.integral:
             raise LabelError(f"{where} is a class label (class_vocabulary) but holds fractional numbers (e.g. "
                              f"{values.shown(2)}); make it transform: regression, or write classes as words or "
