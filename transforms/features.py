@@ -27,8 +27,9 @@ them into ``hash_buckets``.
 Label transforms (decide the task, and with it the model head). A label reads the column of
 its own name, or the one named by ``column``:
 
-``ratio_threshold``  binary: ``numerator > threshold * denominator``. A missing or
-                     non-positive denominator gives 0 (the ratio is undefined).
+``ratio_threshold``  binary: ``numerator > threshold * denominator``. A non-positive
+                     denominator gives 0 (the ratio is undefined); a CSV row with either
+                     cell empty is left out (``data.missing_labels: drop``), else 0.
 ``binary``           binary: a column of two values, ``positive`` naming the positive one as
                      the data writes it (``"yes"``, ``"malignant"``, ``2``); without it the
                      column must hold 0 and 1. The pre-flight check refuses a column with
