@@ -38,6 +38,13 @@ def stderr_filtered(noise: "re.Pattern[str]") -> Iterator[None]:
                 print("\n".join(kept), file=sys.stderr, flush=True)
 
 
+def _restore_stderr(saved: int) -> None:
+    """Put back the stderr descriptor ``saved`` (an ``os.dup(2)``) and close the copy."""
+    sys.stderr.flush()
+    os.dup2(saved, 2)
+    os.close(saved)
+
+
 @contextlib.contextmanager
 def stderr_to_file(path: str) -> Iterator[None]:
     """stderr (the file descriptor) appended to ``path`` during the block: what this process's
@@ -50,9 +57,7 @@ def stderr_to_file(path: str) -> Iterator[None]:
     try:
         yield
     finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
+        _restore_stderr(saved)
 
 
 # The filter of ``stderr_noise_to_file``: a child process (no site, no third-party code) that
@@ -95,9 +100,7 @@ def stderr_noise_to_file(noise: "re.Pattern[str]", path: str) -> Iterator[None]:
     try:
         yield
     finally:
-        sys.stderr.flush()
-        os.dup2(saved, 2)
-        os.close(saved)
+        _restore_stderr(saved)
         flt.stdin.close()
         try:
             flt.wait(timeout=10)

@@ -433,13 +433,12 @@ def init(data_path: str, label: str, task: Optional[str], positive: Optional[str
     if existing and not force:
         raise InitError(f"{existing[0]} exists; pass --force to replace it, or another --dir")
     p, header, columns = plan(data_path, label, task, positive)
-    import tensorflow_data_validation as tfdv
     import yaml
     from google.protobuf import text_format
 
     from pipeline.config_loader import config_from_dict
 
-    schema_text = text_format.MessageToString(tfdv.infer_schema(schema_tools.csv_statistics(header, columns)))
+    schema_text = text_format.MessageToString(schema_tools.csv_schema(header, columns))
     config_text = render_config(p, os.path.abspath(schema_path))
     config_from_dict(yaml.safe_load(config_text))  # the config loads as written, before anything is
     print(f"{p.rows} rows, {len(header)} columns in {data_path}", file=stream)

@@ -44,14 +44,19 @@ def csv_statistics(header: Sequence[str], columns: Sequence[Sequence[str]]):
     return stats_impl.generate_statistics_in_memory(batch, stats_options.StatsOptions())
 
 
+def csv_schema(header: Sequence[str], columns: Sequence[Sequence[str]]):
+    """TFDV's draft of the schema of CSV columns already read (``data_source.read_columns``)."""
+    import tensorflow_data_validation as tfdv
+
+    return tfdv.infer_schema(csv_statistics(header, columns))
+
+
 def infer_schema(location: str, fmt: str = "csv", files: Optional[List[str]] = None):
     import tensorflow_data_validation as tfdv
 
     if fmt == "csv":
-        stats = csv_statistics(*data_source.read_columns(files or [location]))
-    else:
-        stats = tfdv.generate_statistics_from_tfrecord(location)
-    return tfdv.infer_schema(stats)
+        return csv_schema(*data_source.read_columns(files or [location]))
+    return tfdv.infer_schema(tfdv.generate_statistics_from_tfrecord(location))
 
 
 def draft(cfg: PipelineConfig, out_path: Optional[str], diff: bool, stream: TextIO) -> int:
