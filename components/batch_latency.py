@@ -6,7 +6,6 @@ run's own eval rows, each batch size after two warm-up calls, median of the time
 """
 from __future__ import annotations
 
-import glob
 import os
 import time
 from typing import Any, Dict, List, Sequence
@@ -20,7 +19,7 @@ def eval_records(examples_uri: str, limit: int = max(BATCH_SIZES), split: str = 
     signature's parsing ignores features it does not read)."""
     import tensorflow as tf
 
-    files = sorted(glob.glob(os.path.join(examples_uri, f"Split-{split}", "*")))
+    files = sorted(tf.io.gfile.glob(f"{examples_uri.rstrip('/')}/Split-{split}/*"))  # a URI too
     out: List[bytes] = []
     for record in tf.data.TFRecordDataset(files, compression_type="GZIP").take(limit):
         out.append(record.numpy())

@@ -96,12 +96,13 @@ def drift_samples(drift_anomalies_uri: str) -> List[Sample]:
     feature compared with two references reports the larger."""
     from components.drift_gate import ANOMALIES_FILE, SPLIT
 
-    path = os.path.join(drift_anomalies_uri, f"Split-{SPLIT}", ANOMALIES_FILE)
-    if not drift_anomalies_uri or not os.path.isfile(path):
+    from components import storage
+
+    path = storage.join(drift_anomalies_uri, f"Split-{SPLIT}", ANOMALIES_FILE) if drift_anomalies_uri else ""
+    if not path or not storage.isfile(path):
         return []
     from tensorflow_metadata.proto.v0 import anomalies_pb2
-    with open(path, "rb") as f:
-        anomalies = anomalies_pb2.Anomalies.FromString(f.read())
+    anomalies = anomalies_pb2.Anomalies.FromString(storage.read_bytes(path))
     worst: Dict[str, tuple] = {}  # feature -> (value, threshold)
     for info in anomalies.drift_skew_info:
         feature = ".".join(info.path.step)

@@ -21,8 +21,8 @@ serves, not what MLMD remembers).
 
 ``ServingBaseline`` takes the candidate model as an input: the baseline is resolved per
 candidate (after training, right before evaluation), and MLMD's cache re-uses a baseline
-only together with the same candidate. The serving directory must be a file system path
-(on Vertex AI, a ``/gcs/<bucket>/...`` Cloud Storage FUSE path), as for the Pusher.
+only together with the same candidate. The serving directory is a path or an object-store URI
+(gs://, s3://), as for the Pusher (components/storage.py).
 """
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ class Executor(base_executor.BaseExecutor):
         found = version is not None
         info: Dict[str, Any] = {"found": found, "serving_dir": serving_dir}
         if found:
-            source = os.path.join(serving_dir, str(version))
+            source = serving_push.version_dir(serving_dir, version)
             io_utils.copy_dir(source, path_utils.serving_model_dir(out.uri))
             info.update(serving_version=version,
                         source_model_uri=serving_push.read_metadata(serving_dir, version).get("model_uri", ""))

@@ -1,15 +1,32 @@
-"""Atomic, versioned pushes into a TF Serving model directory (no TFX imports here).
+"""Versioned pushes into a TF Serving model directory, on a local file system or an object
+store (no TFX imports here; files go through components/storage.py).
 
 Layout: ``<serving_dir>/<version>/`` with integer versions, as TF Serving's
-``--model_base_path`` expects; each version also holds ``push_metadata.json``.
+``--model_base_path`` expects; each version also holds ``push_metadata.json``. A version is
+complete when it holds ``saved_model.pb``: every reader here counts only complete versions.
 
-A push copies the SavedModel into a hidden temporary directory beside the target
-(``.tmp-<version>-<pid>``), writes the metadata, then renames it into place. A rename within
-one local file system is atomic, so TF Serving never sees a partial version; a crash
-leaves only a hidden temporary directory, which the next push removes. (On object stores
-such as GCS a rename is a copy: there, point TF Serving at the bucket only through
-versions that have a ``push_metadata.json``.) Existing versions are never overwritten; the
-newest ``keep_versions`` are kept.
+How a version appears, so that a server polling the base path never loads half of one:
+
+- **Local file system** (a disk, a Kubernetes volume): the SavedModel is copied into a hidden
+  staging directory beside the target (``.tmp-<version>-<pid>``), the metadata is written, and
+  the directory is renamed into place: one atomic rename, so no poll sees a partial version.
+- **Object store** (gs://, s3://, any URI; TensorFlow's GCS and S3 file systems "rename" by
+  copying every object), and a FUSE mount that refuses a directory rename (Cloud Storage FUSE
+  without ``--rename-dir-limit``): the same staging directory is written first (slow part:
+  the upload), then its files are copied to ``<version>/`` with ``push_metadata.json`` and
+  ``saved_model.pb`` last, then the staging directory is deleted. TF Serving's file system
+  source counts any numeric child as a version (tensorflow/serving 9d981c5c,
+  ``sources/storage_path/file_system_storage_path_source.cc:87-110``), so for the seconds of
+  those copies a server following the *latest* version could see a version without
+  ``saved_model.pb``: its load fails and is retried (``--max_num_load_retries``, default 5,
+  ``--load_retry_interval_micros``, default one minute: ``model_servers/main.cc``). A server
+  started with the release's ``models.config`` (docs/serving.md) never does: its
+  ``model_version_policy { specific }`` names only versions the release has written after
+  they were complete (``AspireSpecificVersions``, same file, 167-210).
+
+A crash leaves only a hidden staging directory (or, on an object store, a numeric directory
+without ``saved_model.pb``, which is not a version); the next push removes both. Existing
+versions are never overwritten; the newest ``keep_versions`` are kept.
 
 A rollback is a push too: the chosen older version is copied in again as a new, highest
 version (TF Serving serves the highest), with a ``rollback`` record in its metadata. The
@@ -19,12 +36,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
+from components import storage
+
 METADATA_FILE = "push_metadata.json"
+SAVED_MODEL_FILE = "saved_model.pb"
 TMP_PREFIX = ".tmp-"
+LAST_FILES = (METADATA_FILE, SAVED_MODEL_FILE)  # a version is complete once saved_model.pb is in
 
 
 class PushError(RuntimeError):
@@ -35,20 +55,29 @@ class RollbackError(ValueError):
     """A rollback that cannot be done as asked; the serving directory is unchanged."""
 
 
+def _numeric(serving_dir: str) -> List[int]:
+    """Every numeric child, complete or not (a version number is never reused)."""
+    return sorted(int(d) for d in storage.listdir(serving_dir) if d.isdigit())
+
+
+def version_dir(serving_dir: str, version: int) -> str:
+    return storage.join(serving_dir, str(version))
+
+
+def is_complete(serving_dir: str, version: int) -> bool:
+    return storage.isfile(storage.join(version_dir(serving_dir, version), SAVED_MODEL_FILE))
+
+
 def versions(serving_dir: str) -> List[int]:
-    """Complete versions, oldest first (hidden temporary directories are not versions)."""
-    if not os.path.isdir(serving_dir):
-        return []
-    return sorted(int(d) for d in os.listdir(serving_dir)
-                  if d.isdigit() and os.path.isdir(os.path.join(serving_dir, d)))
+    """Complete versions, oldest first (staging directories and half-copied versions are not)."""
+    return [v for v in _numeric(serving_dir) if is_complete(serving_dir, v)]
 
 
 def read_metadata(serving_dir: str, version: int) -> Dict[str, Any]:
-    path = os.path.join(serving_dir, str(version), METADATA_FILE)
-    if not os.path.isfile(path):
+    path = storage.join(version_dir(serving_dir, version), METADATA_FILE)
+    if not storage.isfile(path):
         return {}
-    with open(path) as f:
-        return json.load(f)
+    return storage.read_json(path)
 
 
 def find_pushed(serving_dir: str, model_uri: str) -> Optional[int]:
@@ -61,41 +90,60 @@ def find_pushed(serving_dir: str, model_uri: str) -> Optional[int]:
 
 def next_version(serving_dir: str, now: Optional[float] = None) -> int:
     """Seconds since the epoch (TFX's convention), but always above every existing version."""
-    existing = versions(serving_dir)
     candidate = int(now if now is not None else time.time())
-    return max([candidate] + [v + 1 for v in existing])
+    return max([candidate] + [v + 1 for v in _numeric(serving_dir)])
 
 
 def push(model_dir: str, serving_dir: str, metadata: Dict[str, Any], keep_versions: int,
-         copytree: Callable[[str, str], Any] = shutil.copytree, now: Optional[float] = None,
+         copytree: Callable[[str, str], Any] = storage.copytree, now: Optional[float] = None,
          protect: Iterable[int] = (), extra_files: Optional[Dict[str, bytes]] = None) -> int:
-    """Copy ``model_dir`` in as a new version atomically; return the version number. Pruning
-    never deletes a ``protect``ed version (the release's stable and canary). ``extra_files``
-    ({name: content}, e.g. model.tflite) are written into the version before it appears."""
+    """Copy ``model_dir`` in as a new version (the module's docstring says how it appears);
+    return the version number. Pruning never deletes a ``protect``ed version (the release's
+    stable and canary). ``extra_files`` ({name: content}, e.g. model.tflite) are written into
+    the version before it appears."""
     if keep_versions < 1:
         raise PushError(f"keep_versions must be >= 1, got {keep_versions}; set serving.keep_versions to 1 or more")
-    if not os.path.isfile(os.path.join(model_dir, "saved_model.pb")):
-        raise PushError(f"{model_dir} is not a SavedModel (no saved_model.pb); nothing pushed")
-    os.makedirs(serving_dir, exist_ok=True)
-    remove_stale_temporaries(serving_dir)
+    if not storage.isfile(storage.join(model_dir, SAVED_MODEL_FILE)):
+        raise PushError(f"{model_dir} is not a SavedModel (no {SAVED_MODEL_FILE}); nothing pushed")
+    storage.makedirs(serving_dir)
+    remove_leftovers(serving_dir)
     version = next_version(serving_dir, now)
-    target = os.path.join(serving_dir, str(version))
-    tmp = os.path.join(serving_dir, f"{TMP_PREFIX}{version}-{os.getpid()}")
+    target = version_dir(serving_dir, version)
+    staging = storage.join(serving_dir, f"{TMP_PREFIX}{version}-{os.getpid()}")
     try:
-        copytree(model_dir, tmp)
+        copytree(model_dir, staging)
         for name, content in (extra_files or {}).items():
-            with open(os.path.join(tmp, name), "wb") as f:
-                f.write(content)
-        with open(os.path.join(tmp, METADATA_FILE), "w") as f:
-            json.dump(dict(metadata, version=version), f, indent=2, sort_keys=True)
-        if os.path.exists(target):  # never overwrite a version
+            storage.write_bytes(storage.join(staging, name), content)
+        storage.write_text(storage.join(staging, METADATA_FILE), json.dumps(dict(metadata, version=version),
+                                                                             indent=2, sort_keys=True))
+        if storage.exists(target):  # never overwrite a version
             raise PushError(f"version {target} appeared during the push; nothing overwritten")
-        os.rename(tmp, target)
+        publish(staging, target)
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        storage.rmtree(staging)
         raise
     prune(serving_dir, keep_versions, protect)
     return version
+
+
+def publish(staging: str, target: str) -> None:
+    """Make the complete ``staging`` directory the version ``target``: one rename where the file
+    system has one; else a copy with ``push_metadata.json`` and ``saved_model.pb`` last, then
+    the staging directory removed. A copy that fails removes what it wrote of ``target``."""
+    if storage.renames_atomically(target):
+        try:
+            storage.rename_dir(staging, target)
+            return
+        except FileExistsError:
+            raise PushError(f"version {target} appeared during the push; nothing overwritten") from None
+        except OSError:  # a FUSE mount without directory renames (Cloud Storage FUSE): copy
+            pass
+    try:
+        storage.copytree(staging, target, last=LAST_FILES)
+    except BaseException:
+        storage.rmtree(target)
+        raise
+    storage.rmtree(staging)
 
 
 def prune(serving_dir: str, keep_versions: int, protect: Iterable[int] = ()) -> List[int]:
@@ -103,19 +151,32 @@ def prune(serving_dir: str, keep_versions: int, protect: Iterable[int] = ()) -> 
     deleted ones."""
     old = [v for v in versions(serving_dir)[:-keep_versions] if v not in set(protect)]
     for v in old:
-        # Hide first (rename is atomic), then delete, so no half-deleted version is visible.
-        hidden = os.path.join(serving_dir, f"{TMP_PREFIX}deleting-{v}")
-        os.rename(os.path.join(serving_dir, str(v)), hidden)
-        shutil.rmtree(hidden, ignore_errors=True)
+        remove_version(serving_dir, v)
     return old
 
 
-def remove_stale_temporaries(serving_dir: str) -> None:
-    for d in os.listdir(serving_dir):
-        if d.startswith(TMP_PREFIX):
-            shutil.rmtree(os.path.join(serving_dir, d), ignore_errors=True)
+def remove_version(serving_dir: str, version: int) -> None:
+    """Delete a version so that it stops being one first: hidden by a rename where there is one,
+    else its saved_model.pb removed before the rest."""
+    path = version_dir(serving_dir, version)
+    if storage.renames_atomically(path):
+        hidden = storage.join(serving_dir, f"{TMP_PREFIX}deleting-{version}")
+        try:
+            storage.rename_dir(path, hidden)
+            path = hidden
+        except OSError:
+            storage.remove(storage.join(path, SAVED_MODEL_FILE))
+    else:
+        storage.remove(storage.join(path, SAVED_MODEL_FILE))
+    storage.rmtree(path)
 
 
+def remove_leftovers(serving_dir: str) -> None:
+    """What a crashed push leaves: staging directories, and numeric directories without a
+    saved_model.pb (a copy to an object store cut short)."""
+    for name in storage.listdir(serving_dir):
+        if name.startswith(TMP_PREFIX) or (name.isdigit() and not is_complete(serving_dir, int(name))):
+            storage.rmtree(storage.join(serving_dir, name))
 
 
 def metadata_by_version(serving_dir: str) -> Dict[int, Dict[str, Any]]:
@@ -176,6 +237,6 @@ def rollback(serving_dir: str, keep_versions: int, to: Optional[int] = None, rea
     meta["rollback"] = {"from_version": current, "restored_version": target, "reason": reason, "by": by,
                         "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now))}
     # Keep the version rolled back from, whatever keep_versions says: it is the evidence.
-    new = push(os.path.join(serving_dir, str(target)), serving_dir, meta, max(keep_versions, 2), now=now,
+    new = push(version_dir(serving_dir, target), serving_dir, meta, max(keep_versions, 2), now=now,
                protect=set(protect) | {current})
     return new, current, target

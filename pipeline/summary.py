@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from typing import Any, Dict, List, Optional
 
 import ml_metadata as mlmd
 from ml_metadata.proto import metadata_store_pb2
 
+from components import storage
 from components.tfma_results import read_evaluation, undefined_metrics
 from pipeline import files
 from pipeline.store import (INPUT_EVENTS, cached_from_run, describe_store, execution_artifacts, latest_run_id,
@@ -131,11 +131,10 @@ def collect_run(metadata_store: Any, pipeline_name: str, run_id: Optional[str] =
 def step_profile_line(model_run_uri: str) -> str:
     """'6.02 ms per step over 50 steps traced; compute-bound ...' from the Trainer's
     training_run.json when it profiled (runtime.profile_steps), else ''."""
-    path = os.path.join(model_run_uri, TRAINING_RUN_FILE)
-    if not os.path.isfile(path):  # a cloud model_run, or a Trainer that failed: no line
+    path = storage.join(model_run_uri, TRAINING_RUN_FILE)
+    if not storage.isfile(path):  # a Trainer that failed: no line
         return ""
-    with open(path) as f:
-        profile = json.load(f).get("profile")
+    profile = storage.read_json(path).get("profile")
     if not profile:
         return ""
     return f"{profile['ms_per_step']:g} ms per step over {profile['steps']} steps traced; {profile['verdict']}"
@@ -182,8 +181,8 @@ def _str_prop(artifact, name: str) -> str:
 def serving_model_dir(model_uri: str) -> str:
     """The SavedModel inside a TFX Model artifact (``Format-Serving/``, as TFX's
     path_utils.serving_model_path finds it, without importing TFX here)."""
-    serving = os.path.join(model_uri, "Format-Serving")
-    return serving if os.path.isdir(serving) else model_uri
+    serving = storage.join(model_uri, "Format-Serving")
+    return serving if storage.isdir(serving) else model_uri
 
 
 def _task_of(execution) -> str:

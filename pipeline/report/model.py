@@ -3,10 +3,9 @@ section (TFMA metrics per slice, validation, and the thresholds the Evaluator ra
 from __future__ import annotations
 
 import json
-import os
 from typing import Any, Dict, List
 
-from components import gates, serving_baseline, task_metrics, tfma_metrics, tfma_results
+from components import gates, serving_baseline, storage, task_metrics, tfma_metrics, tfma_results
 from pipeline import store as store_lib
 from pipeline import summary as summary_lib
 from pipeline.report.artifacts import RunArtifacts
@@ -21,10 +20,9 @@ def training_section(run: RunArtifacts) -> Dict[str, Any]:
     if not section["available"]:
         return section
     section["curves"] = tensorboard_scalars(model_run.uri)
-    info_path = os.path.join(model_run.uri, TRAINING_RUN_FILE)
-    if os.path.isfile(info_path):
-        with open(info_path) as f:
-            info = json.load(f)
+    info_path = storage.join(model_run.uri, TRAINING_RUN_FILE)
+    if storage.isfile(info_path):
+        info = storage.read_json(info_path)
         section["settings"] = {k: info.get(k) for k in (
             "strategy", "device", "replicas", "precision", "examples_per_second", "mode", "epochs",
             "best_epoch", "resumed_at_epoch", "steps", "global_batch", "learning_rate",
@@ -43,8 +41,8 @@ def tensorboard_scalars(logdir: str) -> Dict[str, Dict[str, List[List[float]]]]:
 
     curves: Dict[str, Dict[str, List[List[float]]]] = {}
     for split in ("train", "validation"):
-        path = os.path.join(logdir, split)
-        if not os.path.isdir(path):
+        path = storage.join(logdir, split)
+        if not storage.isdir(path):
             continue
         acc = event_accumulator.EventAccumulator(path, size_guidance={event_accumulator.TENSORS: 0,
                                                                       event_accumulator.SCALARS: 0})

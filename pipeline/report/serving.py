@@ -7,6 +7,7 @@ import json
 import os
 from typing import Any, Dict, List, Optional
 
+from components import storage
 from pipeline.report.artifacts import RunArtifacts
 from trainer.export import SERVING_SIGNATURE
 
@@ -21,8 +22,8 @@ def serving_section(run: RunArtifacts) -> Dict[str, Any]:
     if not s.pushed:
         section["reason"] = _not_pushed_reason(run, pushed)
     section["deleted"] = bool(not s.pushed and model is not None and run.deleted(model))
-    model_dir = s.pushed_to if s.pushed else (os.path.join(model.uri, "Format-Serving") if model else "")
-    if not model_dir or not os.path.isdir(model_dir):
+    model_dir = s.pushed_to if s.pushed else (storage.join(model.uri, "Format-Serving") if model else "")
+    if not model_dir or not storage.isdir(model_dir):
         return section
     section["signature_from"] = model_dir
     section["inputs"], section["outputs"] = signature_io(model_dir)
