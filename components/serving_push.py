@@ -106,8 +106,8 @@ def push(model_dir: str, serving_dir: str, metadata: Dict[str, Any], keep_versio
     if not storage.isfile(storage.join(model_dir, SAVED_MODEL_FILE)):
         raise PushError(f"{model_dir} is not a SavedModel (no {SAVED_MODEL_FILE}); nothing pushed")
     storage.makedirs(serving_dir)
+    version = next_version(serving_dir, now)  # above a cut-short one too: a server may have failed on it
     remove_leftovers(serving_dir)
-    version = next_version(serving_dir, now)
     target = version_dir(serving_dir, version)
     staging = storage.join(serving_dir, f"{TMP_PREFIX}{version}-{os.getpid()}")
     try:

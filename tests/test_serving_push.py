@@ -73,3 +73,105 @@ def test_serving_version_dir_names_the_fix(tmp_path):
 
     with pytest.raises(FileNotFoundError, match="tfxline run"):
         serving_version_dir(str(tmp_path / "none"))
+
+
+# --- what a polling server sees while a push runs ---------------------------------------------
+# TF Serving's file system source takes every child of the base path whose name parses as an
+# integer as a version (tensorflow/serving 9d981c5c, sources/storage_path/
+# file_system_storage_path_source.cc:87-89, ParseVersionNumber = absl::SimpleAtoi, which also
+# takes surrounding whitespace and a sign) and loads it. The poller below lists the directory as
+# that source does, as fast as it can, while pushes run in another thread, and records what
+# each numeric child held at that moment.
+
+def _simple_atoi(name: str):
+    try:
+        return int(name.strip())
+    except ValueError:
+        return None
+
+
+def _poll_while(push_some, serving: str):
+    import threading
+
+    seen, done = [], threading.Event()
+
+    def poll():
+        while not done.is_set():
+            for child in (os.listdir(serving) if os.path.isdir(serving) else []):
+                if _simple_atoi(child) is None:
+                    continue
+                root = os.path.join(serving, child)
+                held = sorted(os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs)
+                if os.path.isdir(root):  # not pruned (hidden by a rename) while it was listed
+                    seen.append((child, tuple(held)))
+
+    poller = threading.Thread(target=poll)
+    poller.start()
+    try:
+        push_some()
+    finally:
+        done.set()
+        poller.join()
+    return seen
+
+
+MODEL_FILES = ("push_metadata.json", "saved_model.pb", "variables/variables.data-00000-of-00001",
+               "variables/variables.index")
+
+
+def _slow_copytree(src, dst):
+    """storage.copytree, one file at a time with a pause: the poller gets to look in between."""
+    import time
+    from components import storage
+
+    for name in storage.files(src):
+        os.makedirs(os.path.dirname(os.path.join(dst, name)), exist_ok=True)
+        shutil.copyfile(os.path.join(src, name), os.path.join(dst, name))
+        time.sleep(0.01)
+
+
+def test_a_polling_server_never_sees_a_partial_version(model_files, tmp_path):
+    serving = str(tmp_path / "s")
+    seen = _poll_while(lambda: [sp.push(model_files, serving, {}, keep_versions=2, copytree=_slow_copytree,
+                                        now=100 + i) for i in range(4)], serving)
+    assert seen, "the poller saw no version at all"
+    partial = {(v, held) for v, held in seen if held != MODEL_FILES}
+    assert not partial  # locally a version appears by one rename, and is hidden before it is deleted
+
+
+def test_without_a_directory_rename_saved_model_pb_is_the_last_file_in(model_files, tmp_path, monkeypatch):
+    """Where a directory cannot be renamed (Cloud Storage FUSE without --rename-dir-limit answers
+    ENOTSUP), the version is copied in file by file: a server that lists it early finds no
+    saved_model.pb (its load fails and is retried, --max_num_load_retries), never a
+    saved_model.pb without its variables or metadata."""
+    import errno
+    from components import storage
+
+    def no_dir_rename(src, dst):
+        raise OSError(errno.ENOTSUP, "Operation not supported", dst)
+
+    monkeypatch.setattr(storage, "rename_dir", no_dir_rename)
+    real_copy = storage.copy_file
+
+    def slow_copy(src, dst):
+        import time
+        real_copy(src, dst)
+        time.sleep(0.01)
+
+    monkeypatch.setattr(storage, "copy_file", slow_copy)
+    serving = str(tmp_path / "s")
+    seen = _poll_while(lambda: [sp.push(model_files, serving, {}, keep_versions=2, now=100 + i) for i in range(3)],
+                       serving)
+    assert any(held != MODEL_FILES for _, held in seen), "the copy was never caught half-way: the test saw nothing"
+    assert all(held == MODEL_FILES for _, held in seen if "saved_model.pb" in held)
+    assert sp.versions(serving) == [101, 102]
+    assert sorted(os.listdir(serving)) == ["101", "102"]  # staging copies removed, the pruned one gone
+
+
+def test_a_version_cut_short_is_not_a_version_and_the_next_push_removes_it(model_files, tmp_path):
+    serving = tmp_path / "s"
+    sp.push(model_files, str(serving), {"model_uri": "good"}, keep_versions=5, now=10)
+    (serving / "11" / "variables").mkdir(parents=True)  # an object-store copy cut short: no saved_model.pb
+    assert sp.versions(str(serving)) == [10]
+    assert sp.push(model_files, str(serving), {}, keep_versions=5, now=5) == 12  # 11 is never reused
+    assert sorted(os.listdir(serving)) == ["10", "12"]
