@@ -2,7 +2,7 @@
 
     tfxline compile --image IMAGE --pipeline-root gs://... [--pipeline-json pipeline.json]
     tfxline submit pipeline.json --target vertex|kfp [--param k=v] [--train-steps N] [--dry-run]
-    tfxline run-compiled pipeline.json [--param k=v] [--train-steps N] [--image IMAGE]
+    tfxline run-compiled pipeline.json [--param k=v] [--train-steps N] [--image IMAGE] [--kfp-version X.Y]
 """
 from __future__ import annotations
 
@@ -46,6 +46,11 @@ def add_commands(sub) -> None:
                     help="compiled with a local --pipeline-root (mounted into the containers)")
     add_param_args(rc)
     rc.add_argument("--image", default="", help="run every task in this image instead of the compiled one")
+    from kubeflow.launcher import KFP_VERSIONS, NEWEST
+
+    rc.add_argument("--kfp-version", default=NEWEST, metavar="X.Y",
+                    help=f"give each task what this Kubeflow Pipelines backend release's driver and launcher give: "
+                         f"{', '.join(KFP_VERSIONS)} (2.5 and later add the executor-logs output; default {NEWEST})")
     rc.set_defaults(func=cmd_run_compiled)
 
 
@@ -97,7 +102,7 @@ def cmd_run_compiled(args, stream: TextIO) -> int:
 
     try:
         result = rc.run_compiled(args.pipeline_json, parameters=params(args), train_steps=args.train_steps,
-                                 image=args.image, stream=stream)
+                                 image=args.image, stream=stream, kfp_version=args.kfp_version)
     except (spec.SpecError, rc.RunCompiledError) as e:
         raise BadInput(str(e)) from None
     except rc.TaskFailed as e:

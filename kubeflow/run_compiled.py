@@ -3,12 +3,14 @@ container of its image, the way a Kubeflow Pipelines launcher runs it. It is how
 an image and a spec together before spending cluster time.
 
 It reads only the compiled spec (no second description of the DAG): tasks in dependency
-order; for each, the ExecutorInput the KFP launcher would give (parameters from the task's
-constants and the runtime config with your overrides, input artifacts from the upstream
-tasks' outputs, output artifact URIs under the pipeline root, an output metadata file);
-the executor's ``command`` and ``args`` with the placeholders filled in; ``docker run``;
-then the artifacts' metadata from the executor's output file, for the tasks downstream.
-The launcher's part for one task (ExecutorInput, placeholders, outputs) is kubeflow/launcher.py.
+order; for each, the ExecutorInput the KFP driver and launcher of one backend release
+(``--kfp-version``, default the newest) would give (parameters from the task's constants and
+the runtime config with your overrides, input artifacts from the upstream tasks' outputs as
+MLMD gives them back, output artifact URIs under the pipeline root, from 2.5 the
+``executor-logs`` output no component declares, an output metadata file); the executor's
+``command`` and ``args`` with the placeholders filled in; ``docker run``; then the
+artifacts' metadata from the executor's output file, for the tasks downstream. The
+launcher's part for one task (ExecutorInput, placeholders, outputs) is kubeflow/launcher.py.
 
 Why not ``kfp.local``: TFX's compiled tasks declare artifact types by ``instanceSchema``
 (``title: tfx.Examples``), while ``kfp.local`` works from KFP SDK components with
@@ -28,16 +30,17 @@ read-only at the same path.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import os
 import re
+import shutil
 import subprocess
 import time
-from typing import Any, Dict, List, Mapping, Optional, Sequence, TextIO
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, TextIO
 
-from kubeflow import spec
-from kubeflow.launcher import (UnsupportedSpec, build_executor_input, fill_placeholders, import_artifact,
-                               read_outputs)
+from kubeflow import launcher, spec
+from kubeflow.launcher import UnsupportedSpec, build_executor_input, fill_placeholders
 
 
 class RunCompiledError(RuntimeError):
@@ -63,6 +66,7 @@ class RunResult:
     image: str
     tasks: List[TaskResult] = dataclasses.field(default_factory=list)
     seconds: float = 0.0
+    kfp_version: str = launcher.NEWEST
 
     def output(self, key: str) -> Optional[Dict[str, Any]]:
         """The first task output artifact under ``key`` (e.g. 'blessing', 'pushed_model')."""
@@ -71,8 +75,8 @@ class RunResult:
     def summary_lines(self, metrics: str = "", failed: Sequence[str] = ()) -> List[str]:
         """The end-of-run summary; ``metrics`` / ``failed``: the Evaluator's overall metrics
         (one line) and failed thresholds, when the caller can read TFMA's output (the CLI does)."""
-        lines = [f"run {self.run_id} ({len(self.tasks)} tasks in containers of {self.image}): "
-                 f"wall time {self.seconds:.0f}s"]
+        lines = [f"run {self.run_id} ({len(self.tasks)} tasks in containers of {self.image}, as KFP "
+                 f"{self.kfp_version} runs them): wall time {self.seconds:.0f}s"]
         from pipeline.console import blessing_line, drift_line
 
         drift = metadata_of(self.output("drift_anomalies")).get("compared_with", "")
@@ -103,7 +107,8 @@ def metadata_of(artifact: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
 
 def run_compiled(pipeline_json: str, *, parameters: Optional[Mapping[str, Any]] = None,
                  train_steps: Optional[int] = None, image: str = "", stream: Optional[TextIO] = None,
-                 docker: str = "docker") -> RunResult:
+                 docker: str = "docker", kfp_version: str = launcher.NEWEST) -> RunResult:
+    release = launcher.backend(kfp_version)
     job = spec.load_job(pipeline_json)
     spec.check_open_source_kfp(job, source=pipeline_json)
     values = spec.root_parameter_values(
@@ -121,7 +126,7 @@ def run_compiled(pipeline_json: str, *, parameters: Optional[Mapping[str, Any]] 
     name = pipeline_spec_name(job)
     run_id = f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
     result = RunResult(run_id=run_id, run_dir=os.path.join(root, name, run_id),
-                       image=image or images_of(job))
+                       image=image or images_of(job), kfp_version=release.version)
     check_docker(docker, image or images_of(job))
     mounts = [(root, "rw")] + [(v, "ro") for v in values.values()
                                if isinstance(v, str) and v.startswith("/") and os.path.isdir(v)
@@ -130,9 +135,11 @@ def run_compiled(pipeline_json: str, *, parameters: Optional[Mapping[str, Any]] 
     say = (lambda line: print(line, file=stream, flush=True)) if stream else (lambda line: None)
     started = time.monotonic()
     produced: Dict[str, Dict[str, Dict[str, Any]]] = {}
+    ids = itertools.count(1)  # MLMD's artifact ids
     for task in spec.tasks_in_order(job):
         say(f"[ start ] {task}")
-        outcome = run_task(job, task, values, produced, result, mounts, docker, image)
+        outcome = run_task(job, task, values, produced, result, mounts, docker, image, release,
+                           lambda: next(ids))
         produced[task] = outcome.outputs
         result.tasks.append(outcome)
         say(f"[ done  ] {task} ({outcome.seconds:.1f}s)")
@@ -166,9 +173,19 @@ def check_docker(docker: str, images: str) -> None:
                                    "or pass --image with one that is")
 
 
+# Where KFP's launcher has the container write outside the artifacts' URIs (the output metadata
+# file, output parameters): directories of the container, each mounted from the task's directory.
+CONTAINER_DIRS = {os.path.dirname(launcher.OUTPUT_METADATA_FILEPATH): "kfp_outputs",
+                  launcher.OUTPUT_PARAMETERS_DIR: "kfp_parameters"}
+
+
 def run_task(job, task: str, values: Mapping[str, Any], produced, result: RunResult, mounts, docker: str,
-             image_override: str = "") -> TaskResult:
+             image_override: str = "", release: Optional[launcher.Backend] = None,
+             next_id: Optional[Callable[[], int]] = None) -> TaskResult:
+    release = release or launcher.backend()
+    next_id = next_id or (lambda ids=itertools.count(1): next(ids))
     pipeline = spec.pipeline_spec(job)
+    root = job.get("runtimeConfig", {}).get("gcsOutputDirectory", "")
     body = pipeline["root"]["dag"]["tasks"][task]
     for unsupported in ("triggerPolicy", "iteratorPolicy", "parameterIterator", "artifactIterator"):
         if unsupported in body:
@@ -180,9 +197,10 @@ def run_task(job, task: str, values: Mapping[str, Any], produced, result: RunRes
     log = os.path.join(task_dir, "log.txt")
     started = time.monotonic()
     if "importer" in executor:
-        outputs = import_artifact(executor["importer"], component, values, result.run_id, task)
+        outputs = launcher.import_artifact(executor["importer"], component, values, task, release, root, next_id)
         return TaskResult(task, time.monotonic() - started, outputs, log)
-    executor_input = build_executor_input(body, component, values, produced, task_dir, result.run_id, task)
+    executor_input = build_executor_input(body, component, values, produced, run_root=result.run_dir, task=task,
+                                          kfp_version=release.version)
     with open(os.path.join(task_dir, "executor_input.json"), "w") as f:
         json.dump(executor_input, f, indent=2, sort_keys=True)
     container = executor["container"]
@@ -191,8 +209,15 @@ def run_task(job, task: str, values: Mapping[str, Any], produced, result: RunRes
     name = re.sub(r"[^a-zA-Z0-9_.-]", "-", f"{result.run_id}-{task}")
     cmd = [docker, "run", "--rm", "--name", name, "--network", task_network(executor_input),
            "--user", f"{os.getuid()}:{os.getgid()}", "-e", "HOME=/tmp"]
+    if release.drops_capabilities:
+        # KFP 2.16+'s executor container: every capability dropped, no privilege escalation
+        # (argocompiler/security_context.go:163-174, container.go:568 at 2.16.0).
+        cmd += ["--cap-drop", "ALL", "--security-opt", "no-new-privileges"]
     for path, mode in mounts:
         cmd += ["-v", f"{path}:{path}:{mode}"]
+    for inside, here in CONTAINER_DIRS.items():
+        os.makedirs(os.path.join(task_dir, here))
+        cmd += ["-v", f"{os.path.join(task_dir, here)}:{inside}:rw"]
     cmd += ["--entrypoint", argv[0], image] + argv[1:]
     with open(log, "w") as out:
         try:
@@ -201,9 +226,32 @@ def run_task(job, task: str, values: Mapping[str, Any], produced, result: RunRes
             subprocess.run([docker, "rm", "-f", name], capture_output=True)
             raise
     seconds = time.monotonic() - started
+    publish_log(executor_input, log)
     if code != 0:
         raise TaskFailed(f"task {task} failed (exit {code}): {last_error_line(log)}; log: {log}")
-    return TaskResult(task, seconds, read_outputs(executor_input), log)
+
+    def host_path(path: str) -> str:
+        for inside, here in CONTAINER_DIRS.items():
+            if path.startswith(inside + "/"):
+                return os.path.join(task_dir, here, path[len(inside) + 1:])
+        return path
+
+    try:
+        outputs = launcher.read_outputs(executor_input, release, host_path)
+    except UnsupportedSpec as e:
+        raise TaskFailed(f"task {task}: {e}; log: {log}") from None
+    return TaskResult(task, seconds, launcher.record_artifacts(outputs, release, root, next_id), log)
+
+
+def publish_log(executor_input: Mapping[str, Any], log: str) -> None:
+    """The task's log where KFP's launcher publishes it (from 2.5): the ``executor-logs`` output's
+    URI (launcher_v2.go getLogWriter, :632-653 at 2.17.0, and uploadOutputArtifacts), here a path
+    below the local pipeline root."""
+    listed = executor_input["outputs"].get("artifacts", {}).get(launcher.EXECUTOR_LOGS)
+    if listed and listed["artifacts"][0]["uri"].startswith("/"):
+        target = listed["artifacts"][0]["uri"]
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copyfile(log, target)
 
 
 def task_network(executor_input: Mapping[str, Any]) -> str:
