@@ -33,7 +33,9 @@ def add_commands(sub) -> None:
     add_param_args(sm)
     sm.add_argument("--project")
     sm.add_argument("--region")
-    sm.add_argument("--service-account", default="")
+    sm.add_argument("--service-account", default="",
+                    help="vertex: the Google service account (e-mail) the job runs as; kfp: the Kubernetes "
+                         "ServiceAccount of the run's namespace its pods run as (default: KFP's pipeline-runner)")
     sm.add_argument("--pipeline-root", default="", help="overrides the compiled pipeline root")
     sm.add_argument("--host", default="", help="KFP API endpoint (target kfp)")
     sm.add_argument("--serving-pvc", default="", metavar="NAME",

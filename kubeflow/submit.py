@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import tempfile
 from typing import Any, Dict, Mapping, Optional
 
 from kubeflow import spec
 
 TARGETS = ("vertex", "kfp")
+# A Kubernetes object name (DNS-1123 subdomain): what KFP's API server sets as the workflow's
+# serviceAccountName (backend/src/apiserver/template/template.go:310-321 at 2.17.0).
+_KUBERNETES_NAME = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 
 
 class SubmitError(ValueError):
@@ -59,6 +63,12 @@ def build_request(pipeline_json: str, *, target: str, parameters: Optional[Mappi
             raise SubmitError(f"Vertex AI submission needs {' and '.join(missing)}; pass them (the GCP project and region the pipeline runs in)")
     if target == "kfp" and not host:
         raise SubmitError("KFP submission needs --host; pass the KFP API endpoint, e.g. --host http://localhost:8080")
+    if target == "kfp" and service_account and not _KUBERNETES_NAME.fullmatch(service_account):
+        raise SubmitError(
+            f"--service-account {service_account!r}: KFP runs the pipeline's pods as a Kubernetes ServiceAccount "
+            "of the run's namespace and takes its name (lower-case letters, digits, '-' and '.'), not a Google "
+            "service account's e-mail; pass e.g. --service-account pipeline-runner, bound to the Google account "
+            "with Workload Identity (docs/kubeflow.md)")
     serving_root = ""
     if target == "kfp":
         serving_root = _serving_root(job, pipeline_json)
@@ -108,10 +118,13 @@ def submit(request: SubmitRequest) -> str:
 
     client = kfp.Client(host=request.host)
     with tempfile.TemporaryDirectory(prefix="tfxline-kfp-") as tmp:
+        # service_account: the run's V2beta1Run.service_account (kfp 2.5 and 2.17 alike), which
+        # the API server makes the workflow's serviceAccountName, or its default, pipeline-runner
+        # (backend/src/apiserver/template/template.go:310-321, v2_template.go:408 at 2.17.0).
         run = client.create_run_from_pipeline_package(
             kfp_package(request, tmp), arguments=kfp_arguments(request),
             run_name=request.display_name, pipeline_root=request.pipeline_root or None,
-            enable_caching=request.enable_caching)
+            enable_caching=request.enable_caching, service_account=request.service_account or None)
     return run.run_id
 
 

@@ -228,12 +228,13 @@ def test_submit_reaches_vertex_pipeline_job_with_the_request(compiled):
 def test_submit_reaches_kfp_client(compiled):
     """The real kfp.Client, down to its API stubs (the network edge, mocked): it takes the
     package we hand it (a PipelineSpec YAML: a PipelineJob JSON is refused by its reader), and
-    the run it creates carries schema 2.1.0, every parameter and the pipeline root."""
+    the run it creates carries schema 2.1.0, every parameter, the pipeline root and the
+    Kubernetes service account (the JSON body the client posts, as its ApiClient serialises it)."""
     import kfp_server_api
 
     _, out, _ = compiled
     request = kfp_submit.build_request(out, target="kfp", host="http://127.0.0.1:8080", train_steps=5,
-                                       serving_pvc="tfxline-serving")
+                                       serving_pvc="tfxline-serving", service_account="tfxline-runner")
     created = {}
 
     def call_api(self, resource_path, method, *args, body=None, **kwargs):
@@ -254,6 +255,8 @@ def test_submit_reaches_kfp_client(compiled):
         assert kfp_submit.submit(request) == "run-1"
     run = created["run"]
     assert run.experiment_id == "e-1" and run.display_name == request.display_name
+    posted = kfp_server_api.ApiClient().sanitize_for_serialization(run)
+    assert posted["service_account"] == "tfxline-runner"  # the workflow's serviceAccountName
     pipeline, platform = run.pipeline_spec["pipeline_spec"], run.pipeline_spec["platform_spec"]
     assert pipeline["schemaVersion"] == "2.1.0"
     assert set(pipeline["root"]["dag"]["tasks"]) == set(spec_of(out)["root"]["dag"]["tasks"])
@@ -282,6 +285,8 @@ def spec_of(path):
     ({"target": "vertex"}, "needs --project and --region"),
     ({"target": "kfp"}, "needs --host"),
     ({"target": "kfp", "host": "http://kfp"}, "a KFP pod has only if a volume is mounted there: pass --serving-pvc"),
+    ({"target": "kfp", "host": "http://kfp", "serving_pvc": "s", "service_account": "sa@p.iam.gserviceaccount.com"},
+     "takes its name .*not a Google service account's e-mail; pass e.g. --service-account pipeline-runner"),
     ({"target": "airflow"}, "unknown target"),
 ])
 def test_bad_submissions_are_named(compiled, kwargs, message):
