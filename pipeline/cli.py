@@ -8,7 +8,8 @@
     tfxline report [RUN_DIR]
     tfxline gc [--keep-runs N] [--dry-run]
     tfxline serving  |  tfxline serving rollback [--to VERSION] [--reason TEXT] [--dry-run]
-    tfxline serving canary VERSION --percent P  |  tfxline serving promote
+    tfxline serving canary VERSION --percent P  |  tfxline serving promote   [--server URL]
+    tfxline serving settle --server URL | --without-server
     tfxline compile | submit | run-compiled ...   (Kubeflow / Vertex AI: kubeflow/cli.py)
 
 Errors in input or config print one ``error:`` line naming the problem and the fix and
@@ -107,6 +108,18 @@ def build_parser() -> argparse.ArgumentParser:
     canary.add_argument("--percent", type=int, required=True, metavar="P", help="its share of the traffic, 1-99")
     promote = serving_sub.add_parser("promote", help="the canary becomes stable, with all the traffic")
     add_config_args(promote, default=argparse.SUPPRESS)
+    settle = serving_sub.add_parser(
+        "settle", help="move a pending move's labels, once TF Serving has loaded its versions")
+    add_config_args(settle, default=argparse.SUPPRESS)
+    settle.add_argument("--without-server", action="store_true",
+                        help="move them without asking TF Serving (no TF Serving reads this release, or you checked)")
+    for command in (rollback, canary, promote, settle):
+        command.add_argument("--server", default="", metavar="URL",
+                             help="TF Serving's REST address (e.g. http://localhost:8501): wait until it has loaded "
+                                  "the new version, then move the labels (without it: they move with 'tfxline serving "
+                                  "settle')")
+        command.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS",
+                             help="how long --server is waited for (default 300)")
 
     pr = sub.add_parser("predict", help="predict a CSV of raw rows with the newest pushed model")
     add_config_args(pr)
@@ -263,22 +276,27 @@ def cmd_serving(args, stream: TextIO) -> int:
 
     cfg = config_or_bad_input(args, tensorflow=False)  # these commands read and copy files
     command = getattr(args, "serving_command", None)
-    if command is None:
-        print(serving.format_versions(cfg.serving_dir), file=stream, flush=True)
-        return EXIT_OK
-    # Not between a run's baseline and its push (SQLite: one run at a time per output root).
-    lock = (contextlib.nullcontext() if getattr(args, "dry_run", False) or not os.path.isdir(cfg.output_root)
-            else local_runner.one_run_at_a_time(cfg, stream))
     try:
+        if command is None:
+            print(serving.format_versions(cfg.serving_dir), file=stream, flush=True)
+            return EXIT_OK
+        # Not between a run's baseline and its push (SQLite: one run at a time per output root).
+        lock = (contextlib.nullcontext() if getattr(args, "dry_run", False) or not os.path.isdir(cfg.output_root)
+                else local_runner.one_run_at_a_time(cfg, stream))
         with lock:
             if command == "canary":
-                lines = serving.canary(cfg, args.version, args.percent)
+                lines = serving.canary(cfg, args.version, args.percent, args.server, args.timeout)
             elif command == "promote":
-                lines = serving.promote(cfg)
+                lines = serving.promote(cfg, args.server, args.timeout)
+            elif command == "settle":
+                lines = serving.settle(cfg, args.server, args.timeout, args.without_server)
             else:
-                lines = serving.rollback(cfg, args.to, args.reason, args.dry_run)
+                lines = serving.rollback(cfg, args.to, args.reason, args.dry_run, args.server, args.timeout)
     except (RollbackError, ReleaseError) as e:
         raise BadInput(str(e)) from None
+    except serving.ServerError as e:  # the first phase is written; the move waits for TF Serving
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_FAILED
     print(lines, file=stream, flush=True)
     return EXIT_OK
 
@@ -316,12 +334,15 @@ def cmd_schema_draft(args, stream: TextIO) -> int:
 
 
 def cmd_predict(args, stream: TextIO) -> int:
+    from components.serving_release import ReleaseError
     from pipeline.data_source import DataError
     from pipeline.predict import predict_csv
 
     cfg = config_or_bad_input(args)
     try:
         predict_csv(cfg, args.input, args.predictions, model_dir=args.model_dir, stream=stream)
+    except ReleaseError as e:  # the serving directory's release.json cannot be read
+        raise BadInput(str(e)) from None
     except (DataError, FileNotFoundError) as e:
         # without --config the packaged taxi config is read: say so, most models are not taxi's
         hint = "" if args.config else f" (read with the config of pipeline {cfg.name}: pass --config for your own)"

@@ -100,8 +100,11 @@ def test_cli_lists_versions_and_rolls_back(model_files, tmp_path, capsys):
     code, out, err = run_cli(["serving", "rollback", "--output", str(out_root), "--reason", "bad tips"], capsys)
     assert (code, err) == (0, "")
     new = sp.versions(d)[-1]
-    assert f"version {new} serves the model of version 101 (run r1, auc 0.9100); version 102 (run r2, auc 0.9200) " \
-           "no longer serves" in out
+    assert f"version {new} holds the model of version 101 (run r1, auc 0.9100); version 102 (run r2, auc 0.9200) " \
+           "no longer serves" in out  # no release before: TF Serving served the highest version, now this one
+    code, out, err = run_cli(["serving", "--output", str(out_root)], capsys)
+    assert out.splitlines()[2].endswith("pending stable, restores 101 (bad tips)")
+    assert run_cli(["serving", "settle", "--without-server", "--output", str(out_root)], capsys)[0] == 0
     code, out, err = run_cli(["serving", "--output", str(out_root)], capsys)
     assert (code, err) == (0, "")
     lines = out.splitlines()
@@ -166,7 +169,7 @@ def test_a_bad_model_rolled_back_predicts_as_the_good_one_again(pipeline_run, ta
 
     assert set(predict("bad.csv")) == {0.5}
     assert cli.main(["serving", "rollback", "--output", str(out_root)]) == 0
-    assert "serves the model of version 100 (run good" in capsys.readouterr().out
+    assert "holds the model of version 100 (run good" in capsys.readouterr().out
     restored = predict("restored.csv")
     assert len(set(restored)) > 1
     with open(os.path.join(d, str(sp.versions(d)[-1]), sp.METADATA_FILE)) as f:

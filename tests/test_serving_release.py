@@ -68,34 +68,43 @@ def snapshot(serving_dir):
     return out
 
 
+def labels(serving_dir):
+    (config,) = parsed(serving_dir)[0].model_config_list.config
+    return list(config.model_version_policy.specific.versions), dict(config.version_labels)
+
+
 def test_canary_promote_and_rollback_move_the_labels(model_files, tmp_path):
     d = str(tmp_path / "serving" / "taxi")
     measured = {"latency_ms": {"1": 0.8, "8": 1.0, "32": 1.6, "128": 4.2, "512": 16.0}}
     v1, v2 = pushed(model_files, d, 2, batching=measured)
     assert sr.serving_version(d) == v2  # no release yet: the highest, as TF Serving's bare base path
     sr.on_push(d, v1, "stable", 10, SETTINGS)
+    assert labels(d) == ([v1], {})  # loads v1 first: no label may name a version TF Serving has not loaded
+    assert sr.serving_version(d) == v1  # what the first move makes stable
+    sr.settle(d, SETTINGS)
+    assert labels(d) == ([v1], {"stable": v1})
     sr.canary(d, v2, 10, SETTINGS, by="ana")
+    assert labels(d) == ([v1, v2], {"stable": v1}) and sr.read(d).pending["event"] == "canary"
+    sr.settle(d, SETTINGS)
     models, batching, monitoring, isvc = parsed(d)
     (config,) = models.model_config_list.config
     assert config.name == "taxi" and config.base_path == os.path.abspath(d) and config.model_platform == "tensorflow"
-    assert list(config.model_version_policy.specific.versions) == [v1, v2]
-    assert dict(config.version_labels) == {"stable": v1, "canary": v2}
+    assert labels(d) == ([v1, v2], {"stable": v1, "canary": v2})
     assert isvc["spec"]["predictor"]["canaryTrafficPercent"] == 10
-    assert isvc["spec"]["predictor"]["model"]["storageUri"] == f"pvc://tfxline-serving/taxi/release/models/{v2}"
-    assert os.path.realpath(os.path.join(d, "release", "models", str(v2), str(v2))) == os.path.realpath(
-        os.path.join(d, str(v2)))  # KServe's model base path for the version: one version inside
+    assert isvc["spec"]["predictor"]["model"]["storageUri"] == f"pvc://tfxline-serving/taxi/kserve/{v2}"
+    assert os.listdir(sr.kserve_dir(d, v2)) == [str(v2)]  # KServe's base path for the version: it alone
     assert monitoring.prometheus_config.enable and monitoring.prometheus_config.path == sr.PROMETHEUS_PATH
     # batching from v1's (stable's) measurement: batch 128 costs 0.033 ms per example, 512 0.031
     assert batching.max_batch_size.value == 128 and batching.batch_timeout_micros.value == 800
     assert batching.num_batch_threads.value == 4 and list(batching.allowed_batch_sizes) == [1, 8, 32, 128]
     assert sr.serving_version(d) == v1  # the baseline, drift reference and predict take stable
 
-    sr.promote(d, SETTINGS, by="ana")
+    sr.promote(d, SETTINGS, by="ana")  # both versions are loaded: one write
     models, _, _, isvc = parsed(d)
-    assert dict(models.model_config_list.config[0].version_labels) == {"stable": v2}
+    assert labels(d) == ([v2], {"stable": v2}) and sr.read(d).pending is None
     assert "canaryTrafficPercent" not in isvc["spec"]["predictor"]
     assert isvc["metadata"]["annotations"] == {"tfxline/stable-version": str(v2)}
-    assert isvc["spec"]["predictor"]["model"]["storageUri"].endswith(f"/release/models/{v2}")
+    assert isvc["spec"]["predictor"]["model"]["storageUri"].endswith(f"/kserve/{v2}")
     assert sr.serving_version(d) == v2
 
     from pipeline import serving
@@ -103,8 +112,9 @@ def test_canary_promote_and_rollback_move_the_labels(model_files, tmp_path):
     assert (current, target) == (v2, v1)  # the stable version before the promote
     new, _, restored = sp.rollback(d, 5, to=target, current=current, protect=sr.read(d).labelled)
     sr.on_rollback(d, new, restored, SETTINGS, by="ana", reason="bad tips")
-    models, _, _, _ = parsed(d)
-    assert dict(models.model_config_list.config[0].version_labels) == {"stable": new}
+    assert labels(d) == ([v2, new], {"stable": v2}) and sr.serving_version(d) == v2  # v2 serves until settled
+    sr.settle(d, SETTINGS)
+    assert labels(d) == ([new], {"stable": new})
     assert sp.read_metadata(d, new)["model_uri"] == "m0"  # the previous stable's model serves again
     events = [r["event"] for r in sr.read(d).history]
     assert events == ["push", "canary", "promote", f"rollback to {v1}"]
@@ -112,18 +122,19 @@ def test_canary_promote_and_rollback_move_the_labels(model_files, tmp_path):
                 and os.path.realpath(os.path.join(d, n)) != os.path.realpath(sr.release_dir(d))]
 
 
-@pytest.mark.parametrize("crash_after", ["release.json", "models.config", "batching_parameters.txt",
-                                         "monitoring.config", "inferenceservice.yaml", "models", "link"])
+@pytest.mark.parametrize("crash_after", ["kserve", "batching_parameters.txt", "monitoring.config",
+                                         "inferenceservice.yaml", "models.config", "release.json", "link"])
 def test_a_crash_mid_move_leaves_the_old_release(model_files, tmp_path, crash_after):
     d = str(tmp_path / "serving")
     v1, v2 = pushed(model_files, d, 2)
     sr.on_push(d, v1, "stable", 10, SETTINGS)
+    sr.settle(d, SETTINGS)
     before = snapshot(d)
 
     def step(name):
         if name == crash_after:
             raise KeyboardInterrupt(f"killed after {name}")
-    moved = sr.read(d).moved("canary", stable=v1, canary=v2, canary_percent=20)
+    moved = sr.Release(stable=v1, canary=v2, canary_percent=20)
     with pytest.raises(KeyboardInterrupt):
         sr.write(d, moved, SETTINGS, step=step)
     after = snapshot(d)
@@ -131,7 +142,7 @@ def test_a_crash_mid_move_leaves_the_old_release(model_files, tmp_path, crash_af
     assert after == {k: v for k, v in before.items() if k != "entries"}  # the old release, whole
     assert not {n for n in leftovers if n.startswith(sr.HIDDEN_PREFIX)}  # cleaned on the way out
     sr.canary(d, v2, 20, SETTINGS)  # and the next move works, leaving nothing behind
-    assert sr.read(d).canary == v2
+    assert sr.read(d).target[1] == v2
     assert [n for n in os.listdir(d) if n.startswith(".")] == [os.readlink(sr.release_dir(d))]
 
 
@@ -140,6 +151,7 @@ def test_a_crash_between_link_and_rename_leaves_no_second_link(model_files, tmp_
     d = str(tmp_path / "serving")
     v1, v2 = pushed(model_files, d, 2)
     sr.on_push(d, v1, "stable", 10, SETTINGS)
+    sr.settle(d, SETTINGS)
     os.symlink(".release-stale", os.path.join(d, ".release.dead"))
     os.makedirs(os.path.join(d, ".release-stale"))
     sr.canary(d, v2, 5, SETTINGS)
@@ -149,14 +161,19 @@ def test_a_crash_between_link_and_rename_leaves_no_second_link(model_files, tmp_
 def test_pushes_follow_serving_release(model_files, tmp_path):
     d = str(tmp_path / "serving")
     (v1,) = pushed(model_files, d, 1)
-    sr.on_push(d, v1, "canary", 10, SETTINGS)  # a first push has no stable beside it: stable
-    assert (sr.read(d).stable, sr.read(d).canary) == (v1, None)
+    release = sr.on_push(d, v1, "canary", 10, SETTINGS)  # a first push has no stable beside it: stable
+    assert release.target == (v1, None, 0) and sr.push_summary(release, v1).startswith(
+        f"version {v1} becomes stable once TF Serving has loaded it; then move the labels: tfxline serving settle")
+    sr.settle(d, SETTINGS)
     v2 = sp.push(model_files, d, {"model_uri": "m1"}, keep_versions=5, now=200)
-    sr.on_push(d, v2, "canary", 15, SETTINGS)
-    assert (sr.read(d).stable, sr.read(d).canary, sr.read(d).canary_percent) == (v1, v2, 15)
-    v3 = sp.push(model_files, d, {"model_uri": "m2"}, keep_versions=5, now=300)
-    sr.on_push(d, v3, "stable", 10, SETTINGS)
-    assert (sr.read(d).stable, sr.read(d).canary) == (v3, None)
+    release = sr.on_push(d, v2, "canary", 15, SETTINGS)
+    assert (release.stable, release.target) == (v1, (v1, v2, 15))
+    assert f"becomes canary at 15 % beside stable version {v1} once" in sr.push_summary(release, v2)
+    v3 = sp.push(model_files, d, {"model_uri": "m2"}, keep_versions=5, now=300, protect=sr.read(d).labelled)
+    release = sr.on_push(d, v3, "stable", 10, SETTINGS)  # replaces the pending canary move
+    assert (release.stable, release.target) == (v1, (v3, None, 0)) and labels(d) == ([v1, v3], {"stable": v1})
+    sr.settle(d, SETTINGS)
+    assert (sr.read(d).stable, sr.read(d).canary) == (v3, None) and labels(d) == ([v3], {"stable": v3})
 
 
 def test_pruning_keeps_the_labelled_versions(model_files, tmp_path):
@@ -191,11 +208,12 @@ def test_the_kserve_manifest_is_valid_for_kserves_published_schema(model_files, 
     d = str(tmp_path / "serving")
     v1, v2 = pushed(model_files, d, 2)
     sr.on_push(d, v1, "stable", 10, sr.Settings(model_name="Taxi_Tips 2", kserve_storage_uri="gs://b/serving/taxi/"))
+    sr.settle(d, sr.Settings(model_name="Taxi_Tips 2", kserve_storage_uri="gs://b/serving/taxi/"))
     sr.canary(d, v2, 30, sr.Settings(model_name="Taxi_Tips 2", kserve_storage_uri="gs://b/serving/taxi/"))
     manifest = yaml.safe_load(open(os.path.join(sr.release_dir(d), sr.KSERVE_FILE)))
     jsonschema.validate(manifest, schema)
     assert manifest["metadata"]["name"] == "taxi-tips-2"  # a DNS-1035 label
-    assert manifest["spec"]["predictor"]["model"]["storageUri"] == f"gs://b/serving/taxi/release/models/{v2}"
+    assert manifest["spec"]["predictor"]["model"]["storageUri"] == f"gs://b/serving/taxi/kserve/{v2}"
     bad = json.loads(json.dumps(manifest))
     bad["spec"]["predictor"]["canaryTrafficPercentage"] = 30  # a typo the schema must catch
     with pytest.raises(jsonschema.ValidationError):
@@ -210,21 +228,38 @@ def test_batching_without_a_measurement_says_so():
     assert parsed_.num_batch_threads.value == 2 and not parsed_.allowed_batch_sizes
 
 
-def test_the_commands_canary_promote_rollback(model_files, tmp_path, capsys):
+def test_the_commands_canary_settle_promote_rollback(model_files, tmp_path, capsys):
     out_root = tmp_path / "out"
     d = str(out_root / "serving" / "taxi")
     v1, v2 = pushed(model_files, d, 2)
     sr.on_push(d, v1, "stable", 10, SETTINGS)
+    sr.settle(d, SETTINGS)
     code, out, err = run_cli(["serving", "canary", str(v2), "--percent", "10", "--output", str(out_root)], capsys)
-    assert (code, err) == (0, "") and f"canary: version {v2} serves 10 % of the traffic beside stable version {v1}" in out
+    assert (code, err) == (0, "") and f"canary: version {v2} serves 10 % of the traffic beside stable version {v1} " \
+                                      "once settled" in out
+    assert f"  pending: canary (stable {v1}, canary {v2} at 10 %): models.config loads version {v2} beside" in out
     code, out, _ = run_cli(["serving", "--output", str(out_root)], capsys)
     rows = out.splitlines()
-    assert rows[2].startswith(str(v2)) and rows[2].endswith("canary 10 %")
-    assert rows[3].startswith(str(v1)) and rows[3].endswith("stable 90 %")
+    assert rows[2].startswith(str(v2)) and rows[2].endswith("pending canary 10 %")
+    assert rows[3].startswith(str(v1)) and rows[3].endswith("stable") and rows[4].startswith("pending: canary")
+    code, out, err = run_cli(["serving", "settle", "--output", str(out_root)], capsys)
+    assert code == 2 and err.startswith("error: settle needs --server URL") and out == ""
+    code, out, err = run_cli(["serving", "settle", "--without-server", "--output", str(out_root)], capsys)
+    assert (code, err) == (0, "") and out.startswith(f"settled: canary: stable {v1}, canary {v2} at 10 % (not checked")
+    code, out, _ = run_cli(["serving", "--output", str(out_root)], capsys)
+    rows = out.splitlines()
+    assert rows[2].endswith("canary 10 %") and rows[3].endswith("stable 90 %")
+    code, out, err = run_cli(["serving", "settle", "--output", str(out_root)], capsys)
+    assert (code, err) == (0, "") and out.startswith("nothing to settle in ")
     code, out, err = run_cli(["serving", "promote", "--output", str(out_root)], capsys)
-    assert (code, err) == (0, "") and f"promoted: version {v2} is stable" in out
+    assert (code, err) == (0, "") and f"promoted: version {v2} is stable" in out and "pending" not in out
     code, out, err = run_cli(["serving", "rollback", "--output", str(out_root)], capsys)
-    assert (code, err) == (0, "") and "serves the model of version 100 (run r0)" in out
+    assert (code, err) == (0, "") and "holds the model of version 100 (run r0)" in out
+    new = sr.read(d).target[0]
+    assert f"version {v2} (run r1) serves until the stable label moves to version {new}" in out
+    assert sr.read(d).stable == v2
+    assert f"TF Serving loads version {new} when it next reads models.config" in out
+    run_cli(["serving", "settle", "--without-server", "--output", str(out_root)], capsys)
     assert sp.read_metadata(d, sr.read(d).stable)["model_uri"] == "m0"
 
 
@@ -243,6 +278,7 @@ def test_bad_moves_are_one_line_and_change_nothing(model_files, tmp_path, capsys
     sr.on_push(d, v2, "stable", 10, SETTINGS)  # stable 101: a canary of 100 would be an older model, fine
     if argv[:2] == ["canary", "100"]:
         sr.on_push(d, v1, "stable", 10, SETTINGS)  # now stable is 100 itself
+    sr.settle(d, SETTINGS)
     before = snapshot(d)
     code, out, err = run_cli(["serving", *argv, "--output", str(out_root)], capsys)
     assert code == 2 and err.startswith(message) and len(err.strip().splitlines()) == 1 and out == ""
@@ -280,4 +316,4 @@ def test_the_pusher_writes_the_release_and_a_failed_measurement_does_not_block_i
     assert "batching" not in sp.read_metadata(d, version)
     _, batching, _, _ = parsed(d)
     assert batching.max_batch_size.value == 128 and batching.num_batch_threads.value == 2
-    assert sr.read(d).stable == version
+    assert sr.read(d).target[0] == version and sr.read(d).pending["event"] == "push"
