@@ -339,6 +339,7 @@ def write(serving_dir: str, release: Release, settings: Settings,
     if storage.links(serving_dir):
         _publish_by_link(serving_dir, files, step)
     else:
+        storage.makedirs(release_dir(serving_dir))
         for name in WRITE_ORDER:
             storage.write_text(storage.join(release_dir(serving_dir), name), files[name])
             step(name)

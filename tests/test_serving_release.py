@@ -317,3 +317,38 @@ def test_the_pusher_writes_the_release_and_a_failed_measurement_does_not_block_i
     _, batching, _, _ = parsed(d)
     assert batching.max_batch_size.value == 128 and batching.num_batch_threads.value == 2
     assert sr.read(d).target[0] == version and sr.read(d).pending["event"] == "push"
+
+
+@pytest.mark.parametrize("damage, problem", [
+    (lambda text: text[:len(text) // 2], "it is not valid JSON ("),
+    (lambda text: text.replace('"stable": 100', '"stable": 999'), "its stable is version 999, which is not in "),
+    (lambda text: text.replace('"stable": 100', '"stable": "100"'), 'its stable is "100", not a version number'),
+], ids=["truncated", "a version not on disk", "not a number"])
+@pytest.mark.parametrize("argv", [["serving"], ["serving", "canary", "101", "--percent", "10"], ["serving", "promote"],
+                                  ["serving", "rollback"], ["serving", "settle", "--without-server"], ["predict"]],
+                         ids=lambda argv: " ".join(argv[:2]))
+def test_a_damaged_release_is_one_line_naming_the_file_and_changes_nothing(model_files, tmp_path, capsys, argv,
+                                                                          damage, problem):
+    from tests.conftest import write_taxi_slice
+
+    out_root = tmp_path / "out"
+    d = str(out_root / "serving" / "taxi")
+    v1, _ = pushed(model_files, d, 2)
+    sr.on_push(d, v1, "stable", 10, SETTINGS)
+    sr.settle(d, SETTINGS)
+    path = os.path.join(os.path.realpath(sr.release_dir(d)), sr.STATE_FILE)
+    with open(path) as f:
+        text = f.read()
+    with open(path, "w") as f:
+        f.write(damage(text))
+    if argv == ["predict"]:
+        argv = ["predict", "--input", write_taxi_slice(tmp_path / "rows.csv", limit=3),
+                "--predictions", str(tmp_path / "p.csv")]
+    before = snapshot(d)
+    code, out, err = run_cli([*argv, "--output", str(out_root)], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"error: the release {sr.release_dir(d)}/{sr.STATE_FILE} cannot be used: {problem}")
+    assert err.rstrip().endswith(f"nothing was changed; fix: restore it, or delete {sr.release_dir(d)} to start a new "
+                                 "release (the versions stay; the next push, or 'tfxline serving rollback --to "
+                                 "VERSION', labels one stable)")
+    assert snapshot(d) == before and not os.path.exists(tmp_path / "p.csv")
