@@ -3,7 +3,9 @@ artifact with ``pushed`` / ``pushed_destination``), with the atomic, versioned, 
 pushes of ``components.serving_push`` and a metadata file per version.
 
 A model artifact that is already in the serving directory (a cached re-run) is not
-pushed a second time; the artifact points at the existing version.
+pushed a second time; the artifact points at the existing version. Unless serving.tflite asks
+for a TFLite model that version lacks (turned on, or another mode): then it is pushed again, as a
+new version with its model.tflite.
 
 With serving.tflite on, the version also holds ``model.tflite``, built and checked against the
 SavedModel here (components/tflite_export.py); a TFLite model that fails its check refuses
@@ -77,7 +79,11 @@ class Executor(base_executor.BaseExecutor):
         if not model_utils.is_model_blessed(input_dict[BLESSING_KEY][0]):
             pushed.set_int_custom_property("pushed", 0)
             return
+        tflite_mode = exec_properties.get("tflite") or tflite_export.OFF
         version = serving_push.find_pushed(serving_dir, model.uri)
+        if version is not None and tflite_mode != tflite_export.OFF and tflite_mode != (
+                serving_push.read_metadata(serving_dir, version).get("tflite") or {}).get("mode"):
+            version = None  # the same model, now with serving.tflite on (or another mode): a new version
         if version is None:
             run_id = getattr(self._context, "pipeline_run_id", None) or ""
             model_dir = path_utils.serving_model_path(model.uri)
@@ -90,7 +96,7 @@ class Executor(base_executor.BaseExecutor):
                     logging.warning("batch latency not measured (%s); batching_parameters.txt uses TF Serving's "
                                     "usual starting values", str(e).splitlines()[0] if str(e) else type(e).__name__)
             extra_files = {}
-            if (exec_properties.get("tflite") or tflite_export.OFF) != tflite_export.OFF:
+            if tflite_mode != tflite_export.OFF:
                 try:
                     exported = _tflite(input_dict, exec_properties, model_dir, meta)
                 except (tflite_export.TFLiteError, AnalyzerValuesError) as e:

@@ -166,3 +166,45 @@ def test_a_tflite_model_off_its_tolerance_refuses_the_push(pipeline_run, tmp_pat
     refused = out.get_string_custom_property("refused")
     assert refused.startswith("the TFLite model (dynamic) does not match the SavedModel: its outputs differ")
     assert "(allowed 1e-09); nothing pushed; fix: " in refused and "\n" not in refused
+
+
+@pytest.mark.e2e
+def test_turning_tflite_on_for_a_pushed_model_pushes_it_again_with_one(pipeline_run, tmp_path):
+    """The Pusher's executor on the shared run's real artifacts: a model pushed without TFLite,
+    then the same model with serving.tflite on (its cache key changed, and so did what the
+    version must hold): a new version, with its model.tflite. The same setting again: no push."""
+    from tfx.types import standard_artifacts
+
+    from components import safe_pusher
+
+    cfg, version, meta = pushed(pipeline_run)
+    model = standard_artifacts.Model()
+    model.uri = str(tmp_path / "model")
+    shutil.copytree(os.path.join(cfg.serving_dir, str(version)), os.path.join(model.uri, "Format-Serving"),
+                    ignore=shutil.ignore_patterns(sp.METADATA_FILE, T.FILE))
+    blessing = standard_artifacts.ModelBlessing()
+    blessing.set_int_custom_property("blessed", 1)
+    examples = standard_artifacts.Examples()
+    examples.uri, examples.span = meta["data"]["examples_uri"], 0
+    graph = standard_artifacts.TransformGraph()
+    graph.uri = transform_dir(meta)
+    serving = str(tmp_path / "serving")
+
+    def push(**tflite):
+        out = standard_artifacts.PushedModel()
+        inputs = {"model": [model], "model_blessing": [blessing], "examples": [examples]}
+        if tflite:
+            inputs["transform_graph"] = [graph]
+            tflite["features"] = json.dumps(cfg.features.to_dict())
+        safe_pusher.Executor().Do(inputs, {"pushed_model": [out]}, {"serving_dir": serving, "keep_versions": 5,
+                                                                    **tflite})
+        return out
+
+    first = push()
+    assert first.get_int_custom_property("pushed") == 1 and not first.has_custom_property("already_pushed")
+    again = push(tflite="dynamic")
+    assert again.get_int_custom_property("pushed") == 1 and not again.has_custom_property("already_pushed")
+    newest = sp.versions(serving)[-1]
+    assert len(sp.versions(serving)) == 2 and os.path.isfile(os.path.join(serving, str(newest), T.FILE))
+    assert push(tflite="dynamic").get_int_custom_property("already_pushed") == 1
+    assert len(sp.versions(serving)) == 2
