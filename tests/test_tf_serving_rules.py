@@ -12,8 +12,9 @@ import pytest
 
 from components import serving_push as sp
 from components import serving_release as sr
+from tests.conftest import ROOT
 from tests.test_rollback import run_cli
-from tests.tf_serving_rules import Server, ServingError, parse
+from tests.tf_serving_rules import FLAGS, PREDICT_PATH, Server, ServingError, parse
 
 SETTINGS = sr.Settings(model_name="taxi", batch_threads=2)
 UNAVAILABLE = "Request to assign label to version {} of model taxi, which is not currently available for inference"
@@ -297,3 +298,49 @@ def test_a_move_with_server_waits_for_the_version_then_settles(model_files, tmp_
         assert sr.read(d).pending["event"] == "canary"  # phase 1 is written; it stays pending
     finally:
         fake.http.shutdown()
+
+
+# --- docs/serving.md: the command line and the REST path ----------------------------------------
+
+def documented_command():
+    text = open(os.path.join(ROOT, "docs", "serving.md")).read()
+    block = text[text.index("tensorflow_model_server --"):]
+    block = block[:block.index("```")].replace("\\\n", " ")
+    flags = {}
+    for word in block.split()[1:]:
+        name, _, value = word[2:].partition("=")
+        flags[name] = value
+    return text, flags
+
+
+def test_the_documented_command_line_is_tf_servings_and_names_the_files_written(model_files, tmp_path):
+    """Every flag exists (model_servers/main.cc at 9d981c5c); the ones the release relies on are
+    there; each file flag names a file the release writes, under the base path docs/serving.md
+    mounts the directory at."""
+    text, flags = documented_command()
+    assert set(flags) <= set(FLAGS), set(flags) - set(FLAGS)
+    assert {"model_config_file", "model_config_file_poll_wait_seconds", "allow_version_labels_for_unavailable_models",
+            "enable_batching", "batching_parameters_file", "monitoring_config_file", "rest_api_port"} <= set(flags)
+    assert int(flags["model_config_file_poll_wait_seconds"]) > 0  # 0 reads the file once (main.cc:138-144)
+    assert flags["allow_version_labels_for_unavailable_models"] == ""  # a bool flag given bare is true
+    base = "/models/taxi"
+    assert f"serving.tf_serving_base_path: {base}`" in text and f'-v "$PWD/output/serving/taxi:{base}"' in text
+    d = str(tmp_path / "taxi")
+    v = sp.push(model_files, d, {}, keep_versions=5, now=100)
+    settings = sr.Settings(model_name="taxi", base_path=base)
+    sr.on_push(d, v, "stable", 10, settings)
+    written = set(os.listdir(sr.release_dir(d)))
+    for flag in ("model_config_file", "batching_parameters_file", "monitoring_config_file"):
+        folder, name = os.path.split(flags[flag])
+        assert folder == f"{base}/{sr.LINK}" and name in written, flag
+    (model,) = parse(open(os.path.join(sr.release_dir(d), sr.MODELS_CONFIG)).read()).model_config_list.config
+    assert model.base_path == base
+
+
+def test_the_documented_rest_paths_are_tf_servings():
+    text, _ = documented_command()
+    assert "`POST /v1/models/taxi/labels/canary:predict`" in text and "`/labels/stable:predict`" in text
+    for label in ("canary", "stable"):
+        path = f"/v1/models/taxi/labels/{label}:predict"
+        assert PREDICT_PATH.fullmatch(path).groups() == ("taxi", None, label, "predict")
+    assert '"version_label"' not in text  # no REST body carries it

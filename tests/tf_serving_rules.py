@@ -38,6 +38,26 @@ PREDICT_PATH = re.compile(r"(?i)/v1/models/([^/:]+)(?:(?:/versions/(\d+))|(?:/la
 STATUS_PATH = re.compile(r"(?i)/v1/models(?:/([^/:]+))?(?:(?:/versions/(\d+))|(?:/labels/([^/:]+)))?(?:\/(metadata))?")
 
 
+# tensorflow_model_server's command-line flags (model_servers/main.cc, line of each tensorflow::Flag)
+FLAGS = {"port": 88, "grpc_socket_path": 91, "rest_api_port": 95, "rest_api_num_threads": 99,
+         "rest_api_timeout_in_ms": 102, "rest_api_enable_cors_support": 104, "enable_batching": 107,
+         "allow_version_labels_for_unavailable_models": 109, "batching_parameters_file": 114,
+         "enable_per_model_batching_parameters": 119, "model_config_file": 131,
+         "model_config_file_poll_wait_seconds": 138, "model_name": 145, "model_base_path": 148,
+         "num_load_threads": 151, "num_unload_threads": 157, "max_num_load_retries": 163,
+         "load_retry_interval_micros": 168, "file_system_poll_wait_seconds": 173, "flush_filesystem_caches": 182,
+         "tensorflow_session_parallelism": 191, "tensorflow_session_config_file": 197,
+         "tensorflow_intra_op_parallelism": 205, "tensorflow_inter_op_parallelism": 211, "use_alts_credentials": 217,
+         "ssl_config_file": 219, "platform_config_file": 223, "per_process_gpu_memory_fraction": 228,
+         "saved_model_tags": 235, "grpc_channel_arguments": 238, "grpc_max_threads": 243, "enable_model_warmup": 245,
+         "num_request_iterations_for_warmup": 249, "version": 253, "monitoring_config_file": 254,
+         "remove_unused_fields_from_bundle_metagraph": 258, "prefer_tflite_model": 263, "num_tflite_pools": 270,
+         "num_tflite_interpreters_per_pool": 276, "enable_signature_method_name_check": 283,
+         "xla_cpu_compilation_enabled": 288, "xla_gpu_compilation_enabled": 294, "enable_profiler": 298,
+         "thread_pool_factory_config_file": 300, "mixed_precision": 304, "skip_initialize_tpu": 306,
+         "enable_grpc_healthcheck_service": 308, "enable_serialization_as_tensor_content": 311}
+
+
 class ServingError(Exception):
     """What TF Serving returns or logs; ``code`` is its status code's name."""
 
