@@ -32,6 +32,8 @@ USER_ERRORS = {
     "SubmitError": "submission (exit 2)",
     "RunCompiledError": "run-compiled setup (exit 2)",
     "RollbackError": "serving rollback (exit 2)",
+    "ReleaseError": "serving release labels (exit 2)",
+    "ServerError": "serving --server: TF Serving's model status (exit 1)",
     "PushError": "push (exit 1)",
     "DataAnomaliesError": "data gate (exit 1)",
     "DataDriftError": "drift gate (exit 1)",
