@@ -17,7 +17,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from components import serving_push, serving_release
 from pipeline.config import PipelineConfig
@@ -214,8 +214,7 @@ def rollback(cfg: PipelineConfig, to: Optional[int], reason: str, dry_run: bool,
     ] + _release_lines(serving_dir, release) + _finish(cfg, release, server, timeout))
 
 
-def settle(cfg: PipelineConfig, server: str, timeout: float = WAIT_S, without_server: bool = False,
-           sleep: Callable[[float], None] = time.sleep) -> str:
+def settle(cfg: PipelineConfig, server: str, timeout: float = WAIT_S, without_server: bool = False) -> str:
     """Move a pending move's labels onto its versions: after ``server`` reports them
     AVAILABLE, or at once with ``without_server``. Raises ``ReleaseError``, ``ServerError``."""
     release = serving_release.read(cfg.serving_dir)
@@ -231,7 +230,7 @@ def settle(cfg: PipelineConfig, server: str, timeout: float = WAIT_S, without_se
             "version it has not loaded, and then fails every poll of the config); or pass --without-server when no "
             "TF Serving reads this release")
     if server:
-        wait_until_available(server, settings.model_name, versions, timeout, sleep=sleep)
+        wait_until_available(server, settings.model_name, versions, timeout)
     settled = serving_release.settle(cfg.serving_dir, settings)
     checked = f"TF Serving at {server} has version {', '.join(map(str, versions))} AVAILABLE" if server else \
         "not checked with a server (--without-server)"
@@ -262,7 +261,7 @@ def model_status(server: str, model_name: str) -> Dict[int, Tuple[str, str]]:
 
 
 def wait_until_available(server: str, model_name: str, versions: List[int], timeout: float,
-                         sleep: Callable[[float], None] = time.sleep, every: float = 2.0) -> None:
+                         every: float = 2.0) -> None:
     """Until TF Serving reports every one of ``versions`` AVAILABLE; ``ServerError`` when one
     failed to load (state END with an error) or ``timeout`` seconds passed."""
     deadline = time.monotonic() + timeout
@@ -280,4 +279,4 @@ def wait_until_available(server: str, model_name: str, versions: List[int], time
             raise ServerError(f"version {', '.join(map(str, versions))} of model {model_name} not AVAILABLE at {server} "
                               f"after {timeout:g} s ({seen}); the move stays pending: check that TF Serving reads "
                               "this release's models.config, then run 'tfxline serving settle --server URL' again")
-        sleep(every)
+        time.sleep(every)

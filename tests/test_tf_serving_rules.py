@@ -14,7 +14,7 @@ from components import serving_push as sp
 from components import serving_release as sr
 from tests.conftest import ROOT
 from tests.test_rollback import run_cli
-from tests.tf_serving_rules import FLAGS, PREDICT_PATH, Server, ServingError, parse
+from tests.tf_serving_rules import FLAGS, PREDICT_PATH, STATUS_PATH, Server, ServingError, parse
 
 SETTINGS = sr.Settings(model_name="taxi", batch_threads=2)
 UNAVAILABLE = "Request to assign label to version {} of model taxi, which is not currently available for inference"
@@ -255,7 +255,7 @@ class FakeTFServing:
                 with open(config_path) as f:
                     fake.server.poll(f.read())
                 try:
-                    body, code = fake.server.status(self.path.rsplit("/", 1)[1]), 200
+                    body, code = fake.server.status(STATUS_PATH.fullmatch(self.path).group(1)), 200
                 except ServingError as e:
                     body, code = {"error": e.message}, 404
                 data = json.dumps(body).encode()
