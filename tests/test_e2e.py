@@ -141,8 +141,9 @@ def test_push_metadata_next_to_the_version(pipeline_run):
 
 
 def test_the_push_writes_the_release_tf_serving_reads(pipeline_run):
-    """Every push writes models.config (the pushed version labelled stable), batching parameters
-    chosen from the pushed model's measured latency, monitoring.config and the KServe manifest."""
+    """Every push writes models.config (the pushed version loaded; the stable label moves onto it
+    once TF Serving has loaded it: 'tfxline serving settle'), batching parameters chosen from the
+    pushed model's measured latency, monitoring.config and the KServe manifest."""
     from google.protobuf import text_format
     from tensorflow_serving.config import model_server_config_pb2
 
@@ -152,14 +153,15 @@ def test_the_push_writes_the_release_tf_serving_reads(pipeline_run):
     cfg, _, _ = pipeline_run
     (version,) = serving_push.versions(cfg.serving_dir)
     release = serving_release.read(cfg.serving_dir)
-    assert (release.stable, release.canary) == (version, None) and release.history[-1]["event"] == "push"
+    assert release.target[:2] == (version, None) and release.pending["event"] == "push"
     measured = serving_push.read_metadata(cfg.serving_dir, version)["batching"]
     assert set(measured["latency_ms"]) == {"1", "8", "32", "128", "512"}
     assert all(ms > 0 for ms in measured["latency_ms"].values())
     folder = serving_release.release_dir(cfg.serving_dir)
     config = text_format.Parse(open(os.path.join(folder, "models.config")).read(),
                                model_server_config_pb2.ModelServerConfig()).model_config_list.config[0]
-    assert config.name == cfg.name and dict(config.version_labels) == {"stable": version}
+    assert config.name == cfg.name and list(config.model_version_policy.specific.versions) == [version]
+    assert not config.version_labels  # a label may only name a version TF Serving has loaded
     batching = text_format.Parse(open(os.path.join(folder, "batching_parameters.txt")).read(),
                                  tf_serving_message("tensorflow.serving.BatchingParameters")())
     assert batching.max_batch_size.value in (1, 8, 32, 128, 512)
