@@ -197,11 +197,13 @@ def _named_versions(release: Release) -> List[Tuple[str, int]]:
 
 
 def serving_version(serving_dir: str, release: Optional[Release] = None) -> Optional[int]:
-    """The version the model server serves by default: the ``stable`` label in force; before a
-    first move settles, the one it makes stable; without a release the highest version (TF
-    Serving's rule for a bare ``--model_base_path``). ``release``: the one already read, if any."""
+    """The version the release serves by default: the stable one of its target, a pending move's
+    included (the pipeline blessed and pushed it: the next run's baseline and drift reference,
+    and what ``predict`` runs; TF Serving's label follows once ``settle`` moves it); without a
+    release the highest version (TF Serving's rule for a bare ``--model_base_path``).
+    ``release``: the one already read, if any."""
     release = release or read(serving_dir)
-    stable = release.stable if release.stable is not None else release.target[0]
+    stable = release.target[0]
     if stable is not None:
         return stable
     found = serving_push.versions(serving_dir)

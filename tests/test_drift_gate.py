@@ -32,6 +32,7 @@ def serving_with_reference(tmp_path, reference):
     serving = tmp_path / "serving"
     os.makedirs(serving / "7")
     (serving / "7" / METADATA_FILE).write_text(json.dumps({"data": {"statistics_uri": reference.uri}}))
+    (serving / "7" / "saved_model.pb").write_bytes(b"pb")  # a complete version (components/serving_push.py)
     return str(serving)
 
 

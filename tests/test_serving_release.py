@@ -112,7 +112,8 @@ def test_canary_promote_and_rollback_move_the_labels(model_files, tmp_path):
     assert (current, target) == (v2, v1)  # the stable version before the promote
     new, _, restored = sp.rollback(d, 5, to=target, current=current, protect=sr.read(d).labelled)
     sr.on_rollback(d, new, restored, SETTINGS, by="ana", reason="bad tips")
-    assert labels(d) == ([v2, new], {"stable": v2}) and sr.serving_version(d) == v2  # v2 serves until settled
+    # TF Serving's stable label stays on v2 until settled; the release (baseline, drift, predict) serves new
+    assert labels(d) == ([v2, new], {"stable": v2}) and sr.serving_version(d) == new
     sr.settle(d, SETTINGS)
     assert labels(d) == ([new], {"stable": new})
     assert sp.read_metadata(d, new)["model_uri"] == "m0"  # the previous stable's model serves again

@@ -284,8 +284,8 @@ def test_a_move_with_server_waits_for_the_version_then_settles(model_files, tmp_
         assert (code, err) == (0, "") and out.startswith(f"settled: push: stable {v1} (TF Serving at {fake.url} has "
                                                          f"version {v1} AVAILABLE)")
         v2 = r.push("stable")
-        code, out, err = run_cli(["serving", "rollback", "--to", str(v1), "--server", fake.url, "--timeout", "30",
-                                  "--output", str(out_root)], capsys)  # from v1 (stable), v2 pending: v1's model again
+        code, out, err = run_cli(["serving", "rollback", "--to", str(v2), "--server", fake.url, "--timeout", "30",
+                                  "--output", str(out_root)], capsys)  # v2 pending is what the release serves
         assert code == 2 and "holds the model serving now" in err
         code, out, err = run_cli(["serving", "settle", "--server", fake.url, "--output", str(out_root)], capsys)
         assert code == 0 and f"settled: push: stable {v2}" in out
