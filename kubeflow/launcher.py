@@ -57,6 +57,10 @@ class UnsupportedSpec(SpecError):
     """The compiled spec uses a KFP feature that run-compiled's launcher does not implement."""
 
 
+class BadExecutorOutput(ValueError):
+    """A task wrote an output metadata file KFP's launcher would refuse (the task fails)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Backend:
     """What one KFP backend release's driver and launcher put in an ExecutorInput."""
@@ -309,7 +313,7 @@ def executor_output(path: str) -> Dict[str, Any]:
     try:
         json_format.Parse(text, pipeline_spec_pb2.ExecutorOutput())
     except json_format.ParseError as e:
-        raise UnsupportedSpec(f"{path} is not an ExecutorOutput KFP's launcher reads (failed to unmarshall "
+        raise BadExecutorOutput(f"{path} is not an ExecutorOutput KFP's launcher reads (failed to unmarshall "
                               f"ExecutorOutput: {e}); the task's executor must write pipeline_spec.proto's "
                               "ExecutorOutput JSON") from None
     return json.loads(text)

@@ -238,7 +238,7 @@ def run_task(job, task: str, values: Mapping[str, Any], produced, result: RunRes
 
     try:
         outputs = launcher.read_outputs(executor_input, release, host_path)
-    except UnsupportedSpec as e:
+    except launcher.BadExecutorOutput as e:
         raise TaskFailed(f"task {task}: {e}; log: {log}") from None
     return TaskResult(task, seconds, launcher.record_artifacts(outputs, release, root, next_id), log)
 

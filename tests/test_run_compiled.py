@@ -425,7 +425,7 @@ def test_outputs_take_what_the_executor_wrote_as_the_launcher_merges_it(tmp_path
     assert got["executor-logs"]["uri"] == "/l-0"
     assert launcher.read_outputs({"outputs": given()}, launcher.backend("2.16"))["executor-logs"]["uri"] == "/l"
     out_file.write_text(json.dumps({"artifacts": {}, "extra": 1}))
-    with pytest.raises(launcher.UnsupportedSpec, match="not an ExecutorOutput KFP's launcher reads"):
+    with pytest.raises(launcher.BadExecutorOutput, match="not an ExecutorOutput KFP's launcher reads"):
         launcher.read_outputs({"outputs": given()}, launcher.backend("2.17"))
 
 
