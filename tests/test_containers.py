@@ -78,6 +78,22 @@ def test_image_runs_the_cli_with_the_lock_and_legacy_keras(image):
     assert have == want  # exactly the lock: nothing missing, nothing extra, no other version
 
 
+def test_image_runs_as_a_user_that_can_write_what_kfp_needs(image):
+    """Not root (#49): uid 1000 of group 0. As that user, and as an arbitrary uid of group 0 (as
+    OpenShift assigns one), with every capability dropped and no privilege escalation (as KFP
+    2.16+ runs a task's container, argocompiler/security_context.go:163-174 at 2.16.0): HOME
+    and the directories KFP's launcher writes (/tmp, and /gcs, /minio, /s3 for artifacts' local
+    copies, emptyDirs from KFP 2.5) are writable, and the entrypoint imports."""
+    config = json.loads(docker("image", "inspect", "-f", "{{json .Config}}", image).stdout)
+    assert config["User"] == "1000" and "HOME=/home/tfxline" in config["Env"]
+    check = ('id -u; id -g; echo "$HOME"; for d in "$HOME" /tmp /gcs /minio /s3; do mkdir -p "$d/w/x" && rm -r "$d/w" '
+             '|| exit 1; done; python -c "import kubeflow.entrypoint" && echo ok')
+    for user, uid in (([], "1000"), (["--user", "123456:0"], "123456")):
+        result = docker("run", "--rm", "--cap-drop", "ALL", "--security-opt", "no-new-privileges", *user,
+                        "--entrypoint", "bash", image, "-c", check)
+        assert result.stdout.split() == [uid, "0", "/home/tfxline", "ok"], (user, result.stdout, result.stderr)
+
+
 def test_every_image_path_in_the_compiled_spec_exists_in_the_image(image, tmp_path):
     paths = set()
     for name in ("taxi", "penguin"):
@@ -259,7 +275,13 @@ def test_kfp_local_docker_runner_runs_the_compiled_spec(image, tmp_path):
     the compiled PipelineSpec YAML that `submit --target kfp` sends, every task a sibling
     container of the image, to a blessed and pushed model. It hands upstream artifacts on typed
     as KFP's generic system.Artifact; kubeflow/entrypoint.py restores the declared TFX types
-    (without it StatisticsGen failed: "No module named 'system'")."""
+    (without it StatisticsGen failed: "No module named 'system'").
+
+    Everything runs as the image's own user (uid 1000, not root), the tasks with every
+    capability dropped (as KFP 2.16+ runs them). The runner's container gets the Docker
+    socket's group; the local pipeline root (data, artifacts, serving directory) is made
+    writable for that user as a cluster's fsGroup (or a world-writable volume) would make it:
+    chmod here."""
     import yaml
 
     root = tmp_path / "kfp-local"
@@ -272,16 +294,22 @@ def test_kfp_local_docker_runner_runs_the_compiled_spec(image, tmp_path):
     package.write_text(yaml.safe_dump(spec.pipeline_spec(spec.load_job(out))))
     arguments = json.dumps({"data_root": os.path.dirname(data), "train_args": json.dumps({"num_steps": E2E_TRAIN_STEPS})})
     runner = os.path.join(ROOT, "tests", "kfp_local_runner.py")
+    os.chmod(tmp_path, 0o755)  # pytest makes it private (0700): the image's user must reach the package
+    os.chmod(root, 0o777)  # as an fsGroup would: the image's user writes the run's artifacts here
+    socket_group = os.stat("/var/run/docker.sock").st_gid
+    task_args = json.dumps({"cap_drop": ["ALL"], "security_opt": ["no-new-privileges"]})
     # The DockerRunner mounts the local pipeline root at the same path in each task's container,
     # so it must be that path on the host too: the data and the serving directory live under it.
     done = docker("run", "--rm", "--network", "none", "-v", "/var/run/docker.sock:/var/run/docker.sock",
+                  "--group-add", str(socket_group),
                   "-v", f"{root}:{root}", "-v", f"{tmp_path}:{tmp_path}", "-v", f"{runner}:/tmp/kfp_local_runner.py:ro",
                   "--entrypoint", "python", image, "/tmp/kfp_local_runner.py", str(package), str(root), arguments,
-                  timeout=1500)
+                  task_args, timeout=1500)
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]  # raise_on_error: a failed task exits 1
     serving_dir = os.path.join(root, "serving", cfg.name)
     (version,) = serving_push.versions(serving_dir)
     assert serving_push.read_metadata(serving_dir, version)["metrics"]["auc"] >= cfg.evaluation.min_auc
+    assert os.stat(os.path.join(serving_dir, str(version))).st_uid == 1000  # pushed by the image's user
 
 
 def stats_digest(statistics_dir):
