@@ -97,7 +97,8 @@ def platform_spec(job: Mapping[str, Any], request: SubmitRequest) -> Dict[str, A
     """KFP's Kubernetes platform spec (kfp-kubernetes' mount_pvc): the serving volume mounted at
     the serving root in every task that reads or writes serving versions (DriftGate,
     ServingBaseline, Pusher). ``constant`` names the claim: every KFP 2.x backend reads it
-    (backend/src/v2/driver/k8s.go; newer ones also take pvcNameParameter)."""
+    (backend/src/v2/driver/driver.go:1496-1499 at 2.0.0; k8s.go:1130-1131 at 2.17.0, a file
+    that exists from 2.14.0; newer ones also take pvcNameParameter)."""
     mount = {"constant": request.serving_pvc, "mountPath": request.serving_root}
     executors = {label: {"pvcMount": [dict(mount)]} for label in spec.serving_executors(job)}
     return {"platforms": {"kubernetes": {"deploymentSpec": {"executors": executors}}}}
