@@ -110,8 +110,11 @@ class Executor(base_executor.BaseExecutor):
                 pushed.set_string_custom_property("tflite", tflite_export.summary_line(meta["tflite"]))
             version = serving_push.push(model_dir, serving_dir, meta, int(exec_properties["keep_versions"]),
                                         protect=serving_release.read(serving_dir).labelled, extra_files=extra_files)
-            serving_release.on_push(serving_dir, version, exec_properties.get("release") or serving_release.STABLE,
-                                    int(exec_properties.get("canary_percent") or 10), release_settings(exec_properties))
+            release = serving_release.on_push(
+                serving_dir, version, exec_properties.get("release") or serving_release.STABLE,
+                int(exec_properties.get("canary_percent") or 10), release_settings(exec_properties))
+            # stable or canary, and the label move TF Serving still needs ('tfxline serving settle')
+            pushed.set_string_custom_property("release", serving_release.push_summary(release, version))
         else:
             pushed.set_int_custom_property("already_pushed", 1)
         pushed.set_int_custom_property("pushed", 1)

@@ -92,6 +92,8 @@ def format_summary(summary: RunSummary) -> str:
         lines.append(f"  pushed to: {summary.pushed_to}" + (
             "" if pusher_cached is None else f" by {earlier_run(pusher_cached)} (Pusher served from cache: "
                                              "nothing new pushed)"))
+        if summary.release and pusher_cached is None:
+            lines.append(f"  release: {summary.release}")
         if summary.tflite:
             lines.append(f"  tflite: {summary.tflite}")
     elif summary.push_refused:

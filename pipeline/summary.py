@@ -54,6 +54,7 @@ class RunSummary:
     pushed: Optional[bool] = None
     pushed_to: str = ""
     push_refused: str = ""   # why a blessed model was not pushed (its TFLite model failed its check)
+    release: str = ""        # what the push did to the release (stable or canary; a pending label move)
     tflite: str = ""         # the pushed model.tflite in one line (serving.tflite)
     model_uri: str = ""
     baseline_version: Optional[int] = None  # the serving version the candidate was judged against
@@ -125,6 +126,7 @@ def collect_run(metadata_store: Any, pipeline_name: str, run_id: Optional[str] =
             summary.pushed_to = _str_prop(pushed, "pushed_destination")
             summary.push_refused = _str_prop(pushed, "refused")
             summary.tflite = _str_prop(pushed, "tflite")
+            summary.release = _str_prop(pushed, "release")
     return summary
 
 
