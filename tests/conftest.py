@@ -153,3 +153,42 @@ def regression_runs(tmp_path_factory):
     """Penguin body mass (pipeline/configs/penguin_mass.yaml, no threshold set): blessed (with a
     float32 TFLite model), then a worse candidate."""
     return two_runs("penguin_mass", tmp_path_factory.mktemp("penguin_mass"), first_sets=("--set", "serving.tflite=none"))
+
+
+GCS_EMULATOR_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".roots", "gcs-emulator")
+
+
+@pytest.fixture(scope="session")
+def gcs(tmp_path_factory):
+    """A GCS on loopback (tests/gcs_server.py) that this process's TensorFlow, Beam and
+    google-cloud-storage reach: yields a fresh ``gs://tfxline/<dir>`` prefix maker. The emulator
+    comes from .roots/gcs-emulator (.ci/run installs it there, pinned)."""
+    import uuid
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import gcs_server
+
+    if not os.path.isdir(os.path.join(GCS_EMULATOR_DIR, "gcp_storage_emulator")):
+        missing(f"no GCS emulator in {GCS_EMULATOR_DIR} (python3 -m pip install --no-deps --target "
+                f"{GCS_EMULATOR_DIR} gcp-storage-emulator==2026.7.19, as .ci/run does)", "TFXLINE_REQUIRE_GCS")
+    where = str(tmp_path_factory.mktemp("gcs"))
+    env = dict(os.environ, PYTHONPATH=GCS_EMULATOR_DIR)
+    server = subprocess.Popen([sys.executable, gcs_server.__file__, where], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env)
+    ready = server.stdout.readline().split()
+    if not ready or ready[0] != "ready":
+        server.kill()
+        pytest.fail(f"the GCS emulator did not start: {server.stderr.read()[-2000:]}")
+    settings = gcs_server.environment(where, proxy_port=int(ready[2]), emulator_port=int(ready[1]))
+    saved = {k: os.environ.get(k) for k in settings}
+    os.environ.update(settings)
+    try:
+        yield lambda name: f"gs://{gcs_server.BUCKET}/{name}-{uuid.uuid4().hex[:8]}"
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        server.kill()
+        server.wait()

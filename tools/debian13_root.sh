@@ -72,5 +72,5 @@ chroot "$DIR" /usr/bin/env -i \
   PATH=/usr/local/bin:/usr/bin:/bin HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" \
   CI="${CI:-}" TFXLINE_VENV=/opt/tfxline-venv \
   PIP_CERT=/etc/ssl/certs/host-ca-certificates.crt PIP_DEFAULT_TIMEOUT=180 \
-  PYTEST_ARGS="${PYTEST_ARGS:-}" \
+  PYTEST_ARGS="${PYTEST_ARGS:-}" TFXLINE_REQUIRE_GCS="${TFXLINE_REQUIRE_GCS:-}" \
   /bin/bash -c 'cd /src && exec "$@"' bash "$@"
