@@ -56,24 +56,31 @@ def container_data_location(cfg: PipelineConfig) -> Tuple[str, str]:
     return path, cfg.data.pattern or DEFAULT_PATTERNS[cfg.data.format]
 
 
-def fuse_path(uri: str) -> str:
-    """gs://bucket/path as a Vertex AI task sees it as a file system (Cloud Storage FUSE:
-    /gcs/bucket/path); anything else unchanged."""
-    return "/gcs/" + uri[len("gs://"):] if uri.startswith("gs://") else uri
+# The URI schemes TensorFlow's file systems (tf.io.gfile) write, which every TFX task and our
+# components write artifacts and serving versions through: gs:// (TensorFlow's own), s3:// and
+# hdfs:// (tensorflow-io). KFP's minio:// (backend/src/v2/config/env.go:130-153) is KFP's name
+# for its bundled MinIO, which TensorFlow has no file system for.
+TF_SCHEMES = ("gs://", "s3://", "hdfs://")
+
+
+def check_location(value: str, key: str) -> str:
+    """``value`` when the tasks can write there: a file system path or a URI of TF_SCHEMES."""
+    if "://" in value and not value.startswith(TF_SCHEMES):
+        raise ConfigError(
+            f"bad {key}: {value!r}; the tasks write through TensorFlow's file systems, which read "
+            f"{', '.join(s[:-3] for s in TF_SCHEMES)} URIs and file system paths (for KFP's MinIO use its "
+            "s3:// endpoint, docs/kubeflow.md); give one of those")
+    return value
 
 
 def container_serving_dir(cfg: PipelineConfig, pipeline_root: str) -> str:
-    """Where the tasks read and push serving versions: a file system path, since pushes are
-    local renames (components/serving_push.py). By default <pipeline root>/serving through
-    Vertex AI's Cloud Storage FUSE (/gcs/...); on open-source KFP a volume mounted there
-    (``tfxline submit --target kfp --serving-pvc NAME``)."""
-    root = cfg.serving.serving_root or f"{fuse_path(pipeline_root).rstrip('/')}/serving"
-    if "://" in root:
-        raise ConfigError(
-            f"bad config value for serving.serving_root: {root!r}; the tasks push with file operations, "
-            "so use a path they see as a file system: /gcs/<bucket>/... on Vertex AI (Cloud Storage FUSE), "
-            "or a volume's mount path on Kubeflow Pipelines (submit with --serving-pvc)")
-    return f"{root.rstrip('/')}/{cfg.serving.model_name or cfg.name}"
+    """Where the tasks read and push serving versions (components/storage.py: a file system path
+    or an object-store URI). By default <pipeline root>/serving, in the pipeline root's own
+    store; on open-source KFP a path is a volume mounted there (``tfxline submit --target kfp
+    --serving-pvc NAME``)."""
+    root = cfg.serving.serving_root or f"{pipeline_root.rstrip('/')}/serving"
+    key = "config value for serving.serving_root" if cfg.serving.serving_root else "pipeline root"
+    return f"{check_location(root, key).rstrip('/')}/{cfg.serving.model_name or cfg.name}"
 
 
 def runtime_parameters(cfg: PipelineConfig, data_root: Optional[str] = None):
@@ -128,6 +135,7 @@ def compile_pipeline(cfg: PipelineConfig, *, image: str, pipeline_root: str, out
             "latest-artifact and latest-blessed-model resolvers); compile with --set data.spans=latest "
             "(each run ingests the newest span)")
 
+    check_location(pipeline_root, "pipeline root")
     pipeline = build_pipeline(cfg, pipeline_root, image, data_root)
     defaults = {name: p.default for name, p in runtime_parameters(cfg, data_root).items()}
     # Schema 2.1.0: the only one KFP's API server accepts (backend/src/apiserver/template/

@@ -71,12 +71,20 @@ def build_request(pipeline_json: str, *, target: str, parameters: Optional[Mappi
             "with Workload Identity (docs/kubeflow.md)")
     serving_root = ""
     if target == "kfp":
-        serving_root = _serving_root(job, pipeline_json)
-        if not serving_pvc:
-            raise SubmitError(
-                f"{pipeline_json} pushes to {serving_root}, a file system path that a KFP pod has only if a volume "
-                "is mounted there: pass --serving-pvc NAME (a PersistentVolumeClaim, mounted there; TF Serving reads "
-                "the same volume); to mount it elsewhere, compile with --set serving.serving_root=<the mount path>")
+        serving_dir = _serving_dir(job, pipeline_json)
+        if "://" in serving_dir:  # an object store: the tasks reach it themselves (components/storage.py)
+            if serving_pvc:
+                raise SubmitError(
+                    f"--serving-pvc {serving_pvc}: {pipeline_json} pushes to {serving_dir}, an object store the tasks "
+                    "write themselves; leave --serving-pvc out, or compile with --set serving.serving_root=<a mount "
+                    "path> to push to a volume")
+        else:
+            serving_root = os.path.dirname(serving_dir.rstrip("/"))
+            if not serving_pvc:
+                raise SubmitError(
+                    f"{pipeline_json} pushes to {serving_root}, a file system path that a KFP pod has only if a "
+                    "volume is mounted there: pass --serving-pvc NAME (a PersistentVolumeClaim, mounted there; TF "
+                    "Serving reads the same volume), or compile with a gs:// or s3:// serving.serving_root")
     root = pipeline_root or job.get("runtimeConfig", {}).get("gcsOutputDirectory", "")
     return SubmitRequest(
         target=target, template_path=os.path.abspath(pipeline_json),
@@ -85,12 +93,13 @@ def build_request(pipeline_json: str, *, target: str, parameters: Optional[Mappi
         host=host, serving_pvc=serving_pvc, serving_root=serving_root)
 
 
-def _serving_root(job: Mapping[str, Any], source: str) -> str:
+def _serving_dir(job: Mapping[str, Any], source: str) -> str:
+    """The one serving directory the tasks push to: a path (a volume's) or an object-store URI."""
     dirs = sorted(set(spec.serving_dirs(job)))
-    if len(dirs) != 1 or not dirs[0].startswith("/"):
-        raise SubmitError(f"{source}: expected one file system serving directory, found {dirs or 'none'}; "
+    if len(dirs) != 1 or not (dirs[0].startswith("/") or "://" in dirs[0]):
+        raise SubmitError(f"{source}: expected one serving directory, found {dirs or 'none'}; "
                           "recompile with 'tfxline compile'")
-    return os.path.dirname(dirs[0].rstrip("/"))
+    return dirs[0]
 
 
 def platform_spec(job: Mapping[str, Any], request: SubmitRequest) -> Dict[str, Any]:

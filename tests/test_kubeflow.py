@@ -225,7 +225,7 @@ def test_submit_reaches_vertex_pipeline_job_with_the_request(compiled):
     job_cls.return_value.submit.assert_called_once_with(service_account="sa@p")
 
 
-def test_submit_reaches_kfp_client(compiled):
+def test_submit_reaches_kfp_client(compiled, tmp_path):
     """The real kfp.Client, down to its API stubs (the network edge, mocked): it takes the
     package we hand it (a PipelineSpec YAML: a PipelineJob JSON is refused by its reader), and
     the run it creates carries schema 2.1.0, every parameter, the pipeline root and the
@@ -233,6 +233,9 @@ def test_submit_reaches_kfp_client(compiled):
     import kfp_server_api
 
     _, out, _ = compiled
+    cfg = load_config(overrides=["serving.serving_root=/mnt/serving"])  # a volume: the platform spec mounts it
+    out = str(tmp_path / "volume.json")
+    kfp_compile.compile_pipeline(cfg, image=IMAGE, pipeline_root=PIPELINE_ROOT, output=out)
     request = kfp_submit.build_request(out, target="kfp", host="http://127.0.0.1:8080", train_steps=5,
                                        serving_pvc="tfxline-serving", service_account="tfxline-runner")
     created = {}
@@ -264,7 +267,7 @@ def test_submit_reaches_kfp_client(compiled):
     # that reads or writes serving versions.
     executors = platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
     assert sorted(executors) == ["DriftGate_executor", "Pusher_executor", "ServingBaseline_executor"]
-    assert all(e == {"pvcMount": [{"constant": "tfxline-serving", "mountPath": "/gcs/example-bucket/tfxline/serving"}]}
+    assert all(e == {"pvcMount": [{"constant": "tfxline-serving", "mountPath": "/mnt/serving"}]}
                for e in executors.values())
     assert run.runtime_config.pipeline_root == PIPELINE_ROOT
     assert run.runtime_config.parameters == {
@@ -284,7 +287,8 @@ def spec_of(path):
     ({"target": "vertex", "parameters": {"nope": 1}, "project": "p", "region": "r"}, "not runtime parameters"),
     ({"target": "vertex"}, "needs --project and --region"),
     ({"target": "kfp"}, "needs --host"),
-    ({"target": "kfp", "host": "http://kfp"}, "a KFP pod has only if a volume is mounted there: pass --serving-pvc"),
+    ({"target": "kfp", "host": "http://kfp", "serving_pvc": "s"}, "pushes to gs://example-bucket/tfxline/serving/taxi, "
+     "an object store the tasks write themselves; leave --serving-pvc out"),
     ({"target": "kfp", "host": "http://kfp", "serving_pvc": "s", "service_account": "sa@p.iam.gserviceaccount.com"},
      "takes its name .*not a Google service account's e-mail; pass e.g. --service-account pipeline-runner"),
     ({"target": "airflow"}, "unknown target"),
@@ -353,16 +357,22 @@ def test_second_dataset_compiles_with_container_paths(tmp_path):
     assert "Split-*/*" in text and "/pipeline/schema/penguin.pbtxt" in text
 
 
-def test_the_tasks_push_to_a_file_system_path(compiled, tmp_path):
-    """Pushes are local renames (components/serving_push.py): a gs:// pipeline root's serving
-    directory is its Cloud Storage FUSE path on Vertex AI; an object-store URL is refused in one
-    line; on KFP it is where --serving-pvc mounts the volume."""
-    _, _, job = compiled
-    assert set(kfp_spec.serving_dirs(job)) == {"/gcs/example-bucket/tfxline/serving/taxi"}
+def test_the_tasks_push_where_the_pipeline_root_is_or_to_a_volume(compiled, tmp_path):
+    """The tasks push through components/storage.py: by default to <pipeline root>/serving, in the
+    pipeline root's own object store (no volume: KFP takes no --serving-pvc); a scheme TensorFlow
+    has no file system for (KFP's minio://) is refused in one line; on KFP a path is where
+    --serving-pvc mounts a volume."""
+    _, out, job = compiled
+    assert set(kfp_spec.serving_dirs(job)) == {"gs://example-bucket/tfxline/serving/taxi"}
+    request = kfp_submit.build_request(out, target="kfp", host="http://kfp")
+    assert (request.serving_pvc, request.serving_root) == ("", "")
+    with pytest.raises(ConfigError, match="bad pipeline root: 'minio://mlpipeline/v2'; the tasks write through "
+                                          "TensorFlow's file systems, which read gs, s3, hdfs URIs"):
+        kfp_compile.compile_pipeline(load_config(), image=IMAGE, pipeline_root="minio://mlpipeline/v2",
+                                     output=str(tmp_path / "p.json"))
     cfg = load_config(overrides=["serving.serving_root=s3://models/tfxline"])
-    with pytest.raises(ConfigError, match="bad config value for serving.serving_root: 's3://models/tfxline'; "
-                                          "the tasks push with file operations"):
-        kfp_compile.compile_pipeline(cfg, image=IMAGE, pipeline_root=PIPELINE_ROOT, output=str(tmp_path / "p.json"))
+    job = kfp_compile.compile_pipeline(cfg, image=IMAGE, pipeline_root=PIPELINE_ROOT, output=str(tmp_path / "p.json"))
+    assert set(kfp_spec.serving_dirs(job)) == {"s3://models/tfxline/taxi"}
     cfg = load_config(overrides=["serving.serving_root=/mnt/serving"])
     job = kfp_compile.compile_pipeline(cfg, image=IMAGE, pipeline_root=PIPELINE_ROOT, output=str(tmp_path / "p.json"))
     request = kfp_submit.build_request(str(tmp_path / "p.json"), target="kfp", host="http://kfp", serving_pvc="models")
