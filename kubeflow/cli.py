@@ -10,7 +10,7 @@ import argparse
 import json
 import os
 import sys
-from typing import TextIO
+from typing import Dict, TextIO
 
 from pipeline.cli_common import (EXIT_FAILED, EXIT_OK, BadInput, add_config_args, config_or_bad_input,
                           quiet_tensorflow)
@@ -45,7 +45,7 @@ def add_commands(sub) -> None:
 
     rc = sub.add_parser("run-compiled", help="run a compiled pipeline locally, each task in a container of its image")
     rc.add_argument("pipeline_json", metavar="PIPELINE_JSON",
-                    help="compiled with a local --pipeline-root (mounted into the containers)")
+                    help="compiled with a local --pipeline-root (mounted into the containers) or a gs:// one")
     add_param_args(rc)
     rc.add_argument("--image", default="", help="run every task in this image instead of the compiled one")
     from kubeflow.launcher import KFP_VERSIONS, NEWEST
@@ -53,6 +53,11 @@ def add_commands(sub) -> None:
     rc.add_argument("--kfp-version", default=NEWEST, metavar="X.Y",
                     help=f"give each task what this Kubeflow Pipelines backend release's driver and launcher give: "
                          f"{', '.join(KFP_VERSIONS)} (2.5 and later add the executor-logs output; default {NEWEST})")
+    rc.add_argument("--env", action="append", default=[], metavar="NAME[=VALUE]",
+                    help="set in every task's container (repeatable; NAME alone passes this shell's value), e.g. "
+                         "GOOGLE_APPLICATION_CREDENTIALS=/abs/key.json for a gs:// pipeline root")
+    rc.add_argument("--mount", action="append", default=[], metavar="PATH",
+                    help="an absolute file or directory mounted read-only at the same path in every task (repeatable)")
     rc.set_defaults(func=cmd_run_compiled)
 
 
@@ -99,12 +104,24 @@ def cmd_submit(args, stream: TextIO) -> int:
     return EXIT_OK
 
 
+def task_env(pairs) -> Dict[str, str]:
+    """--env NAME=VALUE / NAME (this shell's value, as ``docker run -e NAME`` takes it)."""
+    out = {}
+    for pair in pairs:
+        name, has_value, value = pair.partition("=")
+        if not name or (not has_value and name not in os.environ):
+            raise BadInput(f"--env {pair!r}: give NAME=VALUE, or NAME of a variable set in this shell")
+        out[name] = value if has_value else os.environ[name]
+    return out
+
+
 def cmd_run_compiled(args, stream: TextIO) -> int:
     from kubeflow import run_compiled as rc, spec
 
     try:
         result = rc.run_compiled(args.pipeline_json, parameters=params(args), train_steps=args.train_steps,
-                                 image=args.image, stream=stream, kfp_version=args.kfp_version)
+                                 image=args.image, stream=stream, kfp_version=args.kfp_version,
+                                 env=task_env(args.env), mounts=args.mount)
     except (spec.SpecError, rc.RunCompiledError) as e:
         raise BadInput(str(e)) from None
     except rc.TaskFailed as e:

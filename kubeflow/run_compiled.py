@@ -22,10 +22,14 @@ What differs from a cluster (on purpose, and said in docs/kubeflow.md): no cachi
 retries; ``lifecycle.preCacheCheck`` hooks (TFX ExampleGen's driver, which Vertex AI runs
 and open-source KFP does not) are not run; containers get no network (nothing may be
 fetched at run time), except a task given a non-empty ``pushgateway_url`` parameter (the
-Pusher, which sends the run's metrics to Prometheus' Pushgateway: the host's network); the
-pipeline root must be a local directory (mounted read-write at the same path, the serving
-directory below it), and runtime parameters that name an existing host directory are mounted
-read-only at the same path.
+Pusher, which sends the run's metrics to Prometheus' Pushgateway) and every task of a pipeline
+whose root or serving directory is an object store: the host's network. A local pipeline root is
+mounted read-write at the same path (a local serving directory must be below it); an object-store
+root (gs://, s3://, as on a cluster) is written by the tasks themselves, and the run's task
+inputs, outputs and logs are kept in ``./run-compiled/<pipeline>/<run>`` instead. Runtime
+parameters that name an existing host directory are mounted read-only at the same path;
+``mounts`` (``--mount PATH``) too, and ``env`` (``--env NAME[=VALUE]``) is set in every task:
+credentials for a bucket, for example.
 """
 from __future__ import annotations
 
@@ -39,6 +43,7 @@ import subprocess
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, TextIO
 
+from components import storage
 from kubeflow import launcher, spec
 from kubeflow.launcher import UnsupportedSpec, build_executor_input, fill_placeholders
 
@@ -67,6 +72,7 @@ class RunResult:
     tasks: List[TaskResult] = dataclasses.field(default_factory=list)
     seconds: float = 0.0
     kfp_version: str = launcher.NEWEST
+    uri_root: str = ""  # where the tasks' output artifacts go: <pipeline root>/<pipeline>/<run>
 
     def output(self, key: str) -> Optional[Dict[str, Any]]:
         """The first task output artifact under ``key`` (e.g. 'blessing', 'pushed_model')."""
@@ -107,30 +113,41 @@ def metadata_of(artifact: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
 
 def run_compiled(pipeline_json: str, *, parameters: Optional[Mapping[str, Any]] = None,
                  train_steps: Optional[int] = None, image: str = "", stream: Optional[TextIO] = None,
-                 docker: str = "docker", kfp_version: str = launcher.NEWEST) -> RunResult:
+                 docker: str = "docker", kfp_version: str = launcher.NEWEST,
+                 env: Optional[Mapping[str, str]] = None, mounts: Sequence[str] = ()) -> RunResult:
     release = launcher.backend(kfp_version)
     job = spec.load_job(pipeline_json)
     spec.check_open_source_kfp(job, source=pipeline_json)
     values = spec.root_parameter_values(
         job, spec.parameter_overrides(job, parameters, train_steps, source=pipeline_json))
     root = job.get("runtimeConfig", {}).get("gcsOutputDirectory", "")
-    if not root.startswith("/"):
+    if not root.startswith("/") and not storage.is_uri(root):
         raise RunCompiledError(
-            f"{pipeline_json} was compiled with pipeline root {root!r}; run-compiled needs a local one: "
-            "compile again with --pipeline-root /an/absolute/dir")
-    outside = sorted({d for d in spec.serving_dirs(job) if not d.startswith(root.rstrip("/") + "/")})
+            f"{pipeline_json} was compiled with pipeline root {root!r}; run-compiled needs an absolute directory "
+            "or an object-store URI: compile again with --pipeline-root /an/absolute/dir or gs://BUCKET/path")
+    local_root = "" if storage.is_uri(root) else root
+    outside = sorted({d for d in spec.serving_dirs(job)
+                      if not storage.is_uri(d) and not (local_root and d.startswith(local_root.rstrip("/") + "/"))})
     if outside:
         raise RunCompiledError(
             f"{pipeline_json} pushes to {', '.join(outside)}, outside its pipeline root {root}, which is all "
-            "run-compiled mounts read-write; compile the local check without serving.serving_root")
+            "run-compiled mounts read-write; compile the local check without serving.serving_root, or with an "
+            "object-store one (gs://...)")
+    missing = [m for m in mounts if not os.path.isabs(m) or not os.path.exists(m)]
+    if missing:
+        raise RunCompiledError(f"--mount {missing[0]}: no such absolute path on this machine; give an existing file "
+                               "or directory (it is mounted read-only at the same path)")
     name = pipeline_spec_name(job)
     run_id = f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
-    result = RunResult(run_id=run_id, run_dir=os.path.join(root, name, run_id),
-                       image=image or images_of(job), kfp_version=release.version)
+    run_dir = os.path.join(local_root, name, run_id) if local_root else os.path.abspath(
+        os.path.join("run-compiled", name, run_id))
+    result = RunResult(run_id=run_id, run_dir=run_dir, image=image or images_of(job), kfp_version=release.version,
+                       uri_root=storage.join(root, name, run_id))
     check_docker(docker, image or images_of(job))
-    mounts = [(root, "rw")] + [(v, "ro") for v in values.values()
-                               if isinstance(v, str) and v.startswith("/") and os.path.isdir(v)
-                               and not v.startswith(root.rstrip("/") + "/")]
+    volumes = ([(local_root, "rw")] if local_root else []) + [
+        (v, "ro") for v in values.values() if isinstance(v, str) and v.startswith("/") and os.path.isdir(v)
+        and not (local_root and v.startswith(local_root.rstrip("/") + "/"))] + [(m, "ro") for m in mounts]
+    remote = not local_root or any(storage.is_uri(d) for d in spec.serving_dirs(job))
     os.makedirs(result.run_dir)
     say = (lambda line: print(line, file=stream, flush=True)) if stream else (lambda line: None)
     started = time.monotonic()
@@ -138,8 +155,8 @@ def run_compiled(pipeline_json: str, *, parameters: Optional[Mapping[str, Any]] 
     ids = itertools.count(1)  # MLMD's artifact ids
     for task in spec.tasks_in_order(job):
         say(f"[ start ] {task}")
-        outcome = run_task(job, task, values, produced, result, mounts, docker, image, release,
-                           lambda: next(ids))
+        outcome = run_task(job, task, values, produced, result, volumes, docker, image, release,
+                           lambda: next(ids), env=env or {}, network="host" if remote else "")
         produced[task] = outcome.outputs
         result.tasks.append(outcome)
         say(f"[ done  ] {task} ({outcome.seconds:.1f}s)")
@@ -175,13 +192,17 @@ def check_docker(docker: str, images: str) -> None:
 
 # Where KFP's launcher has the container write outside the artifacts' URIs (the output metadata
 # file, output parameters): directories of the container, each mounted from the task's directory.
+# The pod's local directories: the output metadata and parameter files, and the launcher's local
+# copies of a gs://, minio:// or s3:// root (launcher_v2.go LocalPathForURI; emptyDirs from 2.5:
+# argocompiler/container.go:51-61 at 2.5.0), where 2.15+ also puts the output metadata file.
 CONTAINER_DIRS = {os.path.dirname(launcher.OUTPUT_METADATA_FILEPATH): "kfp_outputs",
-                  launcher.OUTPUT_PARAMETERS_DIR: "kfp_parameters"}
+                  launcher.OUTPUT_PARAMETERS_DIR: "kfp_parameters", "/gcs": "gcs", "/minio": "minio", "/s3": "s3"}
 
 
 def run_task(job, task: str, values: Mapping[str, Any], produced, result: RunResult, mounts, docker: str,
              image_override: str = "", release: Optional[launcher.Backend] = None,
-             next_id: Optional[Callable[[], int]] = None) -> TaskResult:
+             next_id: Optional[Callable[[], int]] = None, env: Optional[Mapping[str, str]] = None,
+             network: str = "") -> TaskResult:
     release = release or launcher.backend()
     next_id = next_id or (lambda ids=itertools.count(1): next(ids))
     pipeline = spec.pipeline_spec(job)
@@ -199,23 +220,25 @@ def run_task(job, task: str, values: Mapping[str, Any], produced, result: RunRes
     if "importer" in executor:
         outputs = launcher.import_artifact(executor["importer"], component, values, task, release, root, next_id)
         return TaskResult(task, time.monotonic() - started, outputs, log)
-    executor_input = build_executor_input(body, component, values, produced, run_root=result.run_dir, task=task,
-                                          kfp_version=release.version)
+    executor_input = build_executor_input(body, component, values, produced, run_root=result.uri_root or result.run_dir,
+                                          task=task, kfp_version=release.version)
     with open(os.path.join(task_dir, "executor_input.json"), "w") as f:
         json.dump(executor_input, f, indent=2, sort_keys=True)
     container = executor["container"]
     argv = [fill_placeholders(a, executor_input) for a in container.get("command", []) + container.get("args", [])]
     image = image_override or container["image"]
     name = re.sub(r"[^a-zA-Z0-9_.-]", "-", f"{result.run_id}-{task}")
-    cmd = [docker, "run", "--rm", "--name", name, "--network", task_network(executor_input),
+    cmd = [docker, "run", "--rm", "--name", name, "--network", network or task_network(executor_input),
            "--user", f"{os.getuid()}:{os.getgid()}", "-e", "HOME=/tmp"]
+    for key, value in (env or {}).items():
+        cmd += ["-e", f"{key}={value}"]
     if release.drops_capabilities:
         # KFP 2.16+'s executor container: every capability dropped, no privilege escalation
         # (argocompiler/security_context.go:163-174, container.go:568 at 2.16.0).
         cmd += ["--cap-drop", "ALL", "--security-opt", "no-new-privileges"]
     for path, mode in mounts:
         cmd += ["-v", f"{path}:{path}:{mode}"]
-    for inside, here in CONTAINER_DIRS.items():
+    for inside, here in CONTAINER_DIRS.items():  # the pod's local dirs (KFP's emptyDirs), kept per task
         os.makedirs(os.path.join(task_dir, here))
         cmd += ["-v", f"{os.path.join(task_dir, here)}:{inside}:rw"]
     cmd += ["--entrypoint", argv[0], image] + argv[1:]
@@ -246,10 +269,15 @@ def run_task(job, task: str, values: Mapping[str, Any], produced, result: RunRes
 def publish_log(executor_input: Mapping[str, Any], log: str) -> None:
     """The task's log where KFP's launcher publishes it (from 2.5): the ``executor-logs`` output's
     URI (launcher_v2.go getLogWriter, :632-653 at 2.17.0, and uploadOutputArtifacts), here a path
-    below the local pipeline root."""
+    below the local pipeline root or an object in the bucket."""
     listed = executor_input["outputs"].get("artifacts", {}).get(launcher.EXECUTOR_LOGS)
-    if listed and listed["artifacts"][0]["uri"].startswith("/"):
-        target = listed["artifacts"][0]["uri"]
+    if not listed:
+        return
+    target = listed["artifacts"][0]["uri"]
+    if storage.is_uri(target):
+        with open(log, "rb") as f:
+            storage.write_bytes(target, f.read())
+    else:
         os.makedirs(os.path.dirname(target), exist_ok=True)
         shutil.copyfile(log, target)
 

@@ -429,13 +429,22 @@ def test_outputs_take_what_the_executor_wrote_as_the_launcher_merges_it(tmp_path
         launcher.read_outputs({"outputs": given()}, launcher.backend("2.17"))
 
 
-def test_a_cloud_pipeline_root_is_refused_before_anything_runs(tmp_path, capsys):
-    out = str(tmp_path / "cloud.json")
-    kfp_compile.compile_pipeline(load_config(), image=IMAGE, pipeline_root="gs://b/root", output=out)
+def test_a_relative_root_a_bad_mount_or_env_is_refused_before_anything_runs(tmp_path, capsys, monkeypatch):
+    """An object-store root runs (tests/test_containers.py); a relative one cannot be mounted."""
+    monkeypatch.chdir(tmp_path)
+    out = str(tmp_path / "relative.json")
+    kfp_compile.compile_pipeline(load_config(), image=IMAGE, pipeline_root="kfp-root", output=out)
     assert cli.main(["run-compiled", out]) == cli.EXIT_BAD_INPUT
     err = capsys.readouterr().err
-    assert err.count("error:") == 1 and "--pipeline-root /an/absolute/dir" in err
-    assert not os.path.exists("gs:")
+    assert err.count("error:") == 1 and "--pipeline-root /an/absolute/dir or gs://BUCKET/path" in err
+    cloud = str(tmp_path / "cloud.json")
+    kfp_compile.compile_pipeline(load_config(), image=IMAGE, pipeline_root="gs://b/root", output=cloud)
+    assert cli.main(["run-compiled", cloud, "--mount", "/no/such/key.json"]) == cli.EXIT_BAD_INPUT
+    assert capsys.readouterr().err.startswith("error: --mount /no/such/key.json: no such absolute path")
+    monkeypatch.delenv("TFXLINE_UNSET", raising=False)
+    assert cli.main(["run-compiled", cloud, "--env", "TFXLINE_UNSET"]) == cli.EXIT_BAD_INPUT
+    assert "give NAME=VALUE, or NAME of a variable set in this shell" in capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path)) == ["cloud.json", "relative.json"]  # nothing ran, nothing written
 
 
 def test_unknown_parameters_and_missing_specs_are_named(local_job, tmp_path, capsys):
