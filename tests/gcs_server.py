@@ -17,7 +17,9 @@ Two parts in one process:
   bodies re-framed with a Content-Length (TensorFlow's resumable PUT sends chunked framing
   beside a Content-Length, which the emulator would store as data), Host set to the emulator
   (which writes it into the mediaLink that google-cloud-storage 3 downloads from), upload
-  session Locations pointed back through the tunnel.
+  session Locations pointed back through the tunnel; and ``buckets.getStorageLayout``, which the
+  emulator lacks and TensorFlow 2.19+ asks before renaming a directory, answered as real GCS
+  answers it for a bucket without hierarchical namespace.
 
 ``environment(DIR, ports)`` is what a process needs to use it: the proxy and CA for
 TensorFlow, a test token (``GOOGLE_AUTH_TOKEN_FOR_TESTING``, no OAuth; ``NO_GCE_CHECK``) and
@@ -28,7 +30,9 @@ from __future__ import annotations
 import datetime
 import http.client
 import http.server
+import json
 import os
+import re
 import socketserver
 import ssl
 import sys
@@ -110,6 +114,20 @@ class _Forwarder(http.server.BaseHTTPRequestHandler):
 
     def _forward(self):
         body = self._body()
+        layout = re.match(r"^/storage/v1/b/([^/?]+)/storageLayout", self.path)
+        if self.command == "GET" and layout:
+            # buckets.getStorageLayout, which the emulator lacks: TensorFlow 2.19+'s GCS file system
+            # asks it before renaming a directory (GcsFileSystem::GetStorageLayout; folders are
+            # renamed with the HNS API only where hierarchicalNamespace is enabled), and fails the
+            # rename on a 404. Real GCS answers it for every bucket; a flat bucket's layout:
+            data = json.dumps({"kind": "storage#storageLayout", "bucket": layout.group(1), "location": "US",
+                               "locationType": "multi-region", "hierarchicalNamespace": {"enabled": False}}).encode()
+            self.send_response_only(200, "OK")
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
         headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
         headers["Host"] = "%s:%d" % self.upstream
         if body or self.command in ("POST", "PUT", "PATCH"):

@@ -248,6 +248,51 @@ def test_each_compiled_runs_pusher_pushed_the_runs_metrics(container_runs):
     assert second[("tfxline_run_end_timestamp_seconds", job)] > first[("tfxline_run_end_timestamp_seconds", job)]
 
 
+GCS_ENV = ("https_proxy", "HTTPS_PROXY", "no_proxy", "NO_PROXY", "CURL_CA_BUNDLE", "GOOGLE_AUTH_TOKEN_FOR_TESTING",
+           "NO_GCE_CHECK", "STORAGE_EMULATOR_HOST", "GOOGLE_CLOUD_PROJECT")
+
+
+def test_a_gs_pipeline_root_runs_to_a_blessed_model_pushed_into_the_bucket(image, gcs, tmp_path):
+    """The pipeline compiled with a gs:// root, as Vertex AI and KFP on GCS run it, every task in a
+    container of the image writing through TensorFlow's own GCS file system and Beam's GCS IO to
+    a GCS on loopback (tests/gcs_server.py: the containers get its proxy, CA and test token with
+    --env and --mount, as a user passes a bucket's credentials): artifacts, the pushed version
+    and the release all land in the bucket; nothing is written to a local root."""
+    from components import serving_release, storage
+
+    root = gcs("kfp-root")
+    data = write_taxi_slice(tmp_path / "data" / "taxi.csv")
+    cfg = load_config(overrides=["training.epochs=3", "training.eval_steps=10"])
+    out = str(tmp_path / "gs.json")
+    kfp_compile.compile_pipeline(cfg, image=IMAGE, pipeline_root=root, output=out)
+    argv = ["run-compiled", out, "--param", f"data_root={os.path.dirname(data)}", "--train-steps",
+            str(E2E_TRAIN_STEPS), "--mount", os.environ["CURL_CA_BUNDLE"]]
+    for name in GCS_ENV:
+        argv += ["--env", name]
+    stdout = io.StringIO()
+    cwd = os.getcwd()
+    os.chdir(tmp_path)  # the run's task logs: ./run-compiled/<pipeline>/<run>
+    try:
+        code = cli.main(argv, stream=stdout)
+    finally:
+        os.chdir(cwd)
+    assert code == 0, stdout.getvalue()
+    assert "BLESSED" in stdout.getvalue()
+    record = run_record(stdout.getvalue())
+    assert record["run_dir"].startswith(str(tmp_path / "run-compiled"))
+    examples = outputs_of(record, "CsvExampleGen")["examples"]["uri"]
+    assert examples.startswith(f"{root}/") and storage.listdir(examples) == ["Split-eval", "Split-train"]
+    serving = f"{root}/serving/{cfg.name}"
+    (version,) = serving_push.versions(serving)
+    meta = serving_push.read_metadata(serving, version)
+    assert meta["model_uri"] == outputs_of(record, "Trainer")["model"]["uri"] and meta["model_uri"].startswith(root)
+    release = serving_release.read(serving)
+    assert release.target[0] == version and release.pending is not None  # loaded first, labelled on settle
+    with open(os.path.join(record["run_dir"], "Pusher", "executor_input.json")) as f:
+        logs = json.load(f)["outputs"]["artifacts"]["executor-logs"]["artifacts"][0]["uri"]
+    assert logs.startswith(f"{root}/") and "Starting executor" in storage.read_text(logs)
+
+
 def test_a_failing_task_stops_the_run_and_is_named(image, tmp_path):
     """Data that violates the schema: AnomaliesGate fails in its container. Exit 1, one error
     line naming the task, its exception and its log; nothing downstream ran."""
@@ -270,7 +315,7 @@ def test_a_failing_task_stops_the_run_and_is_named(image, tmp_path):
     assert "[ start ] Transform" not in stdout.getvalue()
 
 
-def test_kfp_local_docker_runner_runs_the_compiled_spec(image, tmp_path):
+def test_kfp_local_docker_runner_runs_the_compiled_spec(image, gcs, tmp_path):
     """kfp 2.17's own local runner (kfp.local.DockerRunner, in the image: the TFX 1.21 stack) runs
     the compiled PipelineSpec YAML that `submit --target kfp` sends, every task a sibling
     container of the image, to a blessed and pushed model. It hands upstream artifacts on typed
@@ -281,13 +326,20 @@ def test_kfp_local_docker_runner_runs_the_compiled_spec(image, tmp_path):
     capability dropped (as KFP 2.16+ runs them). The runner's container gets the Docker
     socket's group; the local pipeline root (data, artifacts, serving directory) is made
     writable for that user as a cluster's fsGroup (or a world-writable volume) would make it:
-    chmod here."""
+    chmod here.
+
+    It pushes to a bucket: the serving root is gs:// (a GCS on loopback, tests/gcs_server.py,
+    reached with the tasks on the host's network). The pipeline root cannot be one here:
+    kfp.local takes a local directory only (kfp 2.17 ``local/config.py:281``,
+    ``os.path.abspath(pipeline_root)``; ``docker_task_handler.py:41-75`` mounts it);
+    test_a_gs_pipeline_root_runs_to_a_blessed_model_pushed_into_the_bucket runs one."""
+    from components import storage
     import yaml
 
     root = tmp_path / "kfp-local"
     data = write_taxi_slice(root / "data" / "taxi.csv")
-    cfg = load_config(overrides=["training.epochs=3", "training.eval_steps=10",
-                                 f"serving.serving_root={root / 'serving'}"])
+    serving_root = gcs("kfp-local-serving")
+    cfg = load_config(overrides=["training.epochs=3", "training.eval_steps=10", f"serving.serving_root={serving_root}"])
     out = str(tmp_path / "pipeline.json")
     kfp_compile.compile_pipeline(cfg, image=IMAGE, pipeline_root=str(root / "compiled-root"), output=out)
     package = tmp_path / "pipeline.yaml"
@@ -297,7 +349,11 @@ def test_kfp_local_docker_runner_runs_the_compiled_spec(image, tmp_path):
     os.chmod(tmp_path, 0o755)  # pytest makes it private (0700): the image's user must reach the package
     os.chmod(root, 0o777)  # as an fsGroup would: the image's user writes the run's artifacts here
     socket_group = os.stat("/var/run/docker.sock").st_gid
-    task_args = json.dumps({"cap_drop": ["ALL"], "security_opt": ["no-new-privileges"]})
+    ca = root / "ca.pem"  # under the pipeline root, which kfp.local mounts in every task
+    ca.write_bytes(open(os.environ["CURL_CA_BUNDLE"], "rb").read())
+    environment = {name: os.environ[name] for name in GCS_ENV} | {"CURL_CA_BUNDLE": str(ca)}
+    task_args = json.dumps({"cap_drop": ["ALL"], "security_opt": ["no-new-privileges"], "network_mode": "host",
+                            "environment": environment})
     # The DockerRunner mounts the local pipeline root at the same path in each task's container,
     # so it must be that path on the host too: the data and the serving directory live under it.
     done = docker("run", "--rm", "--network", "none", "-v", "/var/run/docker.sock:/var/run/docker.sock",
@@ -306,10 +362,12 @@ def test_kfp_local_docker_runner_runs_the_compiled_spec(image, tmp_path):
                   "--entrypoint", "python", image, "/tmp/kfp_local_runner.py", str(package), str(root), arguments,
                   task_args, timeout=1500)
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]  # raise_on_error: a failed task exits 1
-    serving_dir = os.path.join(root, "serving", cfg.name)
+    serving_dir = f"{serving_root}/{cfg.name}"
     (version,) = serving_push.versions(serving_dir)
     assert serving_push.read_metadata(serving_dir, version)["metrics"]["auc"] >= cfg.evaluation.min_auc
-    assert os.stat(os.path.join(serving_dir, str(version))).st_uid == 1000  # pushed by the image's user
+    assert storage.isfile(f"{serving_dir}/release/models.config")
+    written = [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs if "Trainer" in d]
+    assert written and {os.stat(p).st_uid for p in written} == {1000}  # the tasks ran as the image's user
 
 
 def stats_digest(statistics_dir):
