@@ -66,6 +66,7 @@ RELEASES = (STABLE, CANARY)  # serving.release: what a push does to the labels
 PROMETHEUS_PATH = "/monitoring/prometheus/metrics"
 DEFAULT_BATCHING = {"max_batch_size": 128, "batch_timeout_micros": 1000}  # when nothing was measured
 SETTLE = "tfxline serving settle --server http://<tf-serving-host>:8501"  # what finishes a pending move
+NO_SERVER = "--without-server where no TF Serving reads this release"  # its other form
 
 
 class ReleaseError(ValueError):
@@ -301,7 +302,7 @@ def push_summary(release: Release, version: int) -> str:
     if release.pending is None:
         return f"version {version} is {what}"
     return (f"version {version} becomes {what} once TF Serving has loaded it; then move the labels: {SETTLE} "
-            "(models.config loads it now, the labels stay where they are)")
+            f"(or {NO_SERVER}; models.config loads it now, the labels stay where they are)")
 
 
 def on_rollback(serving_dir: str, new_version: int, restored: int, settings: Settings, by: str = "",

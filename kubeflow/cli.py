@@ -110,7 +110,7 @@ def task_env(pairs) -> Dict[str, str]:
     for pair in pairs:
         name, has_value, value = pair.partition("=")
         if not name or (not has_value and name not in os.environ):
-            raise BadInput(f"--env {pair!r}: give NAME=VALUE, or NAME of a variable set in this shell")
+            raise BadInput(f"--env {pair!r} names no value; fix: give NAME=VALUE, or NAME of a variable set in this shell")
         out[name] = value if has_value else os.environ[name]
     return out
 

@@ -126,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--input", required=True, metavar="CSV", help="raw rows (the label may be absent)")
     pr.add_argument("--predictions", required=True, metavar="FILE",
                     help="output: .csv, or .jsonl for JSON lines")
-    pr.add_argument("--model-dir", help="a SavedModel directory (default: the newest pushed version)")
+    pr.add_argument("--model-dir", help="a SavedModel directory (default: the release's stable version, a pending move's included)")
     pr.set_defaults(func=cmd_predict)
 
     from kubeflow import cli as kubeflow_cli  # compile, submit, run-compiled

@@ -181,9 +181,10 @@ class ServingConfig:
     serving_root: str = ""         # empty means <output_root>/serving
     model_name: str = ""           # empty means the pipeline name
     keep_versions: int = 5         # pushed versions kept in the serving directory (and the stable and canary ones)
-    # What a push does to the release labels (docs/serving.md): stable (the new version serves at
-    # once) or canary (it serves canary_percent of the traffic beside the stable one until
-    # 'tfxline serving promote'; a first push is stable)
+    # What a push does to the release labels (docs/serving.md): stable (the new version becomes
+    # stable once TF Serving has loaded it: 'tfxline serving settle') or canary (it serves
+    # canary_percent of the traffic beside the stable one until 'tfxline serving promote'; a
+    # first push is stable)
     release: str = "stable"
     canary_percent: int = 10       # the traffic share of a canary that a push starts (serving.release: canary)
     tf_serving_base_path: str = ""  # the serving directory as TF Serving sees it (models.config); empty: its path here

@@ -52,8 +52,21 @@ def resolve_inputs(cfg: PipelineConfig, span: Optional[int] = None) -> LocalPath
         data_source.check_tfrecords(found.files, schema, required=cfg.features.raw_columns)
     check_tflite(cfg, schema)
     check_window_splits(cfg, found.span)
+    check_release(cfg)
     digest = files.content_digest(found.files) if cfg.data.format == "csv" else ""
     return LocalPaths(found.root, found.pattern, found.files, schema_path, found.span, digest)
+
+
+def check_release(cfg: PipelineConfig) -> None:
+    """The serving directory's release, which the baseline, the drift check and the push read:
+    a damaged one is refused before the run (one line naming the file and the fix), not by the
+    DriftGate half-way through it with a traceback in the log."""
+    from components import serving_release
+
+    try:
+        serving_release.read(cfg.serving_dir)
+    except serving_release.ReleaseError as e:
+        raise data_source.DataError(str(e)) from None
 
 
 def check_tflite(cfg: PipelineConfig, schema) -> None:

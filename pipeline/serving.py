@@ -136,7 +136,7 @@ def _pending_line(release: serving_release.Release) -> str:
     waiting = ", ".join(str(v) for v in release.labelled if v not in release.in_force)
     return (f"pending: {release.pending['event']} ({target}): models.config loads version {waiting} beside the labelled "
             f"ones; TF Serving assigns a label only to a version it has loaded, so the labels move with "
-            f"'{serving_release.SETTLE}' once it has")
+            f"'{serving_release.SETTLE}' once it has (or {serving_release.NO_SERVER})")
 
 
 def _release_lines(serving_dir: str, release: serving_release.Release) -> List[str]:
@@ -209,8 +209,8 @@ def rollback(cfg: PipelineConfig, to: Optional[int], reason: str, dry_run: bool,
         f"  TF Serving loads version {new} when it next reads models.config (--model_config_file_poll_wait_seconds) "
         "and the file system; the stable label moves to it only after that (a label may only name a loaded version)"
         if waits else f"  version {new} is stable",
-        "  'tfxline predict', the next pipeline run's Evaluator (its baseline) and its drift check follow the stable "
-        "label" + (" once it has moved" if waits else ""),
+        f"  'tfxline predict', the next pipeline run's Evaluator (its baseline) and its drift check use version {new} "
+        "now",
     ] + _release_lines(serving_dir, release) + _finish(cfg, release, server, timeout))
 
 

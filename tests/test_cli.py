@@ -114,6 +114,24 @@ def test_int8_tflite_of_a_model_with_string_inputs_stops_before_the_run(tmp_path
     assert not os.path.exists(tmp_path / "o" / "metadata.sqlite")
 
 
+def test_a_damaged_release_stops_the_run_before_anything(tmp_path, capsys, model_files):
+    """The baseline, the drift check and the push read the release: a cut-short release.json is
+    one line naming the file and the fix, exit 2, before any component runs (it was exit 1 from
+    the DriftGate, with a JSONDecodeError)."""
+    from components import serving_push, serving_release
+
+    data = write_taxi_slice(tmp_path / "d" / "t.csv", limit=50)
+    serving = tmp_path / "o" / "serving" / "taxi"
+    version = serving_push.push(model_files, str(serving), {}, keep_versions=2, now=100)
+    serving_release.on_push(str(serving), version, serving_release.STABLE, 10, serving_release.Settings("taxi"))
+    state = serving / serving_release.LINK / serving_release.STATE_FILE
+    state.write_text(state.read_text()[:40])
+    code, out, err = run_cli(["run", "--data", data, "--output", str(tmp_path / "o")], capsys)
+    assert code == cli.EXIT_BAD_INPUT and len(err.strip().splitlines()) == 1
+    assert err.startswith(f"error: the release {state} cannot be used: it is not valid JSON") and "; fix: " in err
+    assert not os.path.exists(tmp_path / "o" / "metadata.sqlite")
+
+
 def test_missing_schema_names_the_draft_command(tmp_path, capsys):
     code, _, err = run_cli(["run", "--output", str(tmp_path), "--schema", "nosuch"], capsys)
     assert code == cli.EXIT_BAD_INPUT

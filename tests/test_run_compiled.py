@@ -443,7 +443,7 @@ def test_a_relative_root_a_bad_mount_or_env_is_refused_before_anything_runs(tmp_
     assert capsys.readouterr().err.startswith("error: --mount /no/such/key.json: no such absolute path")
     monkeypatch.delenv("TFXLINE_UNSET", raising=False)
     assert cli.main(["run-compiled", cloud, "--env", "TFXLINE_UNSET"]) == cli.EXIT_BAD_INPUT
-    assert "give NAME=VALUE, or NAME of a variable set in this shell" in capsys.readouterr().err
+    assert "names no value; fix: give NAME=VALUE, or NAME of a variable set in this shell" in capsys.readouterr().err
     assert sorted(os.listdir(tmp_path)) == ["cloud.json", "relative.json"]  # nothing ran, nothing written
 
 
