@@ -4,7 +4,6 @@ on loopback (tests/gcs_server.py): a KFP pipeline root is gs://, s3:// or minio:
 so the Pusher, the release, the baseline, the drift check and the run's metrics must work
 there, where there is no os.path, no directory rename and no link."""
 import json
-import os
 
 import pytest
 

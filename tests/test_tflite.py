@@ -84,6 +84,25 @@ def transform_dir(meta):
     other runs' too)."""
     return meta["tflite"]["transform_graph"]
 
+def pusher_inputs(pipeline_run, tmp_path):
+    """(config, Model, ModelBlessing, Examples, TransformGraph): the Pusher's inputs, from the
+    shared run's pushed version (its SavedModel copied in as a new model artifact)."""
+    from tfx.types import standard_artifacts
+
+    cfg, version, meta = pushed(pipeline_run)
+    model = standard_artifacts.Model()
+    model.uri = str(tmp_path / "model")
+    shutil.copytree(os.path.join(cfg.serving_dir, str(version)), os.path.join(model.uri, "Format-Serving"),
+                    ignore=shutil.ignore_patterns(sp.METADATA_FILE, T.FILE))
+    blessing = standard_artifacts.ModelBlessing()
+    blessing.set_int_custom_property("blessed", 1)
+    examples = standard_artifacts.Examples()
+    examples.uri, examples.span = meta["data"]["examples_uri"], 0
+    graph = standard_artifacts.TransformGraph()
+    graph.uri = transform_dir(meta)
+    return cfg, model, blessing, examples, graph
+
+
 
 @pytest.mark.e2e
 def test_the_push_holds_a_checked_tflite_model(pipeline_run):
@@ -144,17 +163,7 @@ def test_a_tflite_model_off_its_tolerance_refuses_the_push(pipeline_run, tmp_pat
 
     from components import safe_pusher
 
-    cfg, version, meta = pushed(pipeline_run)
-    model = standard_artifacts.Model()
-    model.uri = str(tmp_path / "model")
-    shutil.copytree(os.path.join(cfg.serving_dir, str(version)), os.path.join(model.uri, "Format-Serving"),
-                    ignore=shutil.ignore_patterns(sp.METADATA_FILE, T.FILE))
-    blessing = standard_artifacts.ModelBlessing()
-    blessing.set_int_custom_property("blessed", 1)
-    examples = standard_artifacts.Examples()
-    examples.uri, examples.span = meta["data"]["examples_uri"], 0
-    graph = standard_artifacts.TransformGraph()
-    graph.uri = transform_dir(meta)
+    cfg, model, blessing, examples, graph = pusher_inputs(pipeline_run, tmp_path)
     out = standard_artifacts.PushedModel()
     serving = str(tmp_path / "serving")
     safe_pusher.Executor().Do(
@@ -177,17 +186,7 @@ def test_turning_tflite_on_for_a_pushed_model_pushes_it_again_with_one(pipeline_
 
     from components import safe_pusher
 
-    cfg, version, meta = pushed(pipeline_run)
-    model = standard_artifacts.Model()
-    model.uri = str(tmp_path / "model")
-    shutil.copytree(os.path.join(cfg.serving_dir, str(version)), os.path.join(model.uri, "Format-Serving"),
-                    ignore=shutil.ignore_patterns(sp.METADATA_FILE, T.FILE))
-    blessing = standard_artifacts.ModelBlessing()
-    blessing.set_int_custom_property("blessed", 1)
-    examples = standard_artifacts.Examples()
-    examples.uri, examples.span = meta["data"]["examples_uri"], 0
-    graph = standard_artifacts.TransformGraph()
-    graph.uri = transform_dir(meta)
+    cfg, model, blessing, examples, graph = pusher_inputs(pipeline_run, tmp_path)
     serving = str(tmp_path / "serving")
 
     def push(**tflite):
