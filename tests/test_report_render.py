@@ -117,3 +117,19 @@ def test_confusion_matrix_names_long_classes_whole_or_told_apart():
     assert all("rotate(-90" in t.get("transform", "") for t in names if "column" in t.get("class"))
     first_cell = next(e for e in chart.iter() if e.tag.endswith("rect"))
     assert float(first_cell.get("x")) >= max(len(s) for s in shown) * svg.CHAR_W
+
+
+def test_an_undefined_metric_against_the_baseline_renders(tmp_path):
+    """A candidate that predicted no positives has no precision, so neither has its difference
+    from the serving model: the row says so (the page crashed with 'must be real number, not
+    NoneType', the console lost its report line, and the run's metrics their comparison)."""
+    data = failed_early_run()
+    data["evaluation"].update(
+        available=True, blessed=False, overall={"auc": 0.733, "precision": None, "example_count": 600},
+        undefined={"precision": "no positive predictions"}, baseline_diff={"auc": -0.229, "precision": None},
+        failed_thresholds=["auc 0.7330 is 0.2290 below the serving model's 0.9620"])
+    html = render.render(data)
+    row = html[html.index('<tr data-metric="precision">'):]
+    row = row[:row.index("</tr>")]
+    assert "undefined: no positive predictions" in row and "undefined" in row.split('class="n"')[-1]
+    assert '<tr data-metric="auc">' in html and "-0.2290" in html
