@@ -310,6 +310,9 @@ def print_summary(result, stream: TextIO) -> None:
         print(f"  tensorboard: tensorboard --logdir {trainer.outputs['model_run'][0]}", file=stream)
     if result.report_path:
         print(f"  report: {result.report_path}", file=stream, flush=True)
+    elif result.report_error:
+        print(f"  warning: report not written ({result.report_error}); the run's result stands; the traceback is "
+              "in the run's log", file=stream, flush=True)
 
 
 def cmd_init(args, stream: TextIO) -> int:

@@ -309,8 +309,9 @@ def record_run(cfg: PipelineConfig, pipeline, run_id: str, started_at: str, seco
     files.write_json_atomic(os.path.join(run_dir, RUN_INFO_FILE), info)
     try:
         result.report_path = render.write_report(run_dir)
-    except Exception:  # the run's outcome stands; the report's failure goes to the log
+    except Exception as e:  # noqa: BLE001 - the run's outcome stands; the console says the report is missing
         logging.getLogger(__name__).exception("could not write the run report in %s", run_dir)
+        result.report_error = root_cause_message(e)
     summary_lib.write_summary(result, os.path.join(run_dir, "summary.json"))
     return result
 

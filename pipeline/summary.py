@@ -46,6 +46,7 @@ class RunSummary:
     task: str = ""               # the feature spec's task (binary, multiclass, regression)
     error: str = ""
     report_path: str = ""
+    report_error: str = ""       # why report.html could not be written (the run's log has the traceback)
     created_ms: int = 0          # when MLMD registered the run
     blessed: Optional[bool] = None
     metrics: Dict[str, float] = dataclasses.field(default_factory=dict)

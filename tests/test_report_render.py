@@ -133,3 +133,15 @@ def test_an_undefined_metric_against_the_baseline_renders(tmp_path):
     row = row[:row.index("</tr>")]
     assert "undefined: no positive predictions" in row and "undefined" in row.split('class="n"')[-1]
     assert '<tr data-metric="auc">' in html and "-0.2290" in html
+
+
+def test_a_report_that_cannot_be_written_is_one_console_warning(capsys):
+    import sys
+
+    from pipeline import cli
+    from pipeline.summary import RunSummary
+
+    cli.print_summary(RunSummary(run_id="r1", components=[], report_error="TypeError: must be real number"), sys.stdout)
+    out = capsys.readouterr().out
+    assert "  warning: report not written (TypeError: must be real number); the run's result stands" in out
+    assert "report: " not in out.replace("warning: report not written", "")
