@@ -52,7 +52,6 @@ TFX_ENTRYPOINT = "tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_execut
 COMMAND = ("python", "-m", "kubeflow.entrypoint")  # this module
 INVOCATION_FLAG = "--json_serialized_invocation_args"
 INPUTS_SPEC_FLAG = "--json_serialized_inputs_spec_args"
-GENERIC_TYPE = "system.Artifact"  # what kfp.local's DockerRunner types every upstream artifact as
 EXECUTOR_LOGS = "executor-logs"  # the output KFP's driver adds from 2.5 (see above)
 
 
