@@ -231,8 +231,10 @@ def previous_stable(release: Release, exclude: Optional[int] = None) -> Optional
 
 # --- the label moves -----------------------------------------------------------------------------
 
-def _known(serving_dir: str, version: int) -> None:
-    found = serving_push.versions(serving_dir)
+def _known(serving_dir: str, version: int, found: Optional[List[int]] = None) -> None:
+    """ReleaseError unless ``version`` is in the serving directory (``found``: its versions, when
+    already listed)."""
+    found = serving_push.versions(serving_dir) if found is None else found
     if version not in found:
         raise ReleaseError(f"version {version} is not in {serving_dir} (it holds "
                            f"{', '.join(map(str, found)) or 'no version'}); 'tfxline serving' lists them")
@@ -333,11 +335,12 @@ def write(serving_dir: str, release: Release, settings: Settings,
           step: Callable[[str], None] = lambda name: None) -> Release:
     """Render every file of ``release`` and publish them together (module docstring): the KServe
     trees first, then the release files. ``step(name)`` runs after each (tests inject a crash)."""
+    found = serving_push.versions(serving_dir)  # listed once: on an object store each listing is requests
     for v in release.labelled:
-        _known(serving_dir, v)
+        _known(serving_dir, v, found)
     metadata = {v: serving_push.read_metadata(serving_dir, v) for v in release.labelled}
     files = render(serving_dir, release, settings, metadata)
-    sync_kserve(serving_dir, release.labelled)
+    sync_kserve(serving_dir, release.labelled, found)
     step(KSERVE_DIR)
     if storage.links(serving_dir):
         _publish_by_link(serving_dir, files, step)
@@ -384,12 +387,11 @@ def kserve_dir(serving_dir: str, version: int) -> str:
     return storage.join(serving_dir, KSERVE_DIR, str(version))
 
 
-def sync_kserve(serving_dir: str, versions: List[int]) -> None:
+def sync_kserve(serving_dir: str, versions: List[int], found: List[int]) -> None:
     """``kserve/<v>/<v>/`` for each of ``versions`` (hard links where the disk has them, else
     copies, saved_model.pb last as in a push: a copy cut short is redone), and no folder for a
-    version no longer in the serving directory."""
+    version no longer in the serving directory (``found``: its versions)."""
     root = storage.join(serving_dir, KSERVE_DIR)
-    found = set(serving_push.versions(serving_dir))
     for name in storage.listdir(root):
         if not name.isdigit() or int(name) not in found:
             storage.rmtree(storage.join(root, name))

@@ -24,7 +24,7 @@ import json
 import os
 import shutil
 import uuid
-from typing import Any, Iterable, List, Sequence
+from typing import Any, List, Sequence
 
 
 def is_uri(path: str) -> bool:
@@ -211,7 +211,3 @@ def copytree(src: str, dst: str, last: Sequence[str] = (), hardlink: bool = Fals
         makedirs(dst)
     return order
 
-
-def hidden(names: Iterable[str], prefix: str) -> List[str]:
-    """The names that start with ``prefix`` (temporary and staging entries)."""
-    return [n for n in names if n.startswith(prefix)]
