@@ -1,19 +1,23 @@
-"""Throwaway Prometheus and Pushgateway servers for the tests: Debian's binaries (installed by
-.ci/run), fresh storage, 127.0.0.1 on free ports; Prometheus scrapes the gateway every second."""
+"""Throwaway Prometheus, Pushgateway and Alertmanager servers for the tests: Debian's binaries
+(installed by .ci/run), fresh storage, 127.0.0.1 on free ports; Prometheus scrapes the gateway
+every second. ``Webhook`` is a receiver for the Alertmanager's notifications."""
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import shutil
 import subprocess
+import threading
 import time
 import urllib.parse
 import urllib.request
-from typing import Any, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from tests.mariadb_server import free_port
 
 PUSHGATEWAY = "prometheus-pushgateway"
+ALERTMANAGER = "prometheus-alertmanager"
 
 
 def binaries() -> Optional[dict]:
@@ -103,3 +107,144 @@ class Servers:
                 return result
             time.sleep(0.5)
         raise AssertionError(f"Prometheus never answered {expr!r} as expected; last answer {result}")
+
+
+def alertmanager_binaries() -> Optional[dict]:
+    """Debian's prometheus-alertmanager and amtool (package prometheus-alertmanager), or None."""
+    found = {name: shutil.which(name) for name in (ALERTMANAGER, "amtool")}
+    return found if all(found.values()) else None
+
+
+class Webhook:
+    """A webhook receiver on 127.0.0.1: keeps every notification the Alertmanager POSTs (its JSON:
+    receiver, status, alerts with their labels, ...)."""
+
+    def __init__(self):
+        self.received: List[Dict[str, Any]] = []
+        self._lock = threading.Lock()
+        webhook = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 - http.server's name
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with webhook._lock:
+                    webhook.received.append({"path": self.path, **json.loads(body or b"{}")})
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args):  # quiet
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/"
+
+    def start(self) -> "Webhook":
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def alerts(self) -> List[Dict[str, Any]]:
+        """Every alert of every notification so far, each with its notification's receiver and status."""
+        with self._lock:
+            return [{**a, "receiver": n.get("receiver"), "notification_status": n.get("status")}
+                    for n in self.received for a in n.get("alerts", [])]
+
+    def wait_for(self, accept: Callable[[List[Dict[str, Any]]], bool], seconds: float = 30) -> List[Dict[str, Any]]:
+        """``alerts()`` once ``accept`` takes them."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if accept(self.alerts()):
+                return self.alerts()
+            time.sleep(0.2)
+        raise AssertionError(f"the webhook never received what was expected; it has {self.alerts()}")
+
+
+def receivers_to(config: Dict[str, Any], webhook_url: str) -> Dict[str, Any]:
+    """``config`` (a parsed alertmanager.yml) with every receiver a webhook to ``webhook_url``
+    (each notification names its receiver)."""
+    out = dict(config)
+    out["receivers"] = [{"name": r["name"], "webhook_configs": [{"url": webhook_url, "send_resolved": True}]}
+                        for r in config.get("receivers", [])]
+    return out
+
+
+def _with_timings(route: Dict[str, Any], timings: Dict[str, str]) -> Dict[str, Any]:
+    route = {**route, **timings}
+    if "routes" in route:
+        route["routes"] = [_with_timings(r, timings) for r in route["routes"]]
+    return route
+
+
+class Alertmanager:
+    """A throwaway Alertmanager (Debian's prometheus-alertmanager, no cluster gossip) running
+    ``config`` (the YAML text, or a path to it) with every receiver pointed at ``webhook_url`` and
+    the routes' timings replaced by ``timings`` (default: group_wait and group_interval 1s, so a
+    test sees a notification within seconds). Prometheus sends it alerts at ``url``; a test may
+    also POST them (``post``)."""
+
+    def __init__(self, root: str, config: str, webhook_url: str,
+                 timings: Optional[Dict[str, str]] = None):
+        import yaml
+
+        self.bin = alertmanager_binaries()
+        if self.bin is None:
+            raise FileNotFoundError("no prometheus-alertmanager / amtool (apt-get install prometheus-alertmanager)")
+        self.root = root
+        text = open(config).read() if "\n" not in config and os.path.isfile(config) else config
+        parsed = receivers_to(yaml.safe_load(text), webhook_url)
+        parsed["route"] = _with_timings(parsed["route"], timings or {"group_wait": "1s", "group_interval": "1s"})
+        self.config_file = os.path.join(root, "alertmanager.yml")
+        with open(self.config_file, "w") as f:
+            yaml.safe_dump(parsed, f, sort_keys=False)
+        self.port = free_port()
+        self.process: Optional[subprocess.Popen] = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> "Alertmanager":
+        log = os.path.join(self.root, "alertmanager.log")
+        self.process = subprocess.Popen(
+            [self.bin[ALERTMANAGER], f"--config.file={self.config_file}", f"--storage.path={self.root}/am-data",
+             f"--web.listen-address=127.0.0.1:{self.port}", "--cluster.listen-address="],
+            stdout=open(log, "w"), stderr=subprocess.STDOUT)
+        _wait(self.url + "/-/ready", "the Alertmanager", self.process, log)
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+            self.process = None
+
+    def post(self, alerts: List[Dict[str, Any]]) -> None:
+        """POST /api/v2/alerts: each alert {"labels": {...}, "annotations": {...}} (firing from now)."""
+        request = urllib.request.Request(self.url + "/api/v2/alerts", data=json.dumps(alerts).encode(),
+                                         headers={"Content-Type": "application/json"}, method="POST")
+        with urllib.request.urlopen(request, timeout=5) as r:
+            assert r.status == 200, r.read()
+
+    def alerts(self) -> List[Dict[str, Any]]:
+        """GET /api/v2/alerts: every alert it holds, each with status {state: active | suppressed |
+        unprocessed, inhibitedBy, silencedBy} and its receivers."""
+        with urllib.request.urlopen(self.url + "/api/v2/alerts", timeout=5) as r:
+            return json.load(r)
+
+    def wait_for(self, accept: Callable[[List[Dict[str, Any]]], bool], seconds: float = 30) -> List[Dict[str, Any]]:
+        """``alerts()`` once ``accept`` takes them."""
+        deadline = time.monotonic() + seconds
+        found: List[Dict[str, Any]] = []
+        while time.monotonic() < deadline:
+            found = self.alerts()
+            if accept(found):
+                return found
+            time.sleep(0.3)
+        raise AssertionError(f"the Alertmanager never held the alerts expected; it holds {found}")
