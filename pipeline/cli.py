@@ -4,7 +4,7 @@
     tfxline run [--config FILE] [--data PATH] [--output DIR] [--set section.key=value ...] [--span N]
     tfxline schema draft --data PATH [--schema-output FILE] [--diff]
     tfxline predict --input rows.csv --predictions out.csv
-    tfxline runs [--last N]  |  tfxline runs show RUN_ID
+    tfxline runs [--last N]  |  tfxline runs show RUN_ID|latest
     tfxline report [RUN_DIR]
     tfxline gc [--keep-runs N] [--dry-run]
     tfxline serving  |  tfxline serving rollback [--to VERSION] [--reason TEXT] [--dry-run]
@@ -79,9 +79,11 @@ def build_parser() -> argparse.ArgumentParser:
     runs.add_argument("--last", type=int, default=20, metavar="N", help="how many runs (default 20)")
     runs.set_defaults(func=cmd_runs)
     runs_sub = runs.add_subparsers(dest="runs_command")
-    show = runs_sub.add_parser("show", help="one run's summary and report path")
+    show = runs_sub.add_parser("show", help="one run's summary and report path; a failed run's failed component "
+                                           "and error line")
     add_config_args(show, default=argparse.SUPPRESS)  # given before or after 'show', the same
-    show.add_argument("run_id", metavar="RUN_ID")
+    show.add_argument("run_id", metavar="RUN_ID", help="a run id as 'tfxline runs' lists it, or 'latest' for the "
+                                                      "newest run of the pipeline")
 
     gc = sub.add_parser("gc", help="delete the examples, transform outputs and models of old runs")
     add_config_args(gc)
@@ -226,9 +228,15 @@ def _latest_run_dir(cfg) -> str:
     return os.path.join(cfg.output_root, "runs", run_id)
 
 
+LATEST_RUN = "latest"  # `tfxline runs show latest`: the alerts' one command needs no run id
+
+
 def cmd_runs(args, stream: TextIO) -> int:
+    """The runs' table, or one run's summary (``show RUN_ID``, ``show latest``): from MLMD, with
+    each run's error line and wall time as it recorded them under the output root (MLMD holds
+    neither)."""
     from pipeline import history
-    from pipeline.store import describe_store, store_exists
+    from pipeline.store import describe_store, latest_run_id, open_store, store_exists
     from pipeline.summary import collect_run
 
     cfg = config_or_bad_input(args)
@@ -236,15 +244,22 @@ def cmd_runs(args, stream: TextIO) -> int:
         raise BadInput(f"no metadata store at {cfg.metadata_path}; run the pipeline first (tfxline run), "
                        f"or pass the --config (pipeline {cfg.name} now) and --output it used")
     if getattr(args, "runs_command", None) == "show":
+        store = open_store(cfg.metadata_store)
+        run_id = latest_run_id(store, cfg.name) if args.run_id == LATEST_RUN else args.run_id
+        if run_id is None:
+            raise BadInput(f"no run of pipeline {cfg.name} in {describe_store(cfg.metadata_store)}; run the "
+                           f"pipeline first (tfxline run), or pass the --config (pipeline {cfg.name} now) and "
+                           "--output it used")
         try:
-            result = collect_run(cfg.metadata_store, cfg.name, args.run_id)
+            result = history.recorded(collect_run(cfg.metadata_store, cfg.name, run_id, store=store), cfg.output_root)
         except LookupError as e:
             raise BadInput(f"{e}; 'tfxline runs' lists the recorded runs") from None
-        report = os.path.join(cfg.output_root, "runs", args.run_id, "report.html")
+        report = os.path.join(cfg.output_root, "runs", result.run_id, "report.html")
         result.report_path = report if os.path.isfile(report) else ""
         print_summary(result, stream)
         return EXIT_OK
-    rows = history.list_runs(cfg.metadata_store, cfg.name, last=args.last, serving_dir=cfg.serving_dir)
+    rows = history.list_runs(cfg.metadata_store, cfg.name, last=args.last, serving_dir=cfg.serving_dir,
+                             output_root=cfg.output_root)
     if not rows:
         print(f"no runs of pipeline {cfg.name} in {describe_store(cfg.metadata_store)}", file=stream)
         return EXIT_OK

@@ -1,11 +1,13 @@
 """What a run prints on the console: the end-of-run summary of `tfxline run` and
-`run-compiled` (the HTML report is pipeline/report/)."""
+`run-compiled`, and of a recorded run in `tfxline runs show` (the HTML report is
+pipeline/report/)."""
 from __future__ import annotations
 
 from typing import List, Optional
 
 from components import task_metrics
 from components.tfma_results import both_classes, undefined_metrics
+from pipeline.history import UNRECORDED, failed_component
 from pipeline.summary import RunSummary, cached_from, describe_drift, describe_spans, earlier_run
 
 WORST_SLICES = 3
@@ -63,11 +65,30 @@ def baseline_line(summary: RunSummary) -> str:
     return "  baseline: " + text
 
 
+def failure_lines(summary: RunSummary) -> List[str]:
+    """A failed run's first lines: the component that failed, then the error line the run
+    recorded (what the RunFailed page sends the on-call person to read); none for a run that
+    did not fail."""
+    failed = failed_component(summary)
+    lines = [f"  failed: {failed}"] if failed else []
+    if summary.error:
+        lines.append(f"  error: {summary.error}")
+    elif failed:
+        lines.append(f"  error: not recorded ({UNRECORDED})")
+    return lines
+
+
+def wall_time(seconds: Optional[float]) -> str:
+    """'wall time 12s'; 'wall time unknown' when the run recorded none (MLMD does not hold it:
+    a run read back from MLMD alone must not claim 0s)."""
+    return "wall time unknown" if seconds is None else f"wall time {seconds:.0f}s"
+
+
 def format_summary(summary: RunSummary) -> str:
-    lines = [f"run {summary.run_id}:"]
+    lines = [f"run {summary.run_id}:"] + failure_lines(summary)
     cached = sum(c.state == "cached" for c in summary.components)
     lines.append(f"  components: {len(summary.components) - cached} ran, {cached} served from cache; "
-                 f"wall time {summary.wall_seconds:.0f}s")
+                 + wall_time(summary.wall_seconds))
     spans = describe_spans(summary.spans)
     if spans:
         lines.append(f"  data: {spans}")
@@ -99,5 +120,14 @@ def format_summary(summary: RunSummary) -> str:
     elif summary.push_refused:
         lines.append(f"  pushed: nothing (refused: {summary.push_refused})")
     else:
-        lines.append("  pushed: nothing (" + ("model not blessed" if summary.blessed is False else "no push") + ")")
+        lines.append(f"  pushed: nothing ({no_push_reason(summary)})")
     return "\n".join(lines)
+
+
+def no_push_reason(summary: RunSummary) -> str:
+    """Why a run pushed nothing, when no push refusal says it: not blessed, or failed before
+    the Pusher."""
+    if summary.blessed is False:
+        return "model not blessed"
+    failed = failed_component(summary)
+    return f"the run failed at {failed}" if failed else "no push"

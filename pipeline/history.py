@@ -1,11 +1,17 @@
 """Run history from the MLMD store: ``tfxline runs`` (one line a run, newest first) and the
-report's chart of the main metric over the last runs."""
+report's chart of the main metric over the last runs.
+
+MLMD knows each component's state but not how a run ended in words, nor its wall time: the
+local runner writes those into ``<output_root>/runs/<run_id>/summary.json`` and ``run.json``
+(pipeline/local_runner.record_run), and ``recorded`` reads them back, so the on-call person paged
+for a failed run sees its error line and true wall time without opening the log."""
 from __future__ import annotations
 
 import dataclasses
 import datetime
+import json
 import os
-from typing import List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from components import serving_push, task_metrics, tfma_results
 from pipeline import store as store_lib
@@ -23,6 +29,8 @@ class RunRow:
     metric_value: Optional[float]
     blessed: str          # 'yes', 'no: <first failed check>', '-' (no evaluation)
     pushed: str           # the pushed version ('<v> (rolled back)' once rolled back from), or '-'
+    failed_at: str = ""   # the component that failed, as MLMD recorded it ('' when none did)
+    error: str = ""       # a failed run's error line as it recorded it ('' when not recorded)
 
 
 def main_metric(metrics, task: str = "") -> Optional[str]:
@@ -31,13 +39,63 @@ def main_metric(metrics, task: str = "") -> Optional[str]:
     return name if name in metrics else None
 
 
+def failed_component(summary: summary_lib.RunSummary) -> str:
+    """The component MLMD recorded as failed ('' when none did: the run failed outside one, or
+    did not fail): what the on-call person looks at first."""
+    return next((c.node_id for c in summary.components if c.state == "failed"), "")
+
+
 def status_of(summary: summary_lib.RunSummary) -> str:
+    """'complete', 'running', or 'failed: <component>' ('failed' alone when no component failed
+    in MLMD but the run recorded an error)."""
     states = {c.state for c in summary.components}
     if "failed" in states or summary.error:
-        return "failed"
+        failed = failed_component(summary)
+        return f"failed: {failed}" if failed else "failed"
     if states & {"running", "new"}:
         return "running"
     return "complete"
+
+
+RECORDED_FILES = ("summary.json", "run.json")  # what record_run writes, the fuller first
+UNRECORDED = ("its summary.json and run.json are missing or unreadable; its log in the output root's logs/ has "
+              "the traceback")
+
+
+def read_recorded(output_root: str, run_id: str) -> Dict[str, Any]:
+    """The run's ``error`` and ``wall_seconds`` as the local runner recorded them, from its
+    summary.json, else its run.json; a field neither holds is absent. A missing, unreadable or
+    corrupted file counts as absent, never raises: ``tfxline runs`` must work for the person
+    paged about a run whose recording failed (MLMD's component states still say what failed)."""
+    found: Dict[str, Any] = {}
+    for name in RECORDED_FILES:
+        data = _read_json(os.path.join(output_root, "runs", run_id, name))
+        if isinstance(data.get("error"), str) and "error" not in found:
+            found["error"] = data["error"]
+        wall = data.get("wall_seconds")
+        if isinstance(wall, (int, float)) and not isinstance(wall, bool) and wall > 0 and "wall_seconds" not in found:
+            found["wall_seconds"] = float(wall)
+    return found
+
+
+def _read_json(path: str) -> Dict[str, Any]:
+    """A JSON object file's content; {} when it is missing, unreadable or not an object."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, ValueError):  # ValueError: bad JSON, or bytes that are not UTF-8
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def recorded(summary: summary_lib.RunSummary, output_root: Optional[str]) -> summary_lib.RunSummary:
+    """The MLMD summary with what the run recorded under ``output_root`` (its error line, its
+    wall time). MLMD does not hold the wall time: without a recording it becomes None, which
+    the console prints as unknown, never as '0s'."""
+    found = read_recorded(output_root, summary.run_id) if output_root else {}
+    summary.error = found.get("error", summary.error)
+    summary.wall_seconds = found.get("wall_seconds")
+    return summary
 
 
 def metric_text(metrics, task: str = "") -> Tuple[str, Optional[float]]:
@@ -50,6 +108,7 @@ def metric_text(metrics, task: str = "") -> Tuple[str, Optional[float]]:
 
 
 def row_of(summary: summary_lib.RunSummary) -> RunRow:
+    """The run's line of ``tfxline runs`` (``summary``: from MLMD, with what the run recorded)."""
     metric, value = metric_text(summary.metrics, summary.task)
     if summary.blessed is None:
         blessed = "-"
@@ -58,15 +117,17 @@ def row_of(summary: summary_lib.RunSummary) -> RunRow:
     started = datetime.datetime.fromtimestamp(summary.created_ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
     return RunRow(run_id=summary.run_id, started=started, spans=",".join(map(str, summary.spans)) or "-",
                   status=status_of(summary), metric=metric, metric_value=value, blessed=blessed,
-                  pushed=os.path.basename(summary.pushed_to) if summary.pushed and summary.pushed_to else "-")
+                  pushed=os.path.basename(summary.pushed_to) if summary.pushed and summary.pushed_to else "-",
+                  failed_at=failed_component(summary), error=summary.error)
 
 
 def list_runs(metadata_store, pipeline_name: str, last: int = 20,
-              serving_dir: Optional[str] = None) -> List[RunRow]:
+              serving_dir: Optional[str] = None, output_root: Optional[str] = None) -> List[RunRow]:
     """The newest ``last`` runs of the pipeline, newest first (``metadata_store`` as in
-    ``PipelineConfig.metadata_store``); with ``serving_dir``, pushes since rolled back say so."""
+    ``PipelineConfig.metadata_store``); with ``serving_dir``, pushes since rolled back say so;
+    with ``output_root``, failed runs carry the error line they recorded there."""
     store = store_lib.open_store(metadata_store)
-    rows = [row_of(summary_lib.collect_run(metadata_store, pipeline_name, run_id, store=store))
+    rows = [row_of(recorded(summary_lib.collect_run(metadata_store, pipeline_name, run_id, store=store), output_root))
             for run_id in store_lib.run_ids(store, pipeline_name)[:last]]
     rolled_back = serving_push.rolled_back_versions(serving_dir) if serving_dir else {}
     for row in rows:
@@ -84,5 +145,17 @@ def format_columns(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def format_table(rows: List[RunRow]) -> str:
-    return format_columns(("run", "started", "spans", "status", "metric", "pushed", "blessed"),
-                          [(r.run_id, r.started, r.spans, r.status, r.metric, r.pushed, r.blessed) for r in rows])
+    """The runs' table, then a blank line and one line per failed run with its error line: the
+    error lines are long (a schema violation's is ~300 characters), a column would stretch
+    every row past a terminal's width."""
+    table = format_columns(("run", "started", "spans", "status", "metric", "pushed", "blessed"),
+                           [(r.run_id, r.started, r.spans, r.status, r.metric, r.pushed, r.blessed) for r in rows])
+    errors = [error_line(r) for r in rows if r.status.startswith("failed")]
+    return "\n\n".join([table, "\n".join(errors)]) if errors else table
+
+
+def error_line(row: RunRow) -> str:
+    """'run <id> failed at <component>: <its error line>'; without a recorded error line, says so
+    and where to look (MLMD still names the component)."""
+    where = f"run {row.run_id} failed" + (f" at {row.failed_at}" if row.failed_at else "")
+    return f"{where}: {row.error}" if row.error else f"{where}: no error line recorded ({UNRECORDED})"
