@@ -25,7 +25,9 @@ from tensorflow_metadata.proto.v0 import anomalies_pb2
 from tfx import types
 from tfx.dsl.components.base import base_component, base_executor, executor_spec
 from tfx.types import artifact_utils, standard_artifacts
-from tfx.types.component_spec import ChannelParameter
+from tfx.types.component_spec import ChannelParameter, ExecutionParameter
+
+from components import run_metrics
 
 ANOMALIES_FILE = "SchemaDiff.pb"
 ANOMALIES_KEY, STATISTICS_KEY = "anomalies", "statistics"
@@ -79,6 +81,15 @@ def empty_split_message(sizes: Dict[str, int]) -> str:
 class Executor(base_executor.BaseExecutor):
     def Do(self, input_dict: Dict[str, List[types.Artifact]], output_dict: Dict[str, List[types.Artifact]],
            exec_properties: Dict[str, Any]) -> None:
+        try:
+            self._check(input_dict)
+        except DataAnomaliesError:
+            # a compiled run stops here: this task tells Prometheus (the local runner does it for a local run)
+            if exec_properties.get("pushgateway_url"):
+                run_metrics.report_stop(exec_properties, "anomalies", "AnomaliesGate")
+            raise
+
+    def _check(self, input_dict: Dict[str, List[types.Artifact]]) -> None:
         for artifact in input_dict.get(STATISTICS_KEY, []):
             message = empty_split_message(split_sizes(artifact))
             if message:
@@ -92,7 +103,9 @@ class Executor(base_executor.BaseExecutor):
 
 
 class AnomaliesGateSpec(types.ComponentSpec):
-    PARAMETERS: Dict[str, Any] = {}
+    # a compiled run's metrics when the gate stops it (components/run_metrics.py); serving_dir: what still serves
+    PARAMETERS: Dict[str, Any] = {"serving_dir": ExecutionParameter(type=str, optional=True),
+                                  **run_metrics.task_parameters()}
     INPUTS = {ANOMALIES_KEY: ChannelParameter(type=standard_artifacts.ExampleAnomalies),
               STATISTICS_KEY: ChannelParameter(type=standard_artifacts.ExampleStatistics, optional=True)}
     OUTPUTS: Dict[str, Any] = {}
@@ -102,5 +115,7 @@ class AnomaliesGate(base_component.BaseComponent):
     SPEC_CLASS = AnomaliesGateSpec
     EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(Executor)
 
-    def __init__(self, anomalies: types.BaseChannel, statistics: Optional[types.BaseChannel] = None):
-        super().__init__(spec=AnomaliesGateSpec(anomalies=anomalies, statistics=statistics))
+    def __init__(self, anomalies: types.BaseChannel, statistics: Optional[types.BaseChannel] = None,
+                 serving_dir: str = "", monitoring: Optional[Dict[str, Any]] = None):
+        extra = {"serving_dir": serving_dir, **monitoring} if monitoring else {}
+        super().__init__(spec=AnomaliesGateSpec(anomalies=anomalies, statistics=statistics, **extra))

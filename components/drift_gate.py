@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from absl import logging
 from tfx import types
@@ -35,7 +35,7 @@ from tfx.types import artifact_utils, standard_artifacts
 from tfx.types.component_spec import ChannelParameter, ExecutionParameter
 from tfx.utils import io_utils
 
-from components import serving_push, serving_release
+from components import run_metrics, serving_push, serving_release
 from components.anomalies_gate import ANOMALIES_FILE, DataAnomaliesError
 from components.spans import span_of, version_of
 
@@ -46,7 +46,13 @@ MEASURE_NAMES = {"JENSEN_SHANNON_DIVERGENCE": "Jensen-Shannon divergence", "L_IN
 
 
 class DataDriftError(DataAnomaliesError):
-    """The new data drifted from the serving model's training data beyond a threshold."""
+    """The new data drifted from the serving model's training data beyond a threshold.
+    ``drift_samples``: the measurements as run metrics (components/run_metrics.py), carried
+    here because TFX deletes a failed execution's outputs, the DriftGate's anomalies file too."""
+
+    def __init__(self, message: str, drift_samples: Sequence[Any] = ()):
+        super().__init__(message)
+        self.drift_samples = list(drift_samples)
 
 
 def reference_statistics_uri(serving_dir: str) -> Tuple[str, str]:
@@ -185,15 +191,21 @@ class Executor(base_executor.BaseExecutor):
         if drifted:
             # Data without spans is all span 0 (as the run summary reads it): no span to name.
             which = f"the data of span {span_of(examples)}" if span_of(examples) else "the new data"
+            scores = run_metrics.drift_samples_of(anomalies)
+            if exec_properties.get("pushgateway_url"):  # a compiled run stops here: this task tells Prometheus
+                run_metrics.report_stop(exec_properties, "drift", "DriftGate", scores)
             raise DataDriftError(
                 f"{which} drifted ({'; '.join(drifted)}); if the change is expected, "
                 "raise the threshold (drift.features.<name>, drift.numeric_threshold, "
-                "drift.categorical_threshold) or skip the check for this run (--set drift.enabled=false)")
+                "drift.categorical_threshold) or skip the check for this run (--set drift.enabled=false)",
+                drift_samples=scores)
 
 
 class DriftGateSpec(types.ComponentSpec):
     PARAMETERS = {"serving_dir": ExecutionParameter(type=str), "span_ledger": ExecutionParameter(type=str),
-                  "thresholds": ExecutionParameter(type=str)}
+                  "thresholds": ExecutionParameter(type=str),
+                  # a compiled run's metrics when the gate stops it (components/run_metrics.py)
+                  **run_metrics.task_parameters()}
     INPUTS = {STATISTICS_KEY: ChannelParameter(type=standard_artifacts.ExampleStatistics),
               SCHEMA_KEY: ChannelParameter(type=standard_artifacts.Schema),
               EXAMPLES_KEY: ChannelParameter(type=standard_artifacts.Examples)}
@@ -205,9 +217,10 @@ class DriftGate(base_component.BaseComponent):
     EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(Executor)
 
     def __init__(self, statistics: types.BaseChannel, schema: types.BaseChannel, examples: types.BaseChannel,
-                 serving_dir: str, span_ledger: str, thresholds: Dict[str, Any]):
+                 serving_dir: str, span_ledger: str, thresholds: Dict[str, Any],
+                 monitoring: Optional[Dict[str, Any]] = None):
         super().__init__(spec=DriftGateSpec(
             statistics=statistics, schema=schema, examples=examples, serving_dir=serving_dir,
             span_ledger=span_ledger,
-            thresholds=json.dumps(thresholds, sort_keys=True),
+            thresholds=json.dumps(thresholds, sort_keys=True), **(monitoring or {}),
             drift_anomalies=types.Channel(type=standard_artifacts.ExampleAnomalies)))

@@ -144,18 +144,19 @@ def run_samples(input_dict: Dict[str, List[types.Artifact]], pushed: types.Artif
     duration and per-component seconds are the platform's (the Vertex AI job / KFP run records
     them); no task sees them."""
     S = run_metrics.Sample
-    out = [S("tfxline_run_end_timestamp_seconds", time.time()), S("tfxline_run_success", 0.0 if failed else 1.0),
-           S("tfxline_drift_stopped_run", 0.0)]
-    if failed:
-        out.append(S("tfxline_component_failed", 1.0, {"component": "Pusher"}))
+    blessed = model_utils.is_model_blessed(input_dict[BLESSING_KEY][0])
+    pushed_now = pushed.get_int_custom_property("pushed") == 1
+    reason = "failed" if failed else run_metrics.completed_reason(
+        blessed, pushed_now, pushed.get_string_custom_property("refused"))
+    out = run_metrics.task_outcome_samples(exec_properties, reason, "Pusher" if failed else "")
     if input_dict.get(EXAMPLES_KEY):
         out.append(S("tfxline_span", float(max(span_of(e) for e in input_dict[EXAMPLES_KEY]))))
     if input_dict.get(EVALUATION_KEY):
         uri = input_dict[EVALUATION_KEY][0].uri
         overall, _, _ = read_evaluation(uri, path_utils.serving_model_path(input_dict[MODEL_KEY][0].uri))
         out += run_metrics.evaluation_samples(exec_properties.get("task") or "", overall, overall_diff(uri))
-    out.append(S("tfxline_blessed", 1.0 if model_utils.is_model_blessed(input_dict[BLESSING_KEY][0]) else 0.0))
-    out.append(S("tfxline_pushed", float(pushed.get_int_custom_property("pushed") == 1)))
+    out.append(S("tfxline_blessed", 1.0 if blessed else 0.0))
+    out.append(S("tfxline_pushed", 1.0 if pushed_now else 0.0))
     if input_dict.get(STATISTICS_KEY):
         out += run_metrics.examples_samples(run_metrics.statistics_examples(input_dict[STATISTICS_KEY][0]))
     if input_dict.get(DRIFT_KEY):
@@ -170,11 +171,7 @@ def _publish_run_metrics(input_dict, pushed, exec_properties: Dict[str, Any], fa
     except Exception as e:  # noqa: BLE001 - monitoring never changes a run's result
         logging.warning("run metrics not collected (%s); the run's result stands", run_metrics.first_line(e))
         return
-    for done in run_metrics.publish(samples, exec_properties.get("pipeline_name") or "tfxline",
-                                    pushgateway_url=exec_properties["pushgateway_url"],
-                                    timeout=float(exec_properties.get("metrics_timeout") or 5.0),
-                                    config_key="the pipeline parameter "):
-        logging.info("run metrics %s", done)
+    run_metrics.publish_from_task(exec_properties, samples)
 
 
 def release_settings(exec_properties: Dict[str, Any]) -> serving_release.Settings:
@@ -200,10 +197,8 @@ class SafePusherSpec(types.ComponentSpec):
                   "tflite": ExecutionParameter(type=str, optional=True),
                   "tflite_tolerance": ExecutionParameter(type=float, optional=True),
                   "features": ExecutionParameter(type=str, optional=True),
-                  # a compiled run's metrics (components/run_metrics.py): where, as which job
-                  "pushgateway_url": ExecutionParameter(type=str, optional=True),
-                  "pipeline_name": ExecutionParameter(type=str, optional=True),
-                  "metrics_timeout": ExecutionParameter(type=float, optional=True)}
+                  # a compiled run's metrics (components/run_metrics.py): where, as which group
+                  **run_metrics.task_parameters()}
     INPUTS = {
         MODEL_KEY: ChannelParameter(type=standard_artifacts.Model),
         BLESSING_KEY: ChannelParameter(type=standard_artifacts.ModelBlessing),

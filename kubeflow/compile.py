@@ -19,6 +19,7 @@ import json
 import os
 from typing import Any, Dict, Optional, Tuple
 
+from components import run_metrics
 from kubeflow import entrypoint
 from kubeflow.spec import PUSHGATEWAY_PARAM, TRAIN_ARGS_PARAM
 from pipeline import beam_engines, stack_compat
@@ -118,8 +119,7 @@ def build_pipeline(cfg: PipelineConfig, pipeline_root: str, image: str, data_roo
                                                                                image=image)),
         train_args=params[TRAIN_ARGS_PARAM],
         trainer_factory=vertex.trainer_factory(cfg, image),
-        run_metrics={"pushgateway_url": params[PUSHGATEWAY_PARAM], "pipeline_name": cfg.name,
-                     "metrics_timeout": cfg.monitoring.timeout_seconds},
+        run_metrics=run_metrics.task_properties(cfg.monitoring, cfg.name, params[PUSHGATEWAY_PARAM]),
     )
 
 

@@ -159,13 +159,49 @@ def main(argv: Optional[Sequence[str]] = None, stream: Optional[TextIO] = None) 
 
 
 def cmd_run(args, stream: TextIO) -> int:
+    """A run; one refused before it starts (bad config or input) still tells Prometheus so
+    (pipeline/monitoring.py), as a failed or complete run does from the local runner."""
+    import time
+
+    from pipeline.config import ConfigError
+
+    started, cfg = time.time(), None
+    try:
+        cfg = config_or_bad_input(args, tensorflow=False)  # a CSV's pre-flight check needs no TensorFlow
+        return _run(args, cfg, stream)
+    except BadInput as e:
+        refused(args, cfg, e.reason, str(e), started, stream)
+        raise
+    except ConfigError as e:  # found on the way in, e.g. a MySQL store's password not in the environment
+        refused(args, cfg, "config", str(e), started, stream)
+        raise
+    except Exception as e:  # before the components ran: the local runner reports the runs that started
+        refused(args, cfg, "failed", f"{type(e).__name__}: {e}", started, stream)
+        raise
+
+
+def refused(args, cfg, reason: str, message: str, started: float, stream: TextIO) -> None:
+    """A run that never started: its record for `tfxline runs` (pipeline/history.py) and its metrics."""
+    import time
+
+    from pipeline import history
+
+    reporting = cfg or monitoring_config_of(args)
+    if reporting is not None:
+        try:
+            history.record_refusal(reporting.output_root, reason, message.splitlines()[0] if message else reason,
+                                   time.time())
+        except OSError:
+            pass  # a read-only output root: the error line on the console is the record
+    publish_refusal(reporting, reason, started, stream)
+
+
+def _run(args, cfg, stream: TextIO) -> int:
     from pipeline import local_runner
     from pipeline.data_source import DataError
     from transforms.features import FeatureSpecError
 
     span = span_number(args.span)
-    # The pre-flight check of a CSV needs no TensorFlow: a bad file is refused before it loads.
-    cfg = config_or_bad_input(args, tensorflow=False)
     if cfg.data.format != "csv":
         quiet_tensorflow()  # TFRecords are checked with TensorFlow
     try:
@@ -173,7 +209,7 @@ def cmd_run(args, stream: TextIO) -> int:
         quiet_tensorflow()
         result = local_runner.run(cfg, stream=stream, enable_cache=not args.no_cache, span=span, paths=paths)
     except (DataError, FeatureSpecError) as e:
-        raise BadInput(str(e)) from None
+        raise BadInput(str(e), reason="bad_input") from None
     except local_runner.RunFailed as e:  # a component failed: the root cause in one line
         if e.report_path:
             print(f"report: {e.report_path}", file=stream, flush=True)
@@ -181,6 +217,39 @@ def cmd_run(args, stream: TextIO) -> int:
         return EXIT_FAILED
     print_summary(result, stream)
     return EXIT_OK
+
+
+def publish_refusal(cfg, reason: str, started: float, stream: TextIO) -> None:
+    """A refused run's metrics, when the config names a gateway or a textfile: the config's, or,
+    when the config itself was refused, its monitoring section alone (``monitoring_config_of``).
+    Never raises: the refusal's own line stands."""
+    import time
+
+    from pipeline import monitoring
+
+    if cfg is None or not monitoring.enabled(cfg):
+        return
+    try:
+        samples = monitoring.refusal_samples(cfg, reason, started, time.time())
+    except Exception as e:  # noqa: BLE001 - monitoring never changes a run's result
+        print(f"warning: run metrics not collected ({e}); the run's result stands", file=stream, flush=True)
+        return
+    for done in monitoring.publish(cfg, samples, stream):
+        print(f"metrics: {done}", file=stream, flush=True)
+
+
+def monitoring_config_of(args):
+    """The config's name, output root, serving location and monitoring section alone (the file's
+    and the command line's): enough to report a refusal of the rest; None when even those are
+    refused (the refusal's own error line says what is wrong)."""
+    from pipeline.config_loader import load_reporting_config
+
+    keep = [item for item in args.set
+            if item.partition("=")[0].strip().split(".")[0] in ("monitoring", "name", "output_root", "serving")]
+    try:
+        return load_reporting_config(args.config, keep, output_root=args.output)
+    except Exception:  # noqa: BLE001
+        return None
 
 
 def span_number(value: Optional[str]) -> Optional[int]:
@@ -195,7 +264,7 @@ def span_number(value: Optional[str]) -> Optional[int]:
         return (datetime.date.fromisoformat(value) - datetime.date(1970, 1, 1)).days
     except ValueError:
         raise BadInput(f"--span {value!r} is neither a span number nor a date (YYYY-MM-DD); "
-                       "pass e.g. --span 7 or --span 2026-11-20") from None
+                       "pass e.g. --span 7 or --span 2026-11-20", reason="config") from None
 
 
 def cmd_report(args, stream: TextIO) -> int:
@@ -241,11 +310,22 @@ def cmd_runs(args, stream: TextIO) -> int:
 
     cfg = config_or_bad_input(args)
     if not store_exists(cfg.metadata_store):
+        refusal = history.newer_refusal(cfg.output_root)
+        if refusal:  # the first run was refused: that is the whole history
+            print(history.refusal_line(refusal), file=stream, flush=True)
+            return EXIT_OK
         raise BadInput(f"no metadata store at {cfg.metadata_path}; run the pipeline first (tfxline run), "
                        f"or pass the --config (pipeline {cfg.name} now) and --output it used")
     if getattr(args, "runs_command", None) == "show":
         store = open_store(cfg.metadata_store)
         run_id = latest_run_id(store, cfg.name) if args.run_id == LATEST_RUN else args.run_id
+        if args.run_id == LATEST_RUN:
+            refusal = history.newer_refusal(cfg.output_root, _started_ms(store, run_id))
+            if refusal:
+                print(history.refusal_line(refusal) + ("; the newest recorded run:" if run_id else ""),
+                      file=stream, flush=True)
+                if run_id is None:
+                    return EXIT_OK
         if run_id is None:
             raise BadInput(f"no run of pipeline {cfg.name} in {describe_store(cfg.metadata_store)}; run the "
                            f"pipeline first (tfxline run), or pass the --config (pipeline {cfg.name} now) and "
@@ -257,14 +337,27 @@ def cmd_runs(args, stream: TextIO) -> int:
         report = os.path.join(cfg.output_root, "runs", result.run_id, "report.html")
         result.report_path = report if os.path.isfile(report) else ""
         print_summary(result, stream)
+        if result.components:
+            from pipeline.console import component_seconds_line
+            print(component_seconds_line(result), file=stream, flush=True)
         return EXIT_OK
     rows = history.list_runs(cfg.metadata_store, cfg.name, last=args.last, serving_dir=cfg.serving_dir,
                              output_root=cfg.output_root)
+    refusal = history.newer_refusal(cfg.output_root, _started_ms(open_store(cfg.metadata_store),
+                                                                 rows[0].run_id if rows else None))
     if not rows:
         print(f"no runs of pipeline {cfg.name} in {describe_store(cfg.metadata_store)}", file=stream)
-        return EXIT_OK
-    print(history.format_table(rows), file=stream, flush=True)
+    else:
+        print(history.format_table(rows), file=stream, flush=True)
+    if refusal:
+        print(("\n" if rows else "") + history.refusal_line(refusal), file=stream, flush=True)
     return EXIT_OK
+
+
+def _started_ms(store, run_id) -> int:
+    """When MLMD registered the run (0 for none)."""
+    run = store.get_context_by_type_and_name("pipeline_run", run_id) if run_id else None
+    return run.create_time_since_epoch if run is not None else 0
 
 
 def cmd_gc(args, stream: TextIO) -> int:

@@ -51,7 +51,12 @@ def config_from_args(args: argparse.Namespace):
 
 
 class BadInput(Exception):
-    """Bad input or config: ``main`` prints it as one ``error:`` line and exits 2."""
+    """Bad input or config: ``main`` prints it as one ``error:`` line and exits 2. ``reason``:
+    which, in a refused run's metrics (components/run_metrics.REASONS: config or bad_input)."""
+
+    def __init__(self, message: str, reason: str = "bad_input"):
+        super().__init__(message)
+        self.reason = reason
 
 
 def config_or_bad_input(args, tensorflow: bool = True):
@@ -61,8 +66,10 @@ def config_or_bad_input(args, tensorflow: bool = True):
 
     try:
         cfg = config_from_args(args)
-    except (ConfigError, DataError, FeatureSpecError) as e:
-        raise BadInput(str(e)) from None
+    except DataError as e:  # e.g. --data names no file
+        raise BadInput(str(e), reason="bad_input") from None
+    except (ConfigError, FeatureSpecError) as e:
+        raise BadInput(str(e), reason="config") from None
     if tensorflow:
         quiet_tensorflow()  # the config is good: the command goes on to TensorFlow
     return cfg

@@ -126,11 +126,16 @@ class DriftConfig:
 @dataclasses.dataclass(frozen=True)
 class MonitoringConfig:
     """Run metrics for Prometheus (pipeline/monitoring.py, docs/daily.md): at the end of every
-    local run, success or failure, pushed to a Pushgateway (job = the pipeline's name, one
-    series per pipeline) and/or written for node_exporter's textfile collector. Off when both are empty."""
+    ``tfxline run``, refused, failed or complete, pushed to a Pushgateway and/or written for
+    node_exporter's textfile collector, grouped by the pipeline's name (job) and ``labels``.
+    Off when both pushgateway_url and textfile_dir are empty."""
     pushgateway_url: str = ""      # e.g. http://pushgateway:9091; empty: no push
     textfile_dir: str = ""         # node_exporter --collector.textfile.directory; empty: no file
     timeout_seconds: float = 3.0   # the longest a push may take; a gateway that is down costs at most this
+    # grouping labels beside job, e.g. {env: prod}: two deployments of one pipeline keep their own series
+    labels: Dict[str, str] = dataclasses.field(default_factory=dict)
+    max_hours_without_run: float = 26.0   # TfxlineNoRecentRun fires after this long without a run (any result)
+    max_hours_without_push: float = 26.0  # TfxlineNoRecentPush: this long without a push, while runs go on
 
 
 @dataclasses.dataclass(frozen=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import typing
 from importlib import resources
 from typing import Any, Dict, Mapping, Optional, Sequence
@@ -37,6 +38,16 @@ def load_config(path: Optional[str] = None, overrides: Sequence[str] = (),
     ``overrides`` are ``section.key=value`` strings (values parsed as YAML);
     ``explicit`` are already-typed values keyed ``section.key`` (from CLI flags).
     """
+    raw = _raw_config(path, overrides)
+    for key, value in explicit.items():
+        if value is not None:
+            _set_dotted(raw, key, value)
+    _fit_rounds_to_steps(raw, explicit.get("training.train_steps"), overrides)
+    return config_from_dict(raw)
+
+
+def _raw_config(path: Optional[str], overrides: Sequence[str]) -> Dict[str, Any]:
+    """The YAML file (or packaged config) as a dict, the ``section.key=value`` overrides applied."""
     path = path or DEFAULT_CONFIG
     if not os.path.isfile(path) and os.path.isfile(packaged_config_path(path)):
         path = packaged_config_path(path)  # a packaged config by name: taxi, penguin
@@ -58,11 +69,33 @@ def load_config(path: Optional[str] = None, overrides: Sequence[str] = (),
         except yaml.YAMLError:
             parsed = value
         _set_dotted(raw, key.strip(), parsed)
-    for key, value in explicit.items():
-        if value is not None:
-            _set_dotted(raw, key, value)
-    _fit_rounds_to_steps(raw, explicit.get("training.train_steps"), overrides)
-    return config_from_dict(raw)
+    return raw
+
+
+def load_reporting_config(path: Optional[str] = None, overrides: Sequence[str] = (),
+                          output_root: Optional[str] = None) -> PipelineConfig:
+    """What a refused run needs to report itself when the rest of its config is refused: the
+    config's name, output root, serving location and monitoring section, each checked, over the
+    packaged default config. Raises ConfigError when one of those is bad too."""
+    from pipeline.config import MonitoringConfig
+
+    raw = _raw_config(path, overrides)
+    base = load_config()
+    values: Dict[str, Any] = {key: _coerce(str, raw[key], key) for key in ("name", "output_root") if key in raw}
+    if output_root:
+        values["output_root"] = output_root
+    if isinstance(raw.get("monitoring"), Mapping):
+        values["monitoring"] = _coerce(MonitoringConfig, raw["monitoring"], "monitoring")
+    serving = raw.get("serving") if isinstance(raw.get("serving"), Mapping) else {}
+    values["serving"] = dataclasses.replace(base.serving, **{
+        key: _coerce(str, serving[key], f"serving.{key}") for key in ("serving_root", "model_name") if key in serving})
+    cfg = dataclasses.replace(base, **values)
+    cfg = dataclasses.replace(cfg, output_root=os.path.abspath(cfg.output_root))
+    check_monitoring_labels(cfg.monitoring.labels)
+    if cfg.monitoring.pushgateway_url and not cfg.monitoring.pushgateway_url.startswith(("http://", "https://")):
+        raise ConfigError(f"bad config value for monitoring.pushgateway_url: {cfg.monitoring.pushgateway_url!r}; "
+                          "must start with http:// or https:// (e.g. http://pushgateway:9091)")
+    return cfg
 
 
 def _fit_rounds_to_steps(raw: Dict[str, Any], train_steps: Any, overrides: Sequence[str]) -> None:
@@ -191,6 +224,10 @@ def validate(cfg: PipelineConfig) -> None:
          f"use {TFLITE_OFF} or a quantization: {', '.join(TFLITE_MODES)}"),
         (cfg.serving.tflite_tolerance >= 0, "serving.tflite_tolerance", "must be >= 0 (0: the mode's default)"),
         (cfg.monitoring.timeout_seconds > 0, "monitoring.timeout_seconds", "must be > 0 (seconds a push may take)"),
+        (cfg.monitoring.max_hours_without_run > 0, "monitoring.max_hours_without_run",
+         "must be > 0 (hours; a daily pipeline: 26)"),
+        (cfg.monitoring.max_hours_without_push > 0, "monitoring.max_hours_without_push",
+         "must be > 0 (hours; a daily pipeline: 26)"),
         (not cfg.monitoring.pushgateway_url or cfg.monitoring.pushgateway_url.startswith(("http://", "https://")),
          "monitoring.pushgateway_url", "must start with http:// or https:// (e.g. http://pushgateway:9091)"),
         (cfg.retention.keep_runs >= 0, "retention.keep_runs", "must be >= 0 (0 keeps every run's artifacts)"),
@@ -242,11 +279,32 @@ def validate(cfg: PipelineConfig) -> None:
         raise ConfigError(
             f"bad config value for drift.features: {', '.join(unknown)} not among the declared feature "
             "columns; set thresholds for columns listed under features")
+    check_monitoring_labels(cfg.monitoring.labels)
     unknown = [s for s in cfg.evaluation.slices if s not in cfg.features.raw_columns]
     if unknown:
         raise ConfigError(
             f"bad config value for evaluation.slices: {', '.join(unknown)} not among the "
             "declared feature columns; slice on a column listed under features")
+
+
+LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+
+
+def check_monitoring_labels(labels: Mapping[str, str]) -> None:
+    """monitoring.labels: Prometheus label names (not __-reserved, not one the metrics or rules
+    use already) with non-empty values: they become the push's grouping key."""
+    from components.run_metrics import RESERVED_LABELS
+
+    for name, value in labels.items():
+        if not LABEL_NAME.fullmatch(name) or name.startswith("__"):
+            raise ConfigError(f"bad config value for monitoring.labels: {name!r} is not a Prometheus label name; "
+                              "use letters, digits and _ (not starting with a digit or __), e.g. env")
+        if name in RESERVED_LABELS:
+            raise ConfigError(f"bad config value for monitoring.labels: {name!r} is a label tfxline's metrics use "
+                              f"already ({', '.join(sorted(RESERVED_LABELS))}); pick another name, e.g. env")
+        if not value:
+            raise ConfigError(f"bad config value for monitoring.labels.{name}: empty; give it a value "
+                              "(an empty label is no label to Prometheus), e.g. prod")
 
 
 def _value_at(cfg: Any, dotted: str) -> Any:

@@ -84,6 +84,13 @@ def wall_time(seconds: Optional[float]) -> str:
     return "wall time unknown" if seconds is None else f"wall time {seconds:.0f}s"
 
 
+def component_seconds_line(summary: RunSummary) -> str:
+    """'  seconds: CsvExampleGen 2.1, Transform 18.0 (cached), ...': where a run's time went (the
+    RunSlow alert's first question), in the order the components ran."""
+    return "  seconds: " + ", ".join(f"{c.node_id} {c.seconds:.1f}" + (" (cached)" if c.state == "cached" else "")
+                                     for c in summary.components)
+
+
 def format_summary(summary: RunSummary) -> str:
     lines = [f"run {summary.run_id}:"] + failure_lines(summary)
     cached = sum(c.state == "cached" for c in summary.components)

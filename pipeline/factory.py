@@ -123,12 +123,14 @@ def create_pipeline(
     schema_gen = tfx.components.ImportSchemaGen(schema_file=schema_path)
     example_validator = tfx.components.ExampleValidator(
         statistics=statistics_gen.outputs["statistics"], schema=schema_gen.outputs["schema"])
+    # the gates and the Pusher report a compiled run's end to Prometheus (run_metrics: None for a local run)
     anomalies_gate = AnomaliesGate(anomalies=example_validator.outputs["anomalies"],
-                                   statistics=statistics_gen.outputs["statistics"])  # empty splits
+                                   statistics=statistics_gen.outputs["statistics"],  # empty splits
+                                   serving_dir=serving_dir, monitoring=run_metrics)
     drift_gate = DriftGate(statistics=statistics_gen.outputs["statistics"], schema=schema_gen.outputs["schema"],
                            examples=example_gen.outputs["examples"], serving_dir=serving_dir,
                            span_ledger=posixpath.join(str(pipeline_root), SPAN_LEDGER),
-                           thresholds=drift_thresholds(cfg))
+                           thresholds=drift_thresholds(cfg), monitoring=run_metrics)
 
     transform = tfx.components.Transform(
         examples=training_examples, schema=schema_gen.outputs["schema"],

@@ -159,3 +159,32 @@ def error_line(row: RunRow) -> str:
     and where to look (MLMD still names the component)."""
     where = f"run {row.run_id} failed" + (f" at {row.failed_at}" if row.failed_at else "")
     return f"{where}: {row.error}" if row.error else f"{where}: no error line recorded ({UNRECORDED})"
+
+
+# A `tfxline run` refused before it started (bad config or input) leaves no run in MLMD; its
+# one record, under the output root, is this file, so `tfxline runs` and `runs show latest` (the
+# command the RunFailed alert names) show the refusal rather than an older run.
+REFUSAL_FILE = "last-refusal.json"
+
+
+def record_refusal(output_root: str, reason: str, message: str, at: float) -> None:
+    """Keep the newest refusal under an existing output root (a refused first run creates none)."""
+    from pipeline import files
+
+    if output_root and os.path.isdir(output_root):
+        files.write_json_atomic(os.path.join(output_root, REFUSAL_FILE),
+                                {"at": at, "reason": reason, "error": message})
+
+
+def newer_refusal(output_root: str, than_ms: int = 0) -> Optional[Dict[str, Any]]:
+    """The recorded refusal when it is newer than ``than_ms`` (the newest run's start), else None."""
+    refusal = _read_json(os.path.join(output_root, REFUSAL_FILE))
+    try:
+        return refusal if float(refusal["at"]) * 1000 > than_ms and refusal.get("error") else None
+    except (KeyError, TypeError, ValueError):
+        return None  # a damaged record: the runs speak for themselves
+
+
+def refusal_line(refusal: Dict[str, Any]) -> str:
+    at = datetime.datetime.fromtimestamp(float(refusal["at"])).strftime("%Y-%m-%d %H:%M:%S")
+    return f"the newest invocation, {at}, was refused before it started ({refusal.get('reason', '?')}): {refusal['error']}"

@@ -205,7 +205,7 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
                 logging.getLogger(__name__).exception("could not record the failed run")
                 result = None
             if monitoring.enabled(cfg):  # success or failure: Prometheus hears of every run
-                publish_metrics(cfg, result, started_unix, error is not None, stream)
+                publish_metrics(cfg, result, started_unix, error, stream)
             if cfg.retention.keep_runs:
                 apply_retention(cfg, stream)
     if error is not None:
@@ -213,10 +213,12 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
     return result
 
 
-def publish_metrics(cfg: PipelineConfig, summary, started_unix: float, failed: bool, stream: TextIO) -> None:
-    """The run's metrics to the Pushgateway / textfile (pipeline/monitoring.py); never raises."""
+def publish_metrics(cfg: PipelineConfig, summary, started_unix: float, error: Optional[BaseException],
+                    stream: TextIO) -> None:
+    """The run's metrics to the Pushgateway / textfile (pipeline/monitoring.py); never raises.
+    ``error``: what stopped the run (None: it completed)."""
     try:
-        samples = monitoring.run_samples(cfg, summary, started_unix, time.time(), failed)
+        samples = monitoring.run_samples(cfg, summary, started_unix, time.time(), error)
     except Exception as e:  # noqa: BLE001 - monitoring never changes a run's result
         logging.getLogger(__name__).exception("run metrics not collected")
         print(f"warning: run metrics not collected ({e}); the run's result stands", file=stream, flush=True)

@@ -1,56 +1,133 @@
 """A local run's metrics for Prometheus (the monitoring config section; docs/daily.md).
 
-At the end of every local run, success or failure, the local runner sends them: to a Pushgateway
-(``monitoring.pushgateway_url``) and/or as a file for node_exporter's textfile collector
-(``monitoring.textfile_dir``, written whole). The names, the samples and the push are
-components/run_metrics.py's, shared with a compiled run's Pusher; here the run's summary, its
-report data and the serving directory become samples.
+Every ``tfxline run`` sends them, whatever its end: refused before it started (a bad CSV, a bad
+``--set``: ``refusal_samples``), stopped by a gate, failed, or complete (``run_samples``). They go
+to a Pushgateway (``monitoring.pushgateway_url``) and/or to a file for node_exporter's textfile
+collector (``monitoring.textfile_dir``, written whole), grouped by the pipeline's name and
+``monitoring.labels``. The names, the samples and the push are components/run_metrics.py's,
+shared with a compiled run's tasks; here a run's summary (never its report: a report that
+failed to render must not cost the run its metrics), its end and the serving directory become
+samples.
 """
 from __future__ import annotations
 
 import json
 import os
-from typing import Any, Dict, List, Optional, Sequence, TextIO
+import statistics
+from typing import List, Optional, Sequence, TextIO
 
 from components import run_metrics
 from components.run_metrics import METRICS, Sample  # noqa: F401 - the one list, for monitoring/'s tests
 
+# TfxlineRunSlow's baseline: the median of up to this many earlier runs that completed and trained ...
+EXPECTED_FROM_RUNS = 10
+# ... once there are at least this many
+EXPECTED_AFTER_RUNS = 3
 
-def run_samples(cfg, summary, started: float, ended: float, failed: bool) -> List[Sample]:
-    """The run's metrics from its summary, its report data and the serving directory."""
-    out = [Sample("tfxline_run_start_timestamp_seconds", started), Sample("tfxline_run_end_timestamp_seconds", ended),
-           Sample("tfxline_run_duration_seconds", round(ended - started, 3)),
-           Sample("tfxline_run_success", 0.0 if failed else 1.0)]
+
+def outcome(summary, error: Optional[BaseException]) -> tuple:
+    """(reason, component) of a run that started: which gate or component stopped it, or how it
+    completed (run_metrics.REASONS)."""
+    from components.anomalies_gate import DataAnomaliesError
+    from components.drift_gate import DataDriftError
+
+    if error is None:
+        if summary is None:
+            return "failed", ""
+        return run_metrics.completed_reason(summary.blessed, summary.pushed, summary.push_refused), ""
+    for cause in _chain(error):
+        if isinstance(cause, DataDriftError):
+            return "drift", "DriftGate"
+        if isinstance(cause, DataAnomaliesError):
+            return "anomalies", "AnomaliesGate"
+    failed = [c.node_id for c in summary.components if c.state == "failed"] if summary is not None else []
+    if failed and failed[0] in run_metrics.GATE_REASONS:  # a gate's own error, wrapped by the orchestrator
+        return run_metrics.GATE_REASONS[failed[0]], failed[0]
+    return "failed", (failed[0] if failed else "")
+
+
+def _chain(e: Optional[BaseException]) -> List[BaseException]:
+    seen: List[BaseException] = []
+    while e is not None and e not in seen:
+        seen.append(e)
+        e = e.__cause__ or e.__context__
+    return seen
+
+
+def run_samples(cfg, summary, started: float, ended: float, error: Optional[BaseException] = None) -> List[Sample]:
+    """A run's metrics from its summary (None: the run failed before MLMD recorded it), how it
+    ended (``error``: what stopped it) and the serving directory."""
+    reason, component = outcome(summary, error)
+    out = _common(cfg, reason, component, started, ended)
+    # a drift stop's scores travel in its error: TFX deleted the failed DriftGate's output
+    drift = next((c.drift_samples for c in _chain(error) if getattr(c, "drift_samples", None)), [])
+    drift_uri = ""
     if summary is not None:
         for c in summary.components:
             out.append(Sample("tfxline_component_seconds", c.seconds, {"component": c.node_id}))
-            if c.state == "failed":
-                out.append(Sample("tfxline_component_failed", 1.0, {"component": c.node_id}))
-        drift_failed = any(c.node_id == "DriftGate" and c.state == "failed" for c in summary.components)
-        out.append(Sample("tfxline_drift_stopped_run", 1.0 if drift_failed else 0.0))
         if summary.spans:
             out.append(Sample("tfxline_span", float(max(summary.spans))))
-        report = _report(cfg, summary)
-        out += run_metrics.evaluation_samples(summary.task, summary.metrics,
-                                              (report.get("evaluation") or {}).get("baseline_diff") or {})
-        out.append(Sample("tfxline_blessed", 1.0 if summary.blessed else 0.0))
+        out += run_metrics.evaluation_samples(summary.task, summary.metrics, summary.baseline_diff)
+        if summary.blessed is not None:
+            out.append(Sample("tfxline_blessed", 1.0 if summary.blessed else 0.0))
         out.append(Sample("tfxline_pushed", 1.0 if summary.pushed else 0.0))
-        out += run_metrics.examples_samples((report.get("data") or {}).get("examples", {}))
-        gate = next((c for c in summary.components if c.node_id == "DriftGate"), None)
-        drift = (gate.outputs.get("drift_anomalies") or []) if gate else []
-        if drift:
-            out += run_metrics.drift_samples(drift[0])
-    out += run_metrics.serving_samples(cfg.serving_dir)
+        statistics_gen = summary.component("StatisticsGen")
+        if statistics_gen and statistics_gen.outputs.get("statistics"):
+            out += run_metrics.examples_samples(run_metrics.statistics_examples_at(statistics_gen.outputs["statistics"][0]))
+        gate = summary.component("DriftGate")
+        drift_uri = (gate.outputs.get("drift_anomalies") or [""])[0] if gate and not drift else ""
+        if reason in run_metrics.COMPLETED and trained(summary):
+            out.append(Sample("tfxline_uncached_run_duration_seconds", round(ended - started, 3)))
+        expected = expected_duration(cfg, summary.run_id)
+        if expected is not None:
+            out.append(Sample("tfxline_expected_run_duration_seconds", expected))
+    out += drift or (run_metrics.drift_samples(drift_uri) if drift_uri else [])
+    return out + run_metrics.serving_samples(cfg.serving_dir)
+
+
+def refusal_samples(cfg, reason: str, started: float, ended: float) -> List[Sample]:
+    """A run refused before it started (bad input or config): that it failed and why, when, and
+    what serves; nothing of a model, since none was made."""
+    out = _common(cfg, reason, "", started, ended)
+    try:
+        out += run_metrics.serving_samples(cfg.serving_dir)
+    except Exception:  # noqa: BLE001 - a damaged release is the refusal itself; its version is unknown
+        pass
     return out
 
 
-def _report(cfg, summary) -> Dict[str, Any]:
-    path = os.path.join(cfg.output_root, "runs", summary.run_id, "report.json")
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return {}
+def _common(cfg, reason: str, component: str, started: float, ended: float) -> List[Sample]:
+    return run_metrics.outcome_samples(reason, ended, component, cfg.monitoring.max_hours_without_run,
+                                       cfg.monitoring.max_hours_without_push) + [
+        Sample("tfxline_run_start_timestamp_seconds", started),
+        Sample("tfxline_run_duration_seconds", round(ended - started, 3))]
+
+
+def trained(summary) -> bool:
+    """The run trained a model (its Trainer ran, not served from the cache): a run whose wall time
+    RunSlow may compare."""
+    trainer = summary.component("Trainer")
+    return trainer is not None and trainer.state == "complete"
+
+
+def expected_duration(cfg, run_id: str) -> Optional[float]:
+    """The median wall time of the newest earlier runs that completed and trained (their
+    summary.json under <output>/runs/), None with fewer than EXPECTED_AFTER_RUNS of them."""
+    runs_dir = os.path.join(cfg.output_root, "runs")
+    found = []
+    for name in os.listdir(runs_dir) if os.path.isdir(runs_dir) else ():
+        if name == run_id:
+            continue
+        try:
+            with open(os.path.join(runs_dir, name, "summary.json")) as f:
+                earlier = json.load(f)
+            states = {c["node_id"]: c["state"] for c in earlier["components"]}
+            if not earlier.get("error") and states.get("Trainer") == "complete" and earlier.get("wall_seconds"):
+                found.append((earlier["created_ms"], float(earlier["wall_seconds"])))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # a summary being written, or damaged: not a measurement
+    newest = [seconds for _, seconds in sorted(found)[-EXPECTED_FROM_RUNS:]]
+    return float(statistics.median(newest)) if len(newest) >= EXPECTED_AFTER_RUNS else None
 
 
 def enabled(cfg) -> bool:
@@ -61,4 +138,4 @@ def publish(cfg, samples: Sequence[Sample], stream: Optional[TextIO] = None) -> 
     """Push / write the samples as the monitoring section says; never raises."""
     return run_metrics.publish(samples, cfg.name, pushgateway_url=cfg.monitoring.pushgateway_url,
                                textfile_dir=cfg.monitoring.textfile_dir, timeout=cfg.monitoring.timeout_seconds,
-                               stream=stream)
+                               stream=stream, labels=cfg.monitoring.labels)

@@ -9,7 +9,7 @@ import ml_metadata as mlmd
 from ml_metadata.proto import metadata_store_pb2
 
 from components import storage
-from components.tfma_results import read_evaluation, undefined_metrics
+from components.tfma_results import overall_diff, read_evaluation, undefined_metrics
 from pipeline import files
 from pipeline.store import (INPUT_EVENTS, cached_from_run, describe_store, execution_artifacts, latest_run_id,
                             node_id_of, open_store, spans_of)
@@ -52,6 +52,7 @@ class RunSummary:
     metrics: Dict[str, float] = dataclasses.field(default_factory=dict)
     slice_metrics: Dict[str, Dict[str, float]] = dataclasses.field(default_factory=dict)
     failed_thresholds: List[str] = dataclasses.field(default_factory=list)
+    baseline_diff: Dict[str, float] = dataclasses.field(default_factory=dict)  # candidate - serving model, overall
     pushed: Optional[bool] = None
     pushed_to: str = ""
     push_refused: str = ""   # why a blessed model was not pushed (its TFLite model failed its check)
@@ -208,6 +209,7 @@ def _read_evaluation(summary: RunSummary, outputs: Dict[str, list], model_dir: s
         summary.metrics, summary.slice_metrics, summary.failed_thresholds = read_evaluation(
             outputs["evaluation"][0].uri, serving_model)
         summary.undefined = undefined_metrics(summary.metrics)
+        summary.baseline_diff = overall_diff(outputs["evaluation"][0].uri)
 
 
 def write_summary(summary: RunSummary, path: str) -> None:

@@ -158,3 +158,37 @@ def test_two_runs_recording_a_span_at_once(tmp_path, monkeypatch):
     assert len(calls) == 2 and calls[0] != calls[1]
     assert os.listdir(ledger) == ["0.json"]
     assert dg.previous_span(ledger, 1)["pipeline_run_id"] == "run-a"  # the later rename wins
+
+
+def test_a_compiled_runs_drift_stop_reports_the_run_with_its_scores(taxi, tmp_path, monkeypatch):
+    """In a compiled run nothing after the DriftGate runs, the Pusher neither: with the
+    pushgateway_url parameter the gate itself reports the run (run_success 0, reason drift, the
+    drift scores, what serves) before it stops it; without it, it pushes nothing."""
+    from components import run_metrics
+
+    sent = []
+    monkeypatch.setattr(run_metrics, "publish", lambda samples, job, **kw: sent.append((job, samples, kw)) or [])
+    old, new, schema = taxi
+    serving = serving_with_reference(tmp_path, statistics(tmp_path, "ref", old))
+    drifted = statistics(tmp_path, "new", new.assign(fare=new["fare"] * 50))
+    out = standard_artifacts.ExampleAnomalies()
+    out.uri = str(tmp_path / "out")
+    props = {"serving_dir": serving, "span_ledger": str(tmp_path / "spans"),
+             "thresholds": json.dumps(drift_thresholds(load_config())),
+             **run_metrics.task_properties(load_config(overrides=["monitoring.labels={env: prod}"]).monitoring,
+                                           "taxi", "http://gateway:9091")}
+    with pytest.raises(dg.DataDriftError):
+        dg.Executor().Do({"statistics": [drifted], "schema": [schema], "examples": [examples_of_span(0)]},
+                         {"drift_anomalies": [out]}, props)
+    (job, samples, kw), = sent
+    got = {(s.name, tuple(sorted(s.labels.items()))): s.value for s in samples}
+    assert job == "taxi" and kw["labels"] == {"env": "prod"} and kw["pushgateway_url"] == "http://gateway:9091"
+    assert got[("tfxline_run_success", (("component", "DriftGate"), ("reason", "drift")))] == 0.0
+    assert got[("tfxline_drift_stopped_run", ())] == 1.0 and got[("tfxline_serving_version", ())] == 7.0
+    assert got[("tfxline_drift_score", (("feature", "fare"),))] > got[("tfxline_drift_threshold", (("feature", "fare"),))]
+    assert got[("tfxline_no_run_alert_seconds", ())] == 26 * 3600.0
+
+    sent.clear()
+    with pytest.raises(dg.DataDriftError):
+        gate(tmp_path, drifted, schema, serving, span=1)  # a local run's gate: the runner reports
+    assert sent == []

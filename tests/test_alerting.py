@@ -1,0 +1,273 @@
+"""The alerts as an operator meets them: real `tfxline run`s push to Debian's Pushgateway, Debian's
+Prometheus evaluates monitoring/alerts.yml every second and sends to Debian's Alertmanager running
+monitoring/alertmanager.yml, whose receivers are a webhook here. Which alerts fire, which do not,
+and which the Alertmanager mutes, through /api/v1/alerts and /api/v2/alerts.
+
+The runs share a copy of the session's pipeline run (its serving model is the baseline) and each
+scenario pushes under its own grouping label (monitoring.labels: {scenario: ...}), so the groups
+stand side by side as two deployments of one pipeline do. The rule file is the committed one with
+its `for:` waits cut to a second; the alertmanager config the committed one with its timings cut
+and its `equal` lists given the grouping label, as docs/operations.md tells a team to do.
+"""
+import contextlib
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+
+import pytest
+import yaml
+
+from tests.conftest import E2E_TRAIN_STEPS, WORSE, missing, write_taxi_slice
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MONITORING = os.path.join(ROOT, "monitoring")
+REQUIRED_BY = "TFXLINE_REQUIRE_PROMETHEUS"
+LABEL = "scenario"
+
+pytestmark = pytest.mark.e2e
+
+
+def _rules_with_short_waits(path: str) -> None:
+    with open(os.path.join(MONITORING, "alerts.yml")) as f:
+        text = f.read()
+    with open(path, "w") as f:
+        f.write(re.sub(r"(?m)^(\s+)for: \S+$", r"\1for: 1s", text))
+
+
+def _alertmanager_config() -> str:
+    with open(os.path.join(MONITORING, "alertmanager.yml")) as f:
+        config = yaml.safe_load(f)
+    config["route"]["group_by"] = list(config["route"]["group_by"]) + [LABEL]
+    for rule in config.get("inhibit_rules", []):
+        if rule.get("equal"):
+            rule["equal"] = list(rule["equal"]) + [LABEL]
+    return yaml.safe_dump(config)
+
+
+class AlertingServers:
+    """tests/prometheus_servers.Servers whose Prometheus also evaluates the rules (alerts.yml in
+    its root) every second and sends to the Alertmanager on ``manager_port``."""
+
+    def __new__(cls, root: str, manager_port: int):
+        from tests import prometheus_servers
+
+        class _Servers(prometheus_servers.Servers):
+            def start(self):
+                self.start_gateway()
+                config = os.path.join(self.root, "prometheus.yml")
+                with open(config, "w") as f:
+                    f.write("global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+                            "rule_files: [alerts.yml]\n"
+                            f"alerting: {{alertmanagers: [{{static_configs: [{{targets: ['127.0.0.1:{manager_port}']}}]}}]}}\n"
+                            "scrape_configs:\n  - job_name: pushgateway\n    honor_labels: true\n"
+                            f"    static_configs: [{{targets: ['127.0.0.1:{self.gateway_port}']}}]\n")
+                log = os.path.join(self.root, "prometheus.log")
+                self.prometheus = subprocess.Popen(
+                    [self.bin["prometheus"], f"--config.file={config}", f"--storage.tsdb.path={self.root}/tsdb",
+                     f"--web.listen-address=127.0.0.1:{self.prometheus_port}"],
+                    stdout=open(log, "w"), stderr=subprocess.STDOUT)
+                prometheus_servers._wait(self.prometheus_url + "/-/ready", "Prometheus", self.prometheus, log)
+                return self
+
+        return _Servers(root)
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    """Pushgateway + Prometheus (rules, alerting) + Alertmanager + webhook, all on loopback."""
+    from tests.prometheus_servers import Alertmanager, Webhook, alertmanager_binaries, binaries
+
+    if binaries() is None or alertmanager_binaries() is None:
+        missing("prometheus, prometheus-pushgateway and prometheus-alertmanager are not installed (apt-get install "
+                "prometheus prometheus-pushgateway prometheus-alertmanager)", required_by=REQUIRED_BY)
+    root = str(tmp_path_factory.mktemp("alerting"))
+    webhook = Webhook().start()
+    manager = Alertmanager(root, _alertmanager_config(), webhook.url).start()
+    _rules_with_short_waits(os.path.join(root, "alerts.yml"))
+    servers = AlertingServers(root, manager.port).start()
+    yield servers, manager, webhook
+    servers.stop()
+    manager.stop()
+    webhook.stop()
+
+
+def firing(servers, **labels):
+    """Prometheus's firing alerts whose labels include ``labels``."""
+    import urllib.request
+
+    with urllib.request.urlopen(servers.prometheus_url + "/api/v1/alerts", timeout=5) as r:
+        alerts = json.load(r)["data"]["alerts"]
+    return [a for a in alerts if a["state"] == "firing" and all(a["labels"].get(k) == v for k, v in labels.items())]
+
+
+def wait_firing(servers, seconds=40, **labels):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = firing(servers, **labels)
+        if found:
+            return found
+        time.sleep(0.5)
+    raise AssertionError(f"no firing alert with {labels}; firing now: {[a['labels'] for a in firing(servers)]}")
+
+
+def names(servers, scenario):
+    return sorted(a["labels"]["alertname"] for a in firing(servers, **{LABEL: scenario}))
+
+
+def in_manager(manager, scenario, alertname):
+    return [a for a in manager.alerts() if a["labels"].get(LABEL) == scenario and a["labels"]["alertname"] == alertname]
+
+
+@pytest.fixture(scope="module")
+def served_copy(pipeline_run, tmp_path_factory):
+    """A copy of the shared run's output root (its MLMD store, artifacts and serving directory):
+    the runs here add runs to it, never to the shared one."""
+    cfg, _, _ = pipeline_run
+    copy = tmp_path_factory.mktemp("alerting-runs") / "out"
+    shutil.copytree(cfg.output_root, copy, symlinks=True)
+    return cfg, str(copy)
+
+
+def tfxline_run(stack, scenario, output, data, *sets, no_cache=False, extra_monitoring=()):
+    """`tfxline run` in this process with the shared run's config, pushing under ``scenario``."""
+    from pipeline import cli
+
+    servers, _, _ = stack
+    argv = ["run", "--data", str(data), "--output", output,
+            "--set", "training.mode=steps", "--set", f"training.train_steps={E2E_TRAIN_STEPS}",
+            "--set", "training.epochs=3", "--set", "training.eval_steps=10", "--set", "runtime.profile_steps=50",
+            "--set", "serving.tflite=dynamic",
+            "--set", f"monitoring.pushgateway_url={servers.gateway_url}", "--set", "monitoring.timeout_seconds=3",
+            "--set", f"monitoring.labels={{{LABEL}: {scenario}}}", *extra_monitoring, *sets]
+    if no_cache:
+        argv.append("--no-cache")
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = cli.main(argv, stream=out)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_refusals_failures_stops_and_candidates_alert_as_they_should(stack, served_copy, taxi_slice, tmp_path):
+    servers, manager, webhook = stack
+    cfg, output = served_copy
+
+    # 1. A pre-flight refusal (a CSV without the label column): exit 2, pushed as run_success 0
+    #    reason bad_input, and RunFailed pages. Its limit of hours without a run is tiny here
+    #    (monitoring.max_hours_without_run), so NoRecentRun fires for it seconds later: the limit is
+    #    the pipeline's own, from its config.
+    bad = tmp_path / "bad.csv"
+    bad.write_text("fare,trip_miles\n1.0,2.0\n")
+    code, out, err = tfxline_run(stack, "refused", output, bad,
+                                 extra_monitoring=("--set", "monitoring.max_hours_without_run=0.001"))
+    assert code == 2 and err.count("error:") == 1, out + err
+    assert f"metrics: pushed to {servers.gateway_url} (job taxi {LABEL} refused)" in out
+    page, = wait_firing(servers, alertname="TfxlineRunFailed", **{LABEL: "refused"})
+    assert page["labels"]["reason"] == "bad_input" and "component" not in page["labels"]
+    assert page["annotations"]["summary"] == "tfxline taxi: the last run was refused (input)"
+    assert page["annotations"]["runbook_url"].endswith("/operations/#tfxlinerunfailed")
+    wait_firing(servers, alertname="TfxlineNoRecentRun", **{LABEL: "refused"})
+
+    # 2. A component failure: the AnomaliesGate stops a run on data with an unseen payment type.
+    def unseen_payment(row):
+        if row["trip_start_hour"] == "3":
+            row["payment_type"] = "Bitcoin"
+        return row
+
+    anomalous = write_taxi_slice(tmp_path / "anomalous" / "taxi.csv", mutate=unseen_payment)
+    code, out, err = tfxline_run(stack, "anomalies", output, anomalous)
+    assert code == 1, out + err[-2000:]
+    page, = wait_firing(servers, alertname="TfxlineRunFailed", **{LABEL: "anomalies"})
+    assert page["labels"]["reason"] == "anomalies" and page["labels"]["component"] == "AnomaliesGate"
+
+    # 3. A drift stop (fare x 50): RunFailed (reason drift) and DriftStoppedRun fire in Prometheus;
+    #    the Alertmanager mutes the page, and the drift scores are there to read.
+    drifted = write_taxi_slice(tmp_path / "drifted" / "taxi.csv",
+                               mutate=lambda row: dict(row, fare=str(float(row["fare"] or 0) * 50)))
+    code, out, err = tfxline_run(stack, "drift", output, drifted)
+    assert code == 1 and "drifted" in err, out + err[-2000:]
+    wait_firing(servers, alertname="TfxlineDriftStoppedRun", **{LABEL: "drift"})
+    page, = wait_firing(servers, alertname="TfxlineRunFailed", **{LABEL: "drift"})
+    assert page["labels"]["reason"] == "drift" and page["labels"]["component"] == "DriftGate"
+    fare = servers.wait_for(f'tfxline_drift_score{{job="taxi", {LABEL}="drift", feature="fare"}}')
+    threshold = servers.query(f'tfxline_drift_threshold{{job="taxi", {LABEL}="drift", feature="fare"}}')
+    assert float(fare[0]["value"][1]) > float(threshold[0]["value"][1])
+
+    # 4. A much worse candidate, after a history of three fast runs that trained: the gate refuses
+    #    it (CandidateWorse, info), it took more than twice the usual (RunSlow), nothing failed.
+    runs_dir = os.path.join(output, "runs")
+    template = json.load(open(os.path.join(runs_dir, os.listdir(runs_dir)[0], "summary.json")))
+    for i in range(3):  # earlier runs of 10 s each, as a quicker machine would have recorded them
+        earlier = dict(template, run_id=f"history-{i}", wall_seconds=10.0, created_ms=template["created_ms"] - 1000 * (i + 1))
+        os.makedirs(os.path.join(runs_dir, f"history-{i}"))
+        json.dump(earlier, open(os.path.join(runs_dir, f"history-{i}", "summary.json"), "w"))
+    code, out, err = tfxline_run(stack, "worse", output, taxi_slice, *WORSE)
+    assert code == 0 and "blessing: NOT blessed" in out, out + err[-2000:]
+    worse, = wait_firing(servers, alertname="TfxlineCandidateWorseThanServing", **{LABEL: "worse"})
+    assert worse["labels"]["metric"] == "auc" and float(worse["value"]) > 0.01
+    assert re.fullmatch(r"tfxline taxi: the gate refused a candidate 0\.\d{4} auc worse than the serving model",
+                        worse["annotations"]["summary"])
+    wait_firing(servers, alertname="TfxlineRunSlow", **{LABEL: "worse"})
+    assert names(servers, "worse") == ["TfxlineCandidateWorseThanServing", "TfxlineRunSlow"]
+    for i in range(3):
+        shutil.rmtree(os.path.join(runs_dir, f"history-{i}"))
+
+    # 5. A blessed candidate near the serving model (another seed; the gate allows 0.05 AUC less):
+    #    pushed; no CandidateWorse even if it lost a little, no RunSlow (two earlier runs that trained:
+    #    too few for a baseline), nothing else.
+    code, out, err = tfxline_run(stack, "near", output, taxi_slice, "--set", "training.seed=7",
+                                 "--set", "evaluation.max_auc_drop=0.05")
+    assert code == 0 and "blessing: BLESSED" in out, out + err[-2000:]
+    servers.wait_for(f'tfxline_run_success{{job="taxi", {LABEL}="near", reason="pushed"}}')
+    gain = servers.wait_for(f'tfxline_main_metric_gain{{job="taxi", {LABEL}="near"}}')
+    assert abs(float(gain[0]["value"][1])) < 0.05
+    time.sleep(3)  # three evaluations of every rule
+    assert names(servers, "near") == [], names(servers, "near")
+
+    # The Alertmanager: the pages reached the pager, the drift page is muted by the drift ticket,
+    # the refused candidate went to the info receiver.
+    drift_page = manager.wait_for(lambda _: bool(in_manager(manager, "drift", "TfxlineRunFailed")))
+    drift_page, = in_manager(manager, "drift", "TfxlineRunFailed")
+    assert drift_page["status"]["state"] == "suppressed" and drift_page["status"]["inhibitedBy"], drift_page
+    for scenario in ("refused", "anomalies"):
+        manager.wait_for(lambda _: any(a["status"]["state"] == "active"
+                                       for a in in_manager(manager, scenario, "TfxlineRunFailed")))
+    got = webhook.wait_for(lambda alerts: {("refused", "tfxline-pager"), ("anomalies", "tfxline-pager"),
+                                           ("drift", "tfxline-ticket"), ("worse", "tfxline-info")}
+                           <= {(a["labels"].get(LABEL), a["receiver"]) for a in alerts})
+    assert not [a for a in got if a["labels"].get(LABEL) == "drift" and a["labels"]["alertname"] == "TfxlineRunFailed"]
+    assert not [a for a in got if a["labels"].get(LABEL) == "near"]
+
+
+def test_a_gateway_restart_is_noticed_not_silent(stack, tmp_path):
+    """A run pushes; the gateway stops (PushgatewayDown pages, MetricsGone is muted by it) and
+    comes back empty, as an in-memory gateway does: the run's series are gone, and MetricsGone and
+    NoMetrics say so instead of every rule going quiet."""
+    from pipeline import cli
+
+    servers, manager, _ = stack
+    argv = ["run", "--data", str(tmp_path / "none.csv"), "--output", str(tmp_path / "out"),
+            "--set", f"monitoring.pushgateway_url={servers.gateway_url}", "--set", "name=restarted"]
+    with contextlib.redirect_stderr(io.StringIO()):
+        assert cli.main(argv, stream=io.StringIO()) == 2  # a refused run: pushed all the same
+    wait_firing(servers, alertname="TfxlineRunFailed", job="restarted")
+    servers.stop_gateway()
+    wait_firing(servers, alertname="TfxlinePushgatewayDown")
+    wait_firing(servers, alertname="TfxlineMetricsGone", job="restarted")
+    manager.wait_for(lambda alerts: any(a["labels"]["alertname"] == "TfxlineMetricsGone"
+                                        and a["labels"].get("job") == "restarted"
+                                        and a["status"]["state"] == "suppressed" for a in alerts))
+    assert not firing(servers, alertname="TfxlineRunFailed", job="restarted")  # stale: the page resolved ...
+    servers.start_gateway()  # ... and the gateway comes back empty
+    deadline = time.monotonic() + 40
+    while firing(servers, alertname="TfxlinePushgatewayDown") and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not firing(servers, alertname="TfxlinePushgatewayDown")
+    wait_firing(servers, alertname="TfxlineMetricsGone", job="restarted")  # ... still said, now unmuted
+    manager.wait_for(lambda alerts: any(a["labels"]["alertname"] == "TfxlineMetricsGone"
+                                        and a["labels"].get("job") == "restarted"
+                                        and a["status"]["state"] == "active" for a in alerts))
+    wait_firing(servers, alertname="TfxlineNoMetrics")
