@@ -234,18 +234,20 @@ def test_each_compiled_runs_pusher_pushed_the_runs_metrics(container_runs):
     first, second = metrics
     job = (("job", "taxi"),)
     version = int(outputs_of(run_record(runs[0][1]), "Pusher")["pushed_model"]["metadata"]["pushed_version"])
-    assert first[("tfxline_run_success", job)] == 1 and first[("tfxline_pushed", job)] == 1
+    outcome = lambda reason: ("tfxline_run_success", (("component", ""), ("job", "taxi"), ("reason", reason)))  # noqa: E731
+    assert first[outcome("pushed")] == 1 and first[("tfxline_pushed", job)] == 1
     assert first[("tfxline_serving_version", job)] == version and first[("tfxline_blessed", job)] == 1
     auc = first[("tfxline_candidate_metric", (("job", "taxi"), ("metric", "auc")))]
     assert first[("tfxline_examples", (("job", "taxi"), ("split", "eval")))] > 0
     assert ("tfxline_baseline_metric", (("job", "taxi"), ("metric", "auc"))) not in first  # nothing served yet
     assert second[("tfxline_blessed", job)] == 0 and second[("tfxline_pushed", job)] == 0
+    assert second[outcome("gate_refused")] == 1 and outcome("pushed") not in second  # the push replaced the group
     assert second[("tfxline_serving_version", job)] == version
     baseline = second[("tfxline_baseline_metric", (("job", "taxi"), ("metric", "auc")))]
     assert f"below the serving model's {baseline:.4f}" in runs[1][1]
     assert baseline == pytest.approx(auc, abs=1e-4)  # the first model, on the same eval split
     assert second[("tfxline_main_metric_gain", (("job", "taxi"), ("metric", "auc")))] < 0
-    assert second[("tfxline_run_end_timestamp_seconds", job)] > first[("tfxline_run_end_timestamp_seconds", job)]
+    assert second[("tfxline_last_run_timestamp_seconds", job)] > first[("tfxline_last_run_timestamp_seconds", job)]
 
 
 GCS_ENV = ("https_proxy", "HTTPS_PROXY", "no_proxy", "NO_PROXY", "CURL_CA_BUNDLE", "GOOGLE_AUTH_TOKEN_FOR_TESTING",
