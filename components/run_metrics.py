@@ -47,7 +47,6 @@ METRICS: Dict[str, tuple] = {
                                               "completed and trained (from 3 of them): TfxlineRunSlow's baseline.",
                                               ()),
     "tfxline_component_seconds": ("Seconds each component took in the run.", ("component",)),
-    "tfxline_component_failed": ("1 for the component that stopped the run.", ("component",)),
     "tfxline_examples": ("Examples per split of the newest span (StatisticsGen).", ("split",)),
     "tfxline_span": ("The newest span the run trained on.", ()),
     "tfxline_drift_score": ("The DriftGate's measure per feature (L-infinity or Jensen-Shannon).", ("feature",)),
@@ -107,8 +106,6 @@ def outcome_samples(reason: str, ended: float, component: str = "", no_run_hours
                   {"reason": reason, "component": component if reason not in COMPLETED else ""}),
            Sample("tfxline_last_run_timestamp_seconds", ended),
            Sample("tfxline_drift_stopped_run", 1.0 if reason == "drift" else 0.0)]
-    if component and reason not in COMPLETED:
-        out.append(Sample("tfxline_component_failed", 1.0, {"component": component}))
     if no_run_hours:
         out.append(Sample("tfxline_no_run_alert_seconds", no_run_hours * 3600.0))
     if no_push_hours:
@@ -184,6 +181,9 @@ def completed_reason(blessed: Optional[bool], pushed: Optional[bool], push_refus
     return "push_refused" if blessed and push_refused else "gate_refused"
 
 
+EXAMPLE_COUNT = "example_count"  # TFMA's: a count, pushed apart from the quality metrics
+
+
 def evaluation_samples(task: str, metrics: Mapping[str, Any], baseline_diff: Mapping[str, Any]) -> List[Sample]:
     """The candidate's gate metrics (the task's headline ones, counts apart); the serving
     model's, from TFMA's diff against it (candidate - baseline); the main metric's gain, signed so
@@ -200,9 +200,6 @@ def evaluation_samples(task: str, metrics: Mapping[str, Any], baseline_diff: Map
     if count is not None:
         out.append(Sample("tfxline_eval_examples", count))
     return out
-
-
-EXAMPLE_COUNT = "example_count"
 
 
 def _number(v: Any) -> bool:

@@ -21,10 +21,8 @@ DASHBOARD = os.path.join(ROOT, "monitoring", "dashboard.json")
 NAME = re.compile(r"\btfxline_[a-z0-9_]+")
 REQUIRED_BY = "TFXLINE_REQUIRE_PROMETHEUS"
 # Not on the dashboard, on purpose:
-# - tfxline_run_start_timestamp_seconds: the start is the last run's end minus its duration, both shown;
-# - tfxline_component_failed: the failing component is already the `component` label of
-#   tfxline_run_success, which the "Last run's result" panel shows with the reason.
-NOT_ON_DASHBOARD = {"tfxline_run_start_timestamp_seconds", "tfxline_component_failed"}
+# - tfxline_run_start_timestamp_seconds: the start is the last run's end minus its duration, both shown.
+NOT_ON_DASHBOARD = {"tfxline_run_start_timestamp_seconds"}
 COUNTS = {"tfxline_examples", "tfxline_eval_examples"}
 
 
@@ -161,8 +159,7 @@ NOW = time.time()
 
 
 def pushed_samples():
-    """A full pushed run of "taxi" (env prod): every metric in METRICS but tfxline_component_failed
-    (a completed run has none)."""
+    """A full pushed run of "taxi" (env prod): every metric in METRICS."""
     samples = run_metrics.outcome_samples("pushed", NOW - 60, no_run_hours=26, no_push_hours=26)
     samples += [Sample("tfxline_run_start_timestamp_seconds", NOW - 180),
                 Sample("tfxline_run_duration_seconds", 120.0),
