@@ -2,6 +2,8 @@
 before any data was read still renders, and the charts are well-formed on edge cases."""
 import xml.etree.ElementTree as ET
 
+import pytest
+
 from pipeline.report import render, svg
 
 
@@ -145,3 +147,27 @@ def test_a_report_that_cannot_be_written_is_one_console_warning(capsys):
     out = capsys.readouterr().out
     assert "  warning: report not written (TypeError: must be real number); the run's result stands" in out
     assert "report: " not in out.replace("warning: report not written", "")
+
+
+@pytest.mark.parametrize("task", ["binary", "multiclass", "regression"])
+@pytest.mark.parametrize("with_baseline", [False, True])
+def test_every_task_renders_with_every_metric_undefined(task, with_baseline):
+    """#50: whatever the task, a candidate whose every headline metric is undefined (TFMA's NaN,
+    read as None) renders, with a serving model to compare with (its differences undefined too)
+    and without one."""
+    from components import task_metrics
+
+    names = task_metrics.VIEWS[task].headline
+    data = failed_early_run()
+    data["evaluation"].update(
+        available=True, blessed=False, task=task, overall={name: None for name in names},
+        undefined={name: "no examples of one class" for name in names},
+        baseline_diff={name: None for name in names} if with_baseline else {},
+        baseline_version=3 if with_baseline else None, history_metric=names[0],
+        history=[{"run_id": "r0", "value": None}, {"run_id": "r1", "value": None}],
+        confusion_matrix={"classes": [], "counts": []}, prediction_sample={"label": [], "prediction": []},
+        failed_thresholds=[f"{names[0]} is undefined"])
+    html = render.render(data)
+    for name in names:
+        row = html[html.index(f'<tr data-metric="{name}">'):]
+        assert "undefined" in row[:row.index("</tr>")], name
