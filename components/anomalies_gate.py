@@ -54,8 +54,17 @@ def anomaly_records(artifact: types.Artifact) -> List[Dict[str, str]]:
 
 
 def read_anomalies(artifact: types.Artifact) -> List[str]:
-    """'split: feature: description' for each anomaly in an ExampleAnomalies artifact."""
-    return [f"{a['split']}: {a['feature']}: {a['short'] or a['description']}" for a in anomaly_records(artifact)]
+    """'split: feature: what (TFDV's words, naming the values)' for each anomaly in an
+    ExampleAnomalies artifact: 'eval: payment_type: Unexpected string values (Examples contain
+    values missing from the schema: Bitcoin (~2%))'."""
+    return [f"{a['split']}: {a['feature']}: {_what(a['short'], a['description'])}" for a in anomaly_records(artifact)]
+
+
+def _what(short: str, description: str) -> str:
+    description = description.strip().rstrip(".")
+    if not short or not description or description == short:
+        return short or description
+    return f"{short} ({description})"
 
 
 def split_sizes(artifact: types.Artifact) -> Dict[str, int]:
@@ -99,7 +108,7 @@ class Executor(base_executor.BaseExecutor):
             raise DataAnomaliesError(
                 f"the data violates the schema ({len(found)} anomalies: {'; '.join(found)}); "
                 "fix the data, or if the change is expected review and update the schema "
-                "(tfxline schema draft --config CONFIG --diff, with this run's config)")
+                "(tfxline schema draft --config CONFIG --data DATA --diff, with this run's config and data)")
 
 
 class AnomaliesGateSpec(types.ComponentSpec):

@@ -39,6 +39,8 @@ METRICS: Dict[str, tuple] = {
     "tfxline_no_push_alert_seconds": ("monitoring.max_hours_without_push in seconds: TfxlineNoRecentPush's limit.",
                                       ()),
     # a local run's, which the runner times
+    "tfxline_run_info": ("1, labelled with where the run ran: its host and output root (the alerts' commands "
+                         "name them).", ("host", "output_root")),
     "tfxline_run_start_timestamp_seconds": ("When the run started (Unix time).", ()),
     "tfxline_run_duration_seconds": ("The run's wall time, whatever it did (cached, failed or refused).", ()),
     "tfxline_uncached_run_duration_seconds": ("The run's wall time, pushed only for a run that completed and "

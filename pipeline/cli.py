@@ -246,10 +246,12 @@ def monitoring_config_of(args):
 
     keep = [item for item in args.set
             if item.partition("=")[0].strip().split(".")[0] in ("monitoring", "name", "output_root", "serving")]
-    try:
-        return load_reporting_config(args.config, keep, output_root=args.output)
-    except Exception:  # noqa: BLE001
-        return None
+    for sets in (keep, []):  # a refused --set monitoring.* value: the file's own section reports it
+        try:
+            return load_reporting_config(args.config, sets, output_root=args.output)
+        except Exception:  # noqa: BLE001
+            continue
+    return None
 
 
 def span_number(value: Optional[str]) -> Optional[int]:

@@ -61,12 +61,13 @@ class BadInput(Exception):
 
 def config_or_bad_input(args, tensorflow: bool = True):
     from pipeline.config import ConfigError
+    from pipeline.config_loader import MissingDataError
     from pipeline.data_source import DataError
     from transforms.features import FeatureSpecError
 
     try:
         cfg = config_from_args(args)
-    except DataError as e:  # e.g. --data names no file
+    except (DataError, MissingDataError) as e:  # e.g. --data names no file (yet)
         raise BadInput(str(e), reason="bad_input") from None
     except (ConfigError, FeatureSpecError) as e:
         raise BadInput(str(e), reason="config") from None

@@ -26,6 +26,11 @@ from trainer.settings import (BATCH_SCALINGS, JIT_COMPILES, PRECISIONS, READERS,
 from transforms.features import FeatureSpec, FeatureSpecError
 
 
+class MissingDataError(ConfigError):
+    """The config's data path names no data: the input is missing (a run's reason bad_input: the
+    day's file has not landed), though the config is where the path is set."""
+
+
 def packaged_config_path(name: str) -> str:
     return str(resources.files("pipeline") / "configs" / f"{name}.yaml")
 
@@ -57,7 +62,8 @@ def _raw_config(path: Optional[str], overrides: Sequence[str]) -> Dict[str, Any]
         with open(path) as f:
             raw = yaml.safe_load(f) or {}
     except yaml.YAMLError as e:
-        raise ConfigError(f"config file {path} is not valid YAML: {_first_line(e)}; fix the YAML at the place named (indentation, a missing colon)") from None
+        raise ConfigError(f"config file {path} is not valid YAML: {_yaml_problem(e)}; fix the YAML there "
+                          "(indentation, a missing colon or quote)") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"config file {path} must hold a mapping of sections; start from pipeline/configs/taxi.yaml")
     for item in overrides:
@@ -269,9 +275,9 @@ def validate(cfg: PipelineConfig) -> None:
     try:
         data_path = resolve_data_path(cfg.data.path) if cfg.data.path else ""
     except DataError as e:
-        raise ConfigError(str(e)) from None
+        raise MissingDataError(str(e)) from None
     if data_path and not os.path.exists(data_path):
-        raise ConfigError(
+        raise MissingDataError(
             f"data path {cfg.data.path} does not exist; pass an existing {cfg.data.format.upper()} "
             "file or directory with --data (or data.path in the config)")
     unknown = sorted(set(cfg.drift.features) - set(cfg.features.raw_columns))
@@ -311,6 +317,13 @@ def _value_at(cfg: Any, dotted: str) -> Any:
     for part in dotted.split("."):
         cfg = getattr(cfg, part)
     return cfg
+
+
+def _yaml_problem(e: Exception) -> str:
+    """PyYAML's problem and where: 'mapping values are not allowed here (line 4, column 9)'."""
+    mark = getattr(e, "problem_mark", None)
+    problem = getattr(e, "problem", None) or _first_line(e)
+    return f"{problem} (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else problem
 
 
 def _first_line(e: Exception) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import statistics
 from typing import List, Optional, Sequence, TextIO
 
@@ -100,7 +101,9 @@ def _common(cfg, reason: str, component: str, started: float, ended: float) -> L
     return run_metrics.outcome_samples(reason, ended, component, cfg.monitoring.max_hours_without_run,
                                        cfg.monitoring.max_hours_without_push) + [
         Sample("tfxline_run_start_timestamp_seconds", started),
-        Sample("tfxline_run_duration_seconds", round(ended - started, 3))]
+        Sample("tfxline_run_duration_seconds", round(ended - started, 3)),
+        # where to act: the alerts' commands name the host and the output root
+        Sample("tfxline_run_info", 1.0, {"host": socket.gethostname(), "output_root": cfg.output_root})]
 
 
 def trained(summary) -> bool:

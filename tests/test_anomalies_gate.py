@@ -79,3 +79,18 @@ def test_anomalies_are_named_by_split_and_feature(tmp_path):
     with pytest.raises(gate.DataAnomaliesError) as e:
         run(anomalies(tmp_path, {"eval": "payment_type"}), statistics(tmp_path, {"train": 20, "validation": 3, "eval": 5}))
     assert "(1 anomalies: eval: payment_type: Unexpected string values)" in str(e.value)
+
+
+def test_an_anomaly_names_the_values_tfdv_found(tmp_path):
+    """TFDV's description names the unexpected values; the error line carries it, and the way to
+    see the schema change with this run's data."""
+    artifact = anomalies(tmp_path, {"train": "payment_type"})
+    path = tmp_path / "anomalies" / "Split-train" / gate.ANOMALIES_FILE
+    proto = anomalies_pb2.Anomalies.FromString(path.read_bytes())
+    proto.anomaly_info["payment_type"].description = "Examples contain values missing from the schema: Bitcoin (~2%)."
+    path.write_bytes(proto.SerializeToString())
+    with pytest.raises(gate.DataAnomaliesError) as e:
+        run(artifact, statistics(tmp_path, {"train": 20, "validation": 3, "eval": 5}))
+    assert ("train: payment_type: Unexpected string values (Examples contain values missing from the schema: "
+            "Bitcoin (~2%))") in str(e.value)
+    assert "tfxline schema draft --config CONFIG --data DATA --diff" in str(e.value)

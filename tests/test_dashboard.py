@@ -21,8 +21,9 @@ DASHBOARD = os.path.join(ROOT, "monitoring", "dashboard.json")
 NAME = re.compile(r"\btfxline_[a-z0-9_]+")
 REQUIRED_BY = "TFXLINE_REQUIRE_PROMETHEUS"
 # Not on the dashboard, on purpose:
-# - tfxline_run_start_timestamp_seconds: the start is the last run's end minus its duration, both shown.
-NOT_ON_DASHBOARD = {"tfxline_run_start_timestamp_seconds"}
+# - tfxline_run_start_timestamp_seconds: the start is the last run's end minus its duration, both shown;
+# - tfxline_run_info: where a pipeline runs (host, output root), for the alerts' commands.
+NOT_ON_DASHBOARD = {"tfxline_run_start_timestamp_seconds", "tfxline_run_info"}
 COUNTS = {"tfxline_examples", "tfxline_eval_examples"}
 
 
@@ -162,6 +163,7 @@ def pushed_samples():
     """A full pushed run of "taxi" (env prod): every metric in METRICS."""
     samples = run_metrics.outcome_samples("pushed", NOW - 60, no_run_hours=26, no_push_hours=26)
     samples += [Sample("tfxline_run_start_timestamp_seconds", NOW - 180),
+                Sample("tfxline_run_info", 1.0, {"host": "etl-1", "output_root": "/srv/tfxline"}),
                 Sample("tfxline_run_duration_seconds", 120.0),
                 Sample("tfxline_uncached_run_duration_seconds", 120.0),
                 Sample("tfxline_expected_run_duration_seconds", 105.0),

@@ -240,7 +240,8 @@ def test_a_compiled_runs_pusher_reports_what_the_local_run_reports(pipeline_run)
     key = lambda s: (s.name, tuple(sorted(s.labels.items())))  # noqa: E731
     by_local = {key(s): s.value for s in local}
     only_local = {"tfxline_run_start_timestamp_seconds", "tfxline_run_duration_seconds", "tfxline_component_seconds",
-                  "tfxline_uncached_run_duration_seconds", "tfxline_expected_run_duration_seconds"}
+                  "tfxline_uncached_run_duration_seconds", "tfxline_expected_run_duration_seconds",
+                  "tfxline_run_info"}
     assert {k for k in by_local if k[0] not in only_local} == {key(s) for s in compiled}
     for s in compiled:
         if s.name != "tfxline_last_run_timestamp_seconds":
