@@ -126,10 +126,10 @@ def in_manager(manager, scenario, alertname):
 def served_copy(pipeline_run, tmp_path_factory):
     """A copy of the shared run's output root (its MLMD store, artifacts and serving directory):
     the runs here add runs to it, never to the shared one."""
-    cfg, _, _ = pipeline_run
+    cfg, summary, _ = pipeline_run
     copy = tmp_path_factory.mktemp("alerting-runs") / "out"
     shutil.copytree(cfg.output_root, copy, symlinks=True)
-    return cfg, str(copy)
+    return summary.run_id, str(copy)
 
 
 def tfxline_run(stack, scenario, output, data, *sets, no_cache=False, extra_monitoring=()):
@@ -153,7 +153,7 @@ def tfxline_run(stack, scenario, output, data, *sets, no_cache=False, extra_moni
 
 def test_refusals_failures_stops_and_candidates_alert_as_they_should(stack, served_copy, taxi_slice, tmp_path):
     servers, manager, webhook = stack
-    cfg, output = served_copy
+    shared_run, output = served_copy
 
     # 1. A pre-flight refusal (a CSV without the label column): exit 2, pushed as run_success 0
     #    reason bad_input, and RunFailed pages. Its limit of hours without a run is tiny here
@@ -200,7 +200,7 @@ def test_refusals_failures_stops_and_candidates_alert_as_they_should(stack, serv
     # 4. A much worse candidate, after a history of three fast runs that trained: the gate refuses
     #    it (CandidateWorse, info), it took more than twice the usual (RunSlow), nothing failed.
     runs_dir = os.path.join(output, "runs")
-    template = json.load(open(os.path.join(runs_dir, os.listdir(runs_dir)[0], "summary.json")))
+    template = json.load(open(os.path.join(runs_dir, shared_run, "summary.json")))  # a run that trained
     for i in range(3):  # earlier runs of 10 s each, as a quicker machine would have recorded them
         earlier = dict(template, run_id=f"history-{i}", wall_seconds=10.0, created_ms=template["created_ms"] - 1000 * (i + 1))
         os.makedirs(os.path.join(runs_dir, f"history-{i}"))
