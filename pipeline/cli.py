@@ -181,13 +181,14 @@ def cmd_run(args, stream: TextIO) -> int:
 
 
 def refused(args, cfg, reason: str, message: str, started: float, stream: TextIO) -> None:
-    """A run that never started: its record for `tfxline runs` (pipeline/history.py) and its metrics."""
+    """A run that never reached its components: its metrics, and for a refusal (config,
+    bad_input) its record for `tfxline runs` (pipeline/history.py)."""
     import time
 
     from pipeline import history
 
     reporting = cfg or monitoring_config_of(args)
-    if reporting is not None:
+    if reporting is not None and reason in ("config", "bad_input"):  # refused, as the record says
         try:
             history.record_refusal(reporting.output_root, reason, message.splitlines()[0] if message else reason,
                                    time.time())
