@@ -195,7 +195,8 @@ def _task_of(execution) -> str:
     if "custom_config" not in execution.custom_properties:
         return ""
     try:
-        features = json.loads(execution.custom_properties["custom_config"].string_value).get("features")
+        config = json.loads(execution.custom_properties["custom_config"].string_value)
+        features = config.get("features") if isinstance(config, dict) else None  # TFX's examples: null
         return FeatureSpec.from_dict(features).task if features else ""
     except (ValueError, FeatureSpecError):
         return ""

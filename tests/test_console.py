@@ -125,3 +125,18 @@ def test_a_failed_component_is_marked_on_the_console():
     assert lines[0] == "[ start ] CsvExampleGen" and lines[1].startswith("[ done  ] CsvExampleGen")
     assert lines[2] == "[ start ] Evaluator" and lines[3].startswith("[failed ] Evaluator (")
     assert len(lines) == 4
+
+
+def test_the_task_of_a_run_is_read_from_any_custom_config():
+    """#52: TFX's own taxi example records custom_config as JSON null (its Trainer has none):
+    reading such a run (bench/e2e.py summarises one) says no task instead of crashing."""
+    from pipeline.summary import _task_of
+
+    def execution(custom_config):
+        e = pb.Execution()
+        e.custom_properties["custom_config"].string_value = custom_config
+        return e
+
+    assert _task_of(execution("null")) == "" and _task_of(execution("[]")) == "" and _task_of(execution("{}")) == ""
+    assert _task_of(execution('{"features": null}')) == ""
+    assert _task_of(pb.Execution()) == ""
