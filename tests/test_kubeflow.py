@@ -264,9 +264,10 @@ def test_submit_reaches_kfp_client(compiled, tmp_path):
     assert pipeline["schemaVersion"] == "2.1.0"
     assert set(pipeline["root"]["dag"]["tasks"]) == set(spec_of(out)["root"]["dag"]["tasks"])
     # The serving volume, mounted where the tasks push (the compiled serving root), in each task
-    # that reads or writes serving versions.
+    # that reads or writes serving versions (the AnomaliesGate reads what serves when it reports a stop).
     executors = platform["platforms"]["kubernetes"]["deploymentSpec"]["executors"]
-    assert sorted(executors) == ["DriftGate_executor", "Pusher_executor", "ServingBaseline_executor"]
+    assert sorted(executors) == ["AnomaliesGate_executor", "DriftGate_executor", "Pusher_executor",
+                                 "ServingBaseline_executor"]
     assert all(e == {"pvcMount": [{"constant": "tfxline-serving", "mountPath": "/mnt/serving"}]}
                for e in executors.values())
     assert run.runtime_config.pipeline_root == PIPELINE_ROOT
