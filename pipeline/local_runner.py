@@ -15,7 +15,7 @@ import logging
 import os
 import sys
 import time
-from typing import Iterator, List, Optional, TextIO
+from typing import Iterator, Optional, TextIO
 
 from pipeline import beam_engines, beam_packaging, data_source, files, labels, monitoring, stack_compat, store as store_lib, summary as summary_lib
 from pipeline.config import TRAIN_SPLIT, PipelineConfig
@@ -323,10 +323,7 @@ def root_cause_message(e: BaseException) -> str:
     exception's type and first line."""
     from components.anomalies_gate import DataAnomaliesError
 
-    chain: List[BaseException] = []
-    while e is not None and e not in chain:
-        chain.append(e)
-        e = e.__cause__ or e.__context__
+    chain = monitoring.causes(e)
     for err in chain:
         if isinstance(err, DataAnomaliesError):
             return str(err)

@@ -36,7 +36,7 @@ def outcome(summary, error: Optional[BaseException]) -> tuple:
         if summary is None:
             return "failed", ""
         return run_metrics.completed_reason(summary.blessed, summary.pushed, summary.push_refused), ""
-    for cause in _chain(error):
+    for cause in causes(error):
         if isinstance(cause, DataDriftError):
             return "drift", "DriftGate"
         if isinstance(cause, DataAnomaliesError):
@@ -47,7 +47,8 @@ def outcome(summary, error: Optional[BaseException]) -> tuple:
     return "failed", (failed[0] if failed else "")
 
 
-def _chain(e: Optional[BaseException]) -> List[BaseException]:
+def causes(e: Optional[BaseException]) -> List[BaseException]:
+    """``e`` and what caused it, outermost first (each once)."""
     seen: List[BaseException] = []
     while e is not None and e not in seen:
         seen.append(e)
@@ -60,9 +61,6 @@ def run_samples(cfg, summary, started: float, ended: float, error: Optional[Base
     ended (``error``: what stopped it) and the serving directory."""
     reason, component = outcome(summary, error)
     out = _common(cfg, reason, component, started, ended)
-    # a drift stop's scores travel in its error: TFX deleted the failed DriftGate's output
-    drift = next((c.drift_samples for c in _chain(error) if getattr(c, "drift_samples", None)), [])
-    drift_uri = ""
     if summary is not None:
         for c in summary.components:
             out.append(Sample("tfxline_component_seconds", c.seconds, {"component": c.node_id}))
@@ -75,15 +73,23 @@ def run_samples(cfg, summary, started: float, ended: float, error: Optional[Base
         statistics_gen = summary.component("StatisticsGen")
         if statistics_gen and statistics_gen.outputs.get("statistics"):
             out += run_metrics.examples_samples(run_metrics.statistics_examples_at(statistics_gen.outputs["statistics"][0]))
-        gate = summary.component("DriftGate")
-        drift_uri = (gate.outputs.get("drift_anomalies") or [""])[0] if gate and not drift else ""
         if reason in run_metrics.COMPLETED and trained(summary):
             out.append(Sample("tfxline_uncached_run_duration_seconds", round(ended - started, 3)))
         expected = expected_duration(cfg, summary.run_id)
         if expected is not None:
             out.append(Sample("tfxline_expected_run_duration_seconds", expected))
-    out += drift or (run_metrics.drift_samples(drift_uri) if drift_uri else [])
-    return out + run_metrics.serving_samples(cfg.serving_dir)
+    return out + drift_samples(summary, error) + run_metrics.serving_samples(cfg.serving_dir)
+
+
+def drift_samples(summary, error: Optional[BaseException]) -> List[Sample]:
+    """The DriftGate's scores: a drift stop's travel in its error (TFX deleted the failed
+    execution's output); a run it let through has them in its output."""
+    stopped = next((c.drift_samples for c in causes(error) if getattr(c, "drift_samples", None)), None)
+    if stopped is not None:
+        return list(stopped)
+    gate = summary.component("DriftGate") if summary is not None else None
+    uri = (gate.outputs.get("drift_anomalies") or [""])[0] if gate else ""
+    return run_metrics.drift_samples(uri) if uri else []
 
 
 def refusal_samples(cfg, reason: str, started: float, ended: float) -> List[Sample]:
