@@ -1,7 +1,9 @@
 """tfxline: a production TFX pipeline (CsvExampleGen -> ... -> Pusher), local and Kubeflow."""
 from setuptools import find_packages, setup
 
-PACKAGES = ("pipeline", "components", "transforms", "trainer", "schema", "kubeflow")
+# The layers, lowest first (tests/test_layers.py): each imports only those before it.
+PACKAGES = ("task_types", "transforms", "trainer", "serving", "components", "pipeline", "runs", "local", "kubeflow",
+            "cli", "schema")
 
 setup(
     name="tfxline",
@@ -10,11 +12,12 @@ setup(
     python_requires=">=3.10",
     packages=[p for p in find_packages(include=[f"{p}*" for p in PACKAGES])],
     package_data={
-        "pipeline": ["configs/*.yaml", "report/templates/*.j2"],
+        "pipeline": ["configs/*.yaml"],
+        "runs": ["report/templates/*.j2"],
         "schema": ["*.pbtxt"],
     },
     # The stack is pinned in requirements/*.lock.txt and installed from there (tools/bootstrap.sh);
     # these are the direct dependencies, for a plain `pip install .` into a prepared env.
     install_requires=["tfx>=1.16,<1.22", "PyYAML", "Jinja2", "prometheus-client"],
-    entry_points={"console_scripts": ["tfxline = pipeline.cli:main"]},
+    entry_points={"console_scripts": ["tfxline = cli.main:main"]},
 )

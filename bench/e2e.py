@@ -34,7 +34,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
 from pipeline import data_source  # noqa: E402
-from pipeline.summary import collect_run  # noqa: E402
+from runs.summary import collect_run  # noqa: E402
 
 EXAMPLE_NAME = "chicago_taxi_native_keras"
 

@@ -276,7 +276,7 @@ def start_tensorflow():
     """TensorFlow imported quietly and set up as run_fn sets it up (GPU memory growth; AutoGraph
     must not convert tf_keras itself); returns the module. For this bench's workers and
     bench/step_profile.py."""
-    from pipeline.quiet import import_tensorflow_quietly, quiet_libraries
+    from cli.quiet import import_tensorflow_quietly, quiet_libraries
 
     quiet_libraries()
     import_tensorflow_quietly()

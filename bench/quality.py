@@ -48,7 +48,8 @@ TREE_GRID = {"learning_rate": (0.03, 0.1), "max_leaf_nodes": (15, 31, 63), "min_
 
 def finished_run(cfg):
     """The newest run's summary when it trained a model, else None."""
-    from pipeline import store as store_lib, summary as summary_lib
+    from runs import store as store_lib
+    from runs import summary as summary_lib
 
     if not store_lib.store_exists(cfg.metadata_store):
         return None
@@ -253,11 +254,11 @@ def main(argv=None) -> int:
     ap.add_argument("--results", default=RESULTS)
     args = ap.parse_args(argv)
 
-    from pipeline.quiet import import_tensorflow_quietly, quiet_libraries
+    from cli.quiet import import_tensorflow_quietly, quiet_libraries
 
     quiet_libraries()
     import_tensorflow_quietly()
-    from pipeline import local_runner
+    from local import runner as local_runner
     from pipeline.config_loader import load_config
     from transforms import features as F
 

@@ -33,7 +33,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
 from pipeline import data_source  # noqa: E402
-from pipeline.summary import collect_run  # noqa: E402
+from runs.summary import collect_run  # noqa: E402
 from trainer.settings import TRAINING_RUN_FILE  # noqa: E402
 
 # Numeric columns and their jitter: relative for amounts, absolute for coordinates.

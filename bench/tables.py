@@ -138,7 +138,7 @@ def score(name: str, work: str, sets) -> dict:
     import quality as Q
     from pipeline.config import EVAL_SPLIT, TRAIN_SPLIT
     from pipeline.config_loader import load_config
-    from pipeline.quiet import import_tensorflow_quietly, quiet_libraries
+    from cli.quiet import import_tensorflow_quietly, quiet_libraries
 
     quiet_libraries()
     import_tensorflow_quietly()

@@ -1,6 +1,6 @@
 """The pushed model as TFLite, per quantization: file size, single-example latency (p50 / p99)
 in the TFLite interpreter against the SavedModel's serving signature, and the task's metric
-against the SavedModel's on the same eval rows (components/tflite_export.py builds each one
+against the SavedModel's on the same eval rows (serving/tflite.py builds each one
 exactly as a push with serving.tflite does, gate included).
 
     .venv/bin/python bench/tflite.py                         # the taxi default: runs it first
@@ -24,19 +24,19 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from pipeline.quiet import import_tensorflow_quietly, quiet_libraries  # noqa: E402
+from cli.quiet import import_tensorflow_quietly, quiet_libraries  # noqa: E402
 
 LATENCY_ROWS = 300
 
 
 def ensure_run(config: str, output: str):
-    from components import serving_push
+    from serving import push as serving_push
     from pipeline.config_loader import load_config
 
     cfg = load_config(config, overrides=[f"output_root={output}"])
     if not serving_push.versions(cfg.serving_dir):
         print(f"[{config}] running the pipeline into {output} ...", flush=True)
-        subprocess.run([sys.executable, "-m", "pipeline.cli", "run", "--config", config, "--output", output],
+        subprocess.run([sys.executable, "-m", "cli.main", "run", "--config", config, "--output", output],
                        check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
     return cfg
 
@@ -61,8 +61,9 @@ def single_example_latency(call, rows):
 def bench_config(config: str, output: str) -> dict:
     import tensorflow as tf
 
-    from components import serving_push, tflite_export as T
-    from components.batch_latency import eval_records
+    from serving import push as serving_push
+    from serving import tflite as T
+    from serving.batch_latency import eval_records
     from trainer.export import SERVING_SIGNATURE
 
     cfg = ensure_run(config, output)

@@ -35,7 +35,9 @@ from tfx.types import artifact_utils, standard_artifacts
 from tfx.types.component_spec import ChannelParameter, ExecutionParameter
 from tfx.utils import io_utils
 
-from components import run_metrics, serving_push, serving_release
+from components import run_metrics
+from serving import push as serving_push
+from serving import release as serving_release
 from components.anomalies_gate import ANOMALIES_FILE, DataAnomaliesError
 from components.spans import span_of, version_of
 

@@ -3,7 +3,7 @@ ends for (``REASONS``), the samples each part of a run yields, and the push with
 
 Every run reports, whatever its end (monitoring/alerts.yml relies on it):
 - a local run: the local runner at its end, complete, stopped or failed, and the CLI for a run
-  refused before it started (pipeline/monitoring.py, from the run's summary);
+  refused before it started (local/monitoring.py, from the run's summary);
 - a compiled run (Kubeflow / Vertex AI / run-compiled), from inside its containers when the
   ``pushgateway_url`` pipeline parameter is set: the SafePusher at the run's end, pushed or not,
   and when it fails (components/safe_pusher.py); the AnomaliesGate and the DriftGate when they
@@ -26,7 +26,8 @@ import logging
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, TextIO
 
-from components import serving_push, task_metrics
+from components import task_metrics
+from serving import push as serving_push
 
 # name: (help, label names). One name per meaning: a count, a model metric and a time never share one.
 METRICS: Dict[str, tuple] = {
@@ -217,7 +218,7 @@ def statistics_examples_at(uri: str) -> Dict[str, int]:
     summary records of it."""
     from tfx.types import artifact_utils, standard_artifacts
 
-    from components import storage
+    from serving import storage
 
     if not uri or not storage.isdir(uri):
         return {}
@@ -245,7 +246,7 @@ def drift_samples(drift_anomalies_uri: str) -> List[Sample]:
     feature compared with two references reports the larger."""
     from components.drift_gate import ANOMALIES_FILE, SPLIT
 
-    from components import storage
+    from serving import storage
 
     path = storage.join(drift_anomalies_uri, f"Split-{SPLIT}", ANOMALIES_FILE) if drift_anomalies_uri else ""
     if not path or not storage.isfile(path):
@@ -271,7 +272,7 @@ def drift_samples_of(anomalies) -> List[Sample]:
 
 def serving_samples(serving_dir: str) -> List[Sample]:
     """The stable version after the run and when the newest version was pushed."""
-    from components import serving_release
+    from serving import release as serving_release
 
     versions = serving_push.versions(serving_dir)
     if not versions:

@@ -1,6 +1,6 @@
 """SafePusher: TFX's Pusher contract (push only a blessed model, record a PushedModel
 artifact with ``pushed`` / ``pushed_destination``), with the atomic, versioned, pruned
-pushes of ``components.serving_push`` and a metadata file per version.
+pushes of ``serving.push`` and a metadata file per version.
 
 A model artifact that is already in the serving directory (a cached re-run) is not
 pushed a second time; the artifact points at the existing version. Unless serving.tflite asks
@@ -8,7 +8,7 @@ for a TFLite model that version lacks (turned on, or another mode): then it is p
 new version with its model.tflite.
 
 With serving.tflite on, the version also holds ``model.tflite``, built and checked against the
-SavedModel here (components/tflite_export.py); a TFLite model that fails its check refuses
+SavedModel here (serving/tflite.py); a TFLite model that fails its check refuses
 the whole push (``refused`` on the PushedModel says why), as an unblessed model does.
 
 In a compiled run (Kubeflow / Vertex AI / run-compiled) the Pusher is the run's last task: with a
@@ -30,7 +30,11 @@ from tfx.types.component_spec import ChannelParameter, ExecutionParameter
 from tfx.components.util import model_utils
 from tfx.utils import path_utils
 
-from components import batch_latency, run_metrics, serving_push, serving_release, tflite_export
+from components import run_metrics
+from serving import batch_latency
+from serving import push as serving_push
+from serving import release as serving_release
+from serving import tflite as tflite_export
 from components.spans import span_of, version_of
 from components.tfma_results import overall_diff, read_evaluation
 from transforms import features as F
@@ -112,7 +116,7 @@ class Executor(base_executor.BaseExecutor):
                                         protect=serving_release.read(serving_dir).labelled, extra_files=extra_files)
             release = serving_release.on_push(
                 serving_dir, version, exec_properties.get("release") or serving_release.STABLE,
-                int(exec_properties.get("canary_percent") or 10), release_settings(exec_properties))
+                int(exec_properties.get("canary_percent") or 10), serving_release.Settings.from_properties(exec_properties))
             # stable or canary, and the label move TF Serving still needs ('tfxline serving settle')
             pushed.set_string_custom_property("release", serving_release.push_summary(release, version))
         else:
@@ -174,18 +178,10 @@ def _publish_run_metrics(input_dict, pushed, exec_properties: Dict[str, Any], fa
     run_metrics.publish_from_task(exec_properties, samples)
 
 
-def release_settings(exec_properties: Dict[str, Any]) -> serving_release.Settings:
-    return serving_release.Settings(
-        model_name=exec_properties.get("model_name") or "model",
-        base_path=exec_properties.get("tf_serving_base_path") or "",
-        kserve_storage_uri=exec_properties.get("kserve_storage_uri") or "",
-        batch_threads=int(exec_properties.get("batch_threads") or 0))
-
-
 class SafePusherSpec(types.ComponentSpec):
     PARAMETERS = {"serving_dir": ExecutionParameter(type=str), "keep_versions": ExecutionParameter(type=int),
                   "task": ExecutionParameter(type=str, optional=True),  # the feature spec's, for the metadata
-                  # the release (components/serving_release.py): what a push does to the labels, and
+                  # the release (serving/release.py): what a push does to the labels, and
                   # how the TF Serving / KServe files are rendered (the serving config section)
                   "release": ExecutionParameter(type=str, optional=True),
                   "canary_percent": ExecutionParameter(type=int, optional=True),
@@ -193,7 +189,7 @@ class SafePusherSpec(types.ComponentSpec):
                   "tf_serving_base_path": ExecutionParameter(type=str, optional=True),
                   "kserve_storage_uri": ExecutionParameter(type=str, optional=True),
                   "batch_threads": ExecutionParameter(type=int, optional=True),
-                  # serving.tflite (components/tflite_export.py): the mode, its tolerance, the feature spec
+                  # serving.tflite (serving/tflite.py): the mode, its tolerance, the feature spec
                   "tflite": ExecutionParameter(type=str, optional=True),
                   "tflite_tolerance": ExecutionParameter(type=float, optional=True),
                   "features": ExecutionParameter(type=str, optional=True),

@@ -22,7 +22,7 @@ serves, not what MLMD remembers).
 ``ServingBaseline`` takes the candidate model as an input: the baseline is resolved per
 candidate (after training, right before evaluation), and MLMD's cache re-uses a baseline
 only together with the same candidate. The serving directory is a path or an object-store URI
-(gs://, s3://), as for the Pusher (components/storage.py).
+(gs://, s3://), as for the Pusher (serving/storage.py).
 """
 from __future__ import annotations
 
@@ -40,7 +40,8 @@ from tfx.types.component_spec import ChannelParameter, ExecutionParameter
 from tfx.utils import io_utils, path_utils
 from tfx import v1 as tfx
 
-from components import serving_push, serving_release
+from serving import push as serving_push
+from serving import release as serving_release
 
 CANDIDATE_KEY, BASELINE_KEY = "candidate_model", "baseline_model"
 BASELINE_FILE = "baseline.json"

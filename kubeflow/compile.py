@@ -75,7 +75,7 @@ def check_location(value: str, key: str) -> str:
 
 
 def container_serving_dir(cfg: PipelineConfig, pipeline_root: str) -> str:
-    """Where the tasks read and push serving versions (components/storage.py: a file system path
+    """Where the tasks read and push serving versions (serving/storage.py: a file system path
     or an object-store URI). By default <pipeline root>/serving, in the pipeline root's own
     store; on open-source KFP a path is a volume mounted there (``tfxline submit --target kfp
     --serving-pvc NAME``)."""

@@ -43,7 +43,7 @@ import subprocess
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, TextIO
 
-from components import storage
+from serving import storage
 from kubeflow import launcher, spec
 from kubeflow.launcher import UnsupportedSpec, build_executor_input, fill_placeholders
 
@@ -83,7 +83,7 @@ class RunResult:
         (one line) and failed thresholds, when the caller can read TFMA's output (the CLI does)."""
         lines = [f"run {self.run_id} ({len(self.tasks)} tasks in containers of {self.image}, as KFP "
                  f"{self.kfp_version} runs them): wall time {self.seconds:.0f}s"]
-        from pipeline.console import blessing_line, drift_line
+        from runs.console import blessing_line, drift_line
 
         drift = metadata_of(self.output("drift_anomalies")).get("compared_with", "")
         if drift:

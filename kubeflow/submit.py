@@ -72,7 +72,7 @@ def build_request(pipeline_json: str, *, target: str, parameters: Optional[Mappi
     serving_root = ""
     if target == "kfp":
         serving_dir = _serving_dir(job, pipeline_json)
-        if "://" in serving_dir:  # an object store: the tasks reach it themselves (components/storage.py)
+        if "://" in serving_dir:  # an object store: the tasks reach it themselves (serving/storage.py)
             if serving_pvc:
                 raise SubmitError(
                     f"--serving-pvc {serving_pvc}: {pipeline_json} pushes to {serving_dir}, an object store the tasks "

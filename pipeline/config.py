@@ -125,7 +125,7 @@ class DriftConfig:
 
 @dataclasses.dataclass(frozen=True)
 class MonitoringConfig:
-    """Run metrics for Prometheus (pipeline/monitoring.py, docs/daily.md): at the end of every
+    """Run metrics for Prometheus (local/monitoring.py, docs/daily.md): at the end of every
     ``tfxline run``, refused, failed or complete, pushed to a Pushgateway and/or written for
     node_exporter's textfile collector, grouped by the pipeline's name (job) and ``labels``.
     Off when both pushgateway_url and textfile_dir are empty."""
@@ -209,7 +209,7 @@ class ServingConfig:
 class RetentionConfig:
     """Local runs: after each run, delete the bulky artifacts (examples, transform outputs,
     models, TensorBoard logs) of runs older than the newest ``keep_runs`` complete ones
-    (pipeline/retention.py; ``tfxline gc`` does it on demand). 0 keeps everything, as TFX does."""
+    (runs/retention.py; ``tfxline gc`` does it on demand). 0 keeps everything, as TFX does."""
     keep_runs: int = 0             # how many complete runs keep their artifacts (0: every run)
 
 
@@ -256,7 +256,7 @@ class PipelineConfig:
     @property
     def metadata_store(self) -> Any:
         """The store as plain data: the SQLite file's path, or {"mysql": {host, port, database,
-        user, password_env}} (pipeline.store.connection_config turns it into MLMD's config)."""
+        user, password_env}} (runs.store.connection_config turns it into MLMD's config)."""
         if self.metadata.backend == "sqlite":
             return self.metadata_path
         return {"mysql": {k: v for k, v in dataclasses.asdict(self.metadata).items() if k != "backend"}}

@@ -19,8 +19,8 @@ from pipeline.beam_engines import DIRECT_MODES, ENGINES, ENVIRONMENT_TYPES, PORT
 from pipeline.config import DEFAULT_CONFIG, ConfigError, PipelineConfig
 from pipeline.labels import MISSING_LABELS
 from pipeline.data_source import FORMATS, PACKAGE_PREFIX, DataError, has_span_spec, resolve_data_path
-from components.serving_release import RELEASES
-from components.tflite_export import MODES as TFLITE_MODES, OFF as TFLITE_OFF
+from serving.release import RELEASES
+from serving.tflite import MODES as TFLITE_MODES, OFF as TFLITE_OFF
 from trainer.settings import (BATCH_SCALINGS, JIT_COMPILES, PRECISIONS, READERS, STRATEGIES, TRAINING_MODES,
                               TrainingConfig)
 from transforms.features import FeatureSpec, FeatureSpecError

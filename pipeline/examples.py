@@ -6,7 +6,7 @@ from typing import Dict, Iterable, Iterator, List, Sequence
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 # TensorFlow is imported where a row becomes a tf.Example, not with this module: `tfxline predict`
-# imports this module before its checks, and TensorFlow only after them, quietly (pipeline/quiet.py).
+# imports this module before its checks, and TensorFlow only after them, quietly (cli/quiet.py).
 
 
 def row_to_example(row: Dict[str, str], types: Dict[str, int], columns: Sequence[str]) -> "tf.train.Example":

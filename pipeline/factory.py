@@ -20,7 +20,7 @@ from components.safe_pusher import SafePusher
 from components.serving_baseline import GatedEvaluator, ServingBaseline
 from pipeline.config import EVAL_SPLIT, TRAIN_SPLIT, VALIDATION_SPLIT, PipelineConfig
 from pipeline.eval_config import build_eval_config
-from pipeline.serving import release_properties, tflite_properties
+from pipeline.pusher_settings import release_properties, tflite_properties
 
 PREPROCESSING_FN = "transforms.preprocessing.preprocessing_fn"
 RUN_FN = "trainer.run.run_fn"
@@ -103,7 +103,7 @@ def create_pipeline(
     ``trainer_factory`` lets a runner supply a Trainer variant (for example
     Vertex AI Training) that takes the standard Trainer arguments; ``run_metrics``: the
     Pusher's exec properties that make it push the run's metrics (a compiled run's; a local run's
-    runner pushes them itself, pipeline/monitoring.py); ``component_beam_args``: Beam args of
+    runner pushes them itself, local/monitoring.py); ``component_beam_args``: Beam args of
     single components by id, after the pipeline's (pipeline/beam_engines.component_args);
     ``data_digest``: the content of the CSV files read now (a local run's), in ExampleGen's cache key.
     """

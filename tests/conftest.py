@@ -79,7 +79,7 @@ def pipeline_run(taxi_slice, tmp_path_factory):
     Trainer also profiles one execution of its train function (runtime.profile_steps; the
     report test reads the summary), and its Pusher writes a checked TFLite model
     (serving.tflite=dynamic; tests/test_tflite.py)."""
-    from pipeline import local_runner
+    from local import runner as local_runner
 
     cfg = e2e_config(taxi_slice, tmp_path_factory.mktemp("run"), "runtime.profile_steps=50", "serving.tflite=dynamic")
     out = io.StringIO()
@@ -92,7 +92,7 @@ def anomalies_run(tmp_path_factory):
     """One run through the CLI on data that violates the schema (an unseen payment_type):
     it stops at the AnomaliesGate. Shared by the gate test and the failed-run report tests.
     Returns (output dir, exit code, stdout, stderr)."""
-    from pipeline import cli
+    from cli import main as cli
 
     def unseen_payment(row):
         if row["trip_start_hour"] == "3":
@@ -114,7 +114,7 @@ WORSE = ["--set", "model.learning_rate=0.000001", "--set", "training.epochs=1"]
 
 def tfxline(*args):
     """`tfxline ARGS` in a fresh process, as a user runs it."""
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True,
                           timeout=900, cwd=ROOT)
 
 
@@ -125,8 +125,8 @@ def two_runs(config, output, *worse_sets, first_sets=()):
     names its vocabulary tables by analyzer position, so a pipeline with other feature types
     in the same Python process as the shared taxi run would collide with that run's tables.
     ``first_sets``: --set arguments of the first run only."""
-    from components import serving_push
-    from pipeline.summary import collect_run
+    from serving import push as serving_push
+    from runs.summary import collect_run
 
     cfg = load_config(config, overrides=[f"output_root={output}"])
     first = tfxline("run", "--config", config, "--output", str(output), *first_sets)

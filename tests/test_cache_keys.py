@@ -10,7 +10,8 @@ what depends on it. MLMD keys an execution on its inputs and exec properties, so
 """
 import os
 
-from pipeline import files, local_runner
+from runs import files
+from local import runner as local_runner
 from pipeline.config_loader import load_config
 from tests.conftest import write_taxi_slice
 

@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from pipeline import cli
+from cli import main as cli
 from tests.conftest import write_taxi_slice
 
 
@@ -118,7 +118,8 @@ def test_a_damaged_release_stops_the_run_before_anything(tmp_path, capsys, model
     """The baseline, the drift check and the push read the release: a cut-short release.json is
     one line naming the file and the fix, exit 2, before any component runs (it was exit 1 from
     the DriftGate, with a JSONDecodeError)."""
-    from components import serving_push, serving_release
+    from serving import push as serving_push
+    from serving import release as serving_release
 
     data = write_taxi_slice(tmp_path / "d" / "t.csv", limit=50)
     serving = tmp_path / "o" / "serving" / "taxi"

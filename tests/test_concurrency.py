@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from components import serving_push
+from serving import push as serving_push
 
 pytestmark = pytest.mark.e2e
 

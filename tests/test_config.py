@@ -88,7 +88,7 @@ def test_steps_mode_needs_a_step_per_round():
 ])
 def test_train_steps_fits_the_configs_rounds_to_its_budget(argv, epochs):
     """`tfxline run --train-steps 5` on the defaults: a documented flag that works alone."""
-    from pipeline import cli
+    from cli import main as cli
 
     cfg = cli.config_from_args(cli.build_parser().parse_args(argv))
     assert (cfg.training.mode, cfg.training.train_steps, cfg.training.epochs) == (
@@ -96,7 +96,7 @@ def test_train_steps_fits_the_configs_rounds_to_its_budget(argv, epochs):
 
 
 def test_a_train_steps_flag_against_an_explicit_epochs_names_both():
-    from pipeline import cli
+    from cli import main as cli
 
     args = cli.build_parser().parse_args(["run", "--train-steps", "5", "--set", "training.epochs=10"])
     with pytest.raises(ConfigError, match=r"training\.epochs: 10; in steps mode it counts the rounds "
@@ -107,7 +107,7 @@ def test_a_train_steps_flag_against_an_explicit_epochs_names_both():
 def test_the_default_budget_is_passes_over_the_data():
     """Passes over the train split (early stopping ends it), not a fixed step count; the
     CLI's --train-steps asks for a step budget and switches the mode with it."""
-    from pipeline import cli
+    from cli import main as cli
 
     assert load_config().training.mode == "epochs"
     args = cli.build_parser().parse_args(["run", "--train-steps", "40"])
@@ -170,7 +170,7 @@ def test_per_feature_drift_thresholds():
 
 
 def test_mysql_store_takes_its_password_from_the_environment(monkeypatch):
-    from pipeline.store import connection_config, describe_store
+    from runs.store import connection_config, describe_store
 
     cfg = load_config(overrides=["metadata.backend=mysql", "metadata.host=db", "metadata.port=3307"])
     assert cfg.metadata_store == {"mysql": {"host": "db", "port": 3307, "database": "tfxline",

@@ -1,4 +1,4 @@
-"""The end-of-run summary (pipeline/console.py) of runs whose components MLMD's cache served,
+"""The end-of-run summary (runs/console.py) of runs whose components MLMD's cache served,
 read from a real MLMD SQLite store laid out as LocalDagRunner records a cache hit: the cached
 execution's outputs are the artifacts an earlier execution made. The counts add up, and a
 cached DriftGate, ServingBaseline or Pusher says whose result it shows, not what it would
@@ -6,8 +6,8 @@ find now."""
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2 as pb
 
-from pipeline.console import format_summary
-from pipeline.summary import collect_run
+from runs.console import format_summary
+from runs.summary import collect_run
 
 COMPLETE, CACHED = pb.Execution.COMPLETE, pb.Execution.CACHED
 
@@ -107,7 +107,7 @@ def test_a_failed_component_is_marked_on_the_console():
     import io
     import logging
 
-    from pipeline.run_process import ProgressHandler
+    from local.process import ProgressHandler
 
     out = io.StringIO()
     handler = ProgressHandler(out)
@@ -130,7 +130,7 @@ def test_a_failed_component_is_marked_on_the_console():
 def test_the_task_of_a_run_is_read_from_any_custom_config():
     """#52: TFX's own taxi example records custom_config as JSON null (its Trainer has none):
     reading such a run (bench/e2e.py summarises one) says no task instead of crashing."""
-    from pipeline.summary import _task_of
+    from runs.summary import _task_of
 
     def execution(custom_config):
         e = pb.Execution()

@@ -24,9 +24,10 @@ import subprocess
 import numpy as np
 import pytest
 
-from components import serving_push
+from serving import push as serving_push
 from kubeflow import compile as kfp_compile, spec
-from pipeline import cli, data_source
+from pipeline import data_source
+from cli import main as cli
 from pipeline.config_loader import load_config
 from pipeline.examples import read_csv_rows, serialize_rows
 from tests.conftest import E2E_TRAIN_STEPS, SLICE_ROWS, missing, write_taxi_slice
@@ -260,7 +261,8 @@ def test_a_gs_pipeline_root_runs_to_a_blessed_model_pushed_into_the_bucket(image
     a GCS on loopback (tests/gcs_server.py: the containers get its proxy, CA and test token with
     --env and --mount, as a user passes a bucket's credentials): artifacts, the pushed version
     and the release all land in the bucket; nothing is written to a local root."""
-    from components import serving_release, storage
+    from serving import release as serving_release
+    from serving import storage
 
     root = gcs("kfp-root")
     data = write_taxi_slice(tmp_path / "data" / "taxi.csv")
@@ -335,7 +337,7 @@ def test_kfp_local_docker_runner_runs_the_compiled_spec(image, gcs, tmp_path):
     kfp.local takes a local directory only (kfp 2.17 ``local/config.py:281``,
     ``os.path.abspath(pipeline_root)``; ``docker_task_handler.py:41-75`` mounts it);
     test_a_gs_pipeline_root_runs_to_a_blessed_model_pushed_into_the_bucket runs one."""
-    from components import storage
+    from serving import storage
     import yaml
 
     root = tmp_path / "kfp-local"

@@ -10,7 +10,7 @@ import tensorflow_data_validation as tfdv
 from tfx.types import artifact_utils, standard_artifacts
 
 from components import drift_gate as dg
-from components.serving_push import METADATA_FILE
+from serving.push import METADATA_FILE
 from pipeline import data_source
 from pipeline.config_loader import load_config
 from pipeline.factory import drift_thresholds
@@ -32,7 +32,7 @@ def serving_with_reference(tmp_path, reference):
     serving = tmp_path / "serving"
     os.makedirs(serving / "7")
     (serving / "7" / METADATA_FILE).write_text(json.dumps({"data": {"statistics_uri": reference.uri}}))
-    (serving / "7" / "saved_model.pb").write_bytes(b"pb")  # a complete version (components/serving_push.py)
+    (serving / "7" / "saved_model.pb").write_bytes(b"pb")  # a complete version (serving/push.py)
     return str(serving)
 
 

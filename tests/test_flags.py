@@ -5,7 +5,7 @@ import itertools
 
 import pytest
 
-from pipeline import cli
+from cli import main as cli
 from pipeline.config import ConfigError
 
 CONFIGS = ("taxi", "penguin", "penguin_mass")

@@ -9,7 +9,8 @@ import os
 import pytest
 import yaml
 
-from pipeline import cli, init_project
+from cli import main as cli
+from cli import init_project
 from pipeline.config_loader import load_config
 
 TABLES = os.path.join(os.path.dirname(__file__), "data", "tables")

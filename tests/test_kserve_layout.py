@@ -20,9 +20,9 @@ import shutil
 import pytest
 import yaml
 
-from components import serving_push as sp
-from components import serving_release as sr
-from components import storage
+from serving import push as sp
+from serving import release as sr
+from serving import storage
 
 
 def tiny_model(path, answer):

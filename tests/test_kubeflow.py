@@ -14,7 +14,7 @@ from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 
 from kubeflow import compile as kfp_compile, entrypoint as kfp_entrypoint, spec as kfp_spec, submit as kfp_submit
-from pipeline import cli
+from cli import main as cli
 from pipeline.config import ConfigError
 from pipeline.config_loader import load_config
 
@@ -359,7 +359,7 @@ def test_second_dataset_compiles_with_container_paths(tmp_path):
 
 
 def test_the_tasks_push_where_the_pipeline_root_is_or_to_a_volume(compiled, tmp_path):
-    """The tasks push through components/storage.py: by default to <pipeline root>/serving, in the
+    """The tasks push through serving/storage.py: by default to <pipeline root>/serving, in the
     pipeline root's own object store (no volume: KFP takes no --serving-pvc); a scheme TensorFlow
     has no file system for (KFP's minio://) is refused in one line; on KFP a path is where
     --serving-pvc mounts a volume."""

@@ -1,60 +1,44 @@
-"""The packages' import layers. The model side (transforms, trainer) and the custom components
-run inside the Trainer, Transform and component containers and in unit tests without the
-orchestrator, so they must not reach up into it: feature names and config types live low,
-the orchestrator (pipeline, kubeflow) and the benches import them, never the reverse."""
-import ast
+"""The tree's measures (tools/measures.py): the import layers, lowest first task_types <
+transforms < trainer < serving < components < pipeline < runs < local, kubeflow < cli (the model
+side and the custom components run in containers and unit tests without the orchestrator, so they
+never reach up into it), each folder's share of the product code, and the size of files and
+functions."""
+import importlib.util
 import pathlib
 
-import pytest
-
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-PROJECT = {"transforms", "trainer", "components", "pipeline", "kubeflow", "bench", "tools"}
-ALLOWED = {  # package -> the project packages its modules may import (itself included)
-    "transforms": {"transforms"},
-    "trainer": {"transforms", "trainer"},
-    "components": {"transforms", "trainer", "components"},
-}
+_spec = importlib.util.spec_from_file_location("measures", ROOT / "tools" / "measures.py")
+measures = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(measures)
 
 
-def imported_roots(path: pathlib.Path):
-    """(line, top-level package) of every import in the file, function-level ones included."""
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            yield from ((node.lineno, alias.name.split(".")[0]) for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            yield node.lineno, node.module.split(".")[0]
+def test_every_product_folder_is_a_layer():
+    folders = {p.parent.relative_to(ROOT).parts[0] for p in ROOT.glob("*/__init__.py")}
+    assert folders - {"tests", "bench", "tools", "schema"} == set(measures.PACKAGES)
 
 
-@pytest.mark.parametrize("package", sorted(ALLOWED))
-def test_lower_packages_do_not_import_the_orchestrator(package):
-    files = sorted((ROOT / package).rglob("*.py"))
-    assert files, f"no modules under {package}/"
-    bad = [f"{path.relative_to(ROOT)}:{line} imports {root}"
-           for path in files for line, root in imported_roots(path)
-           if root in PROJECT and root not in ALLOWED[package]]
-    assert not bad, "; ".join(bad)
+def test_no_import_runs_against_the_layer_order():
+    assert not measures.layer_violations(), "\n".join(measures.layer_violations())
 
 
-def test_the_check_sees_nested_imports(tmp_path):
-    module = tmp_path / "m.py"
-    module.write_text("def f():\n    from pipeline.summary import x\n    import kubeflow.cli\n")
-    assert list(imported_roots(module)) == [(2, "pipeline"), (3, "kubeflow")]
+def test_the_check_sees_nested_and_sideways_imports(tmp_path, monkeypatch):
+    for pkg, body in {"runs": "def f():\n    from cli.main import x\n", "local": "import kubeflow.spec\n",
+                      "cli": "import local.runner\nfrom runs import store\n"}.items():
+        (tmp_path / pkg).mkdir()
+        (tmp_path / pkg / "m.py").write_text(body)
+    monkeypatch.setattr(measures, "ROOT", tmp_path)
+    found = measures.layer_violations()
+    assert [v.split(" (")[0] for v in found] == ["local/m.py:1 imports kubeflow.spec", "runs/m.py:2 imports cli.main"]
 
 
-def imported_modules(path: pathlib.Path):
-    """Every module the file imports, by its full dotted name."""
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            yield from (alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            yield node.module
-            yield from (f"{node.module}.{alias.name}" for alias in node.names)
+def test_no_folder_holds_more_than_a_fifth_of_the_product_code():
+    shares = measures.folder_shares()
+    assert max(shares.values()) <= measures.MAX_FOLDER_SHARE, shares
 
 
-def test_the_command_line_modules_import_one_way():
-    """pipeline/cli.py registers the Kubeflow commands (imports kubeflow/cli.py); both take their
-    shared helpers from pipeline/cli_common.py, which imports neither: no cycle."""
-    assert "pipeline.cli" not in set(imported_modules(ROOT / "kubeflow" / "cli.py"))
-    assert "pipeline.cli_common" in set(imported_modules(ROOT / "kubeflow" / "cli.py"))
-    common = set(imported_modules(ROOT / "pipeline" / "cli_common.py"))
-    assert not {"pipeline.cli", "kubeflow.cli", "kubeflow"} & common
+def test_no_product_file_is_over_the_line_limit():
+    assert not measures.long_files(), "\n".join(measures.long_files())
+
+
+def test_no_function_is_over_the_line_limit():
+    assert not measures.long_functions(), "\n".join(measures.long_functions())

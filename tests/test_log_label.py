@@ -73,7 +73,7 @@ def test_signatures_serve_and_evaluate_in_the_labels_unit(analyzed):
 
 def test_init_learns_a_skewed_non_negative_label_in_log_space(tmp_path):
     """bench/tables.py measured it: better on skewed prices and wages, worse on a symmetric target."""
-    from pipeline.init_project import plan
+    from cli.init_project import plan
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=400)

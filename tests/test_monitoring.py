@@ -1,4 +1,4 @@
-"""Run metrics in Prometheus (pipeline/monitoring.py, monitoring/): the rules and the dashboard
+"""Run metrics in Prometheus (local/monitoring.py, monitoring/): the rules and the dashboard
 against the metric names the code emits, promtool on the rules, and real runs pushing to a real
 Pushgateway that a real Prometheus scrapes."""
 import contextlib
@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from pipeline import monitoring
+from local import monitoring
 from pipeline.config_loader import load_config
 from tests.conftest import E2E_TRAIN_STEPS, missing, write_taxi_slice
 
@@ -131,7 +131,7 @@ def test_runs_push_their_metrics_to_a_real_prometheus(servers, tmp_path):
     """A real run pushes; Prometheus scrapes the gateway and has the run's AUC, its
     per-component seconds and its pushed version; a second run (served from the cache)
     replaces them; a run with the gateway stopped still succeeds, with one warning."""
-    from pipeline import cli
+    from cli import main as cli
 
     data = write_taxi_slice(tmp_path / "d" / "taxi.csv", limit=1500)
     argv = ["run", "--data", data, "--output", str(tmp_path / "out"), "--set", "training.mode=steps",
@@ -191,7 +191,9 @@ def test_a_compiled_runs_pusher_pushes_its_metrics_pushed_or_failed(model_files,
     """The SafePusher with the pushgateway_url pipeline parameter (a compiled run's last task):
     a gateway that is down is one warning in the task's log and the model is pushed all the
     same; a push that fails still reports the run, as failed at the Pusher, and fails the task."""
-    from components import batch_latency, run_metrics, safe_pusher, serving_push
+    from components import run_metrics, safe_pusher
+    from serving import batch_latency
+    from serving import push as serving_push
 
     monkeypatch.setattr(batch_latency, "measure", lambda *a: {})
     inputs, pushed = _pusher_artifacts(model_files, tmp_path)
@@ -226,8 +228,8 @@ def test_a_compiled_runs_pusher_reports_what_the_local_run_reports(pipeline_run)
     the data, the push), but for what only the orchestrator sees (start time, durations,
     per-component seconds)."""
     from components import run_metrics, safe_pusher
-    from pipeline.report.artifacts import RunArtifacts, load_run_info
-    from pipeline.store import INPUT_EVENTS, tfx_artifacts
+    from runs.report.artifacts import RunArtifacts, load_run_info
+    from runs.store import INPUT_EVENTS, tfx_artifacts
 
     cfg, summary, _ = pipeline_run
     run = RunArtifacts(load_run_info(os.path.join(cfg.output_root, "runs", summary.run_id)))
@@ -251,7 +253,7 @@ def test_a_compiled_runs_pusher_reports_what_the_local_run_reports(pipeline_run)
 
 
 def _refused_run(argv, tmp_path):
-    from pipeline import cli
+    from cli import main as cli
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stderr(err):
@@ -265,7 +267,7 @@ def test_runs_refused_before_they_start_push_and_are_recorded(tmp_path):
     one record that `tfxline runs` and `runs show latest` print (MLMD has no run of them)."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    from pipeline import cli
+    from cli import main as cli
 
     output, textfile = tmp_path / "out", tmp_path / "tf"
     output.mkdir()

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from components import serving_push as sp
-from components import serving_release as sr
-from components import storage
+from serving import push as sp
+from serving import release as sr
+from serving import storage
 
 SETTINGS = sr.Settings(model_name="taxi", kserve_storage_uri="gs://models/taxi", batch_threads=2)
 

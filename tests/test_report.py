@@ -13,10 +13,10 @@ import sys
 import pytest
 import tensorflow as tf
 
-from pipeline import cli
-from pipeline.console import format_summary
-from pipeline.report import collect, render
-from pipeline.store import INPUT_EVENTS, execution_artifacts, open_store
+from cli import main as cli
+from runs.console import format_summary
+from runs.report import collect, render
+from runs.store import INPUT_EVENTS, execution_artifacts, open_store
 
 pytestmark = pytest.mark.e2e
 
@@ -55,7 +55,7 @@ def test_read_commands_print_no_library_noise(pipeline_run, command):
     args = {"report": [run_dir_of(cfg, summary)], "runs": ["--output", cfg.output_root],
             "gc": ["--output", cfg.output_root, "--keep-runs", "100", "--dry-run"],
             "serving": ["--output", cfg.output_root]}[command]
-    done = subprocess.run([sys.executable, "-m", "pipeline.cli", command, *args], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "cli.main", command, *args], capture_output=True, text=True,
                           timeout=300, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith({"report": "report: ", "runs": "run ", "gc": "retention: nothing to delete",

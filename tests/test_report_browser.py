@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from pipeline.report import render
+from runs.report import render
 from tests.conftest import missing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -150,7 +150,7 @@ def string_stats(values, count):
 
 
 def literal_report(task):
-    """A whole report's data as pipeline/report/collect.py returns it: a multi-class run with
+    """A whole report's data as runs/report/collect.py returns it: a multi-class run with
     long class names and a flat history, or a regression run with labels in the hundreds of
     millions (a loss near 1e16); both with three splits of wide statistics."""
     features = {

@@ -4,7 +4,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from pipeline.report import render, svg
+from runs.report import render, svg
 
 
 def failed_early_run():
@@ -58,7 +58,7 @@ def test_charts_are_well_formed_on_edge_cases():
 def test_report_command_on_what_is_not_a_recorded_run(tmp_path, capsys):
     import json
 
-    from pipeline import cli
+    from cli import main as cli
 
     def one_error_line(argv):
         assert cli.main(argv) == cli.EXIT_BAD_INPUT
@@ -140,8 +140,8 @@ def test_an_undefined_metric_against_the_baseline_renders(tmp_path):
 def test_a_report_that_cannot_be_written_is_one_console_warning(capsys):
     import sys
 
-    from pipeline import cli
-    from pipeline.summary import RunSummary
+    from cli import main as cli
+    from runs.summary import RunSummary
 
     cli.print_summary(RunSummary(run_id="r1", components=[], report_error="TypeError: must be real number"), sys.stdout)
     out = capsys.readouterr().out

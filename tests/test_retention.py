@@ -1,4 +1,4 @@
-"""Retention (pipeline/retention.py) on a real MLMD SQLite store laid out as TFX lays out a
+"""Retention (runs/retention.py) on a real MLMD SQLite store laid out as TFX lays out a
 pipeline's runs: which artifacts a collection deletes, which it keeps, and what TFX's cache
 makes of a collected execution. The same against real pipeline runs: tests/test_spans.py."""
 import io
@@ -8,7 +8,8 @@ import pytest
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2 as pb
 
-from pipeline import cli, retention
+from cli import main as cli
+from runs import retention
 
 LIVE, MARKED, DELETED = pb.Artifact.LIVE, pb.Artifact.MARKED_FOR_DELETION, pb.Artifact.DELETED
 COMPLETE, CACHED, FAILED, RUNNING = (pb.Execution.COMPLETE, pb.Execution.CACHED, pb.Execution.FAILED,

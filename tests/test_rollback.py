@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from components import serving_push as sp
-from components import serving_release
-from pipeline import cli
+from serving import push as sp
+from serving import release as serving_release
+from cli import main as cli
 
 
 def push_runs(model_files, serving_dir, n, keep=5):
@@ -178,7 +178,7 @@ def test_a_bad_model_rolled_back_predicts_as_the_good_one_again(pipeline_run, ta
 
 @pytest.mark.e2e
 def test_runs_marks_the_push_that_was_rolled_back(pipeline_run, model_files, tmp_path):
-    from pipeline.history import list_runs
+    from runs.history import list_runs
 
     cfg, summary, _ = pipeline_run
     pushed = int(os.path.basename(summary.pushed_to))
@@ -199,7 +199,7 @@ def test_a_rollback_waits_for_a_run_on_the_same_output_root(model_files, tmp_pat
     import threading
     import time
 
-    from pipeline import local_runner
+    from local import runner as local_runner
     from pipeline.config_loader import load_config
 
     out_root = tmp_path / "out"

@@ -14,7 +14,7 @@ import pytest
 from tfx.dsl.components.base import base_executor
 
 from kubeflow import compile as kfp_compile, launcher, run_compiled as rc, spec
-from pipeline import cli
+from cli import main as cli
 from pipeline.config_loader import load_config
 
 IMAGE = "tfxline:unit"

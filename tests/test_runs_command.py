@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from pipeline import cli
+from cli import main as cli
 from tests.test_console import Runs
 
 GATE = "AnomaliesGate"

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 from components import csv_example_gen
-from pipeline import schema_tools
+from cli import schema_draft as schema_tools
 from pipeline.data_source import DataError
 
 NUMBER = st.one_of(st.integers(-1000, 10**6).map(str), st.floats(-1e5, 1e5, allow_nan=False).map(lambda x: repr(round(x, 3))),

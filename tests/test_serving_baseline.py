@@ -5,7 +5,7 @@ import os
 from tfx.types import standard_artifacts
 
 from components import serving_baseline as sb
-from components.serving_push import METADATA_FILE
+from serving.push import METADATA_FILE
 
 
 def fake_version(serving_dir, version, model_uri):

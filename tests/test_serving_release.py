@@ -1,5 +1,5 @@
 """The release labels (stable / canary) and the files a model server reads
-(components/serving_release.py): each file parsed with TF Serving's own protos or validated against
+(serving/release.py): each file parsed with TF Serving's own protos or validated against
 KServe's published InferenceService schema; label moves atomic under an injected crash; bad input
 refused in one line with nothing changed."""
 import gzip
@@ -10,8 +10,8 @@ import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
 from tensorflow_serving.config import model_server_config_pb2
 
-from components import serving_push as sp
-from components import serving_release as sr
+from serving import push as sp
+from serving import release as sr
 from tests.conftest import ROOT
 from tests.test_rollback import run_cli
 
@@ -107,7 +107,7 @@ def test_canary_promote_and_rollback_move_the_labels(model_files, tmp_path):
     assert isvc["spec"]["predictor"]["model"]["storageUri"].endswith(f"/kserve/{v2}")
     assert sr.serving_version(d) == v2
 
-    from pipeline import serving
+    from runs import versions as serving
     current, target = serving.rollback_target(d, None)
     assert (current, target) == (v2, v1)  # the stable version before the promote
     new, _, restored = sp.rollback(d, 5, to=target, current=current, protect=sr.read(d).labelled)
@@ -293,7 +293,8 @@ def test_the_pusher_writes_the_release_and_a_failed_measurement_does_not_block_i
 
     from tfx.types import standard_artifacts
 
-    from components import batch_latency, safe_pusher
+    from components import safe_pusher
+    from serving import batch_latency
 
     def broken(model_dir, records):
         raise RuntimeError("no eval rows")

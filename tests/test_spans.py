@@ -11,12 +11,13 @@ import re
 
 import pytest
 
-from components import serving_push
-from pipeline import cli, local_runner
+from serving import push as serving_push
+from cli import main as cli
+from local import runner as local_runner
 from pipeline.data_source import DataError
-from pipeline.history import list_runs
-from pipeline.console import format_summary
-from pipeline.summary import collect_run
+from runs.history import list_runs
+from runs.console import format_summary
+from runs.summary import collect_run
 from tests.conftest import e2e_config, write_taxi_slice
 
 pytestmark = pytest.mark.e2e

@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components import serving_push, task_metrics
+from components import task_metrics
+from serving import push as serving_push
 from pipeline import data_source
 from tests.conftest import tfxline
 

@@ -1,5 +1,5 @@
 """TF Serving's rules for a models.config (tests/tf_serving_rules.py, each citing TF Serving's
-source at 9d981c5c), then every release transition (components/serving_release.py) replayed
+source at 9d981c5c), then every release transition (serving/release.py) replayed
 through them: a server polling the file from the first push on, and a server started on each file,
 with and without --allow_version_labels_for_unavailable_models. The replay fails on the release
 as it was before the two phases (one write moved ``stable`` onto a version not loaded yet)."""
@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from components import serving_push as sp
-from components import serving_release as sr
+from serving import push as sp
+from serving import release as sr
 from tests.conftest import ROOT
 from tests.test_rollback import run_cli
 from tests.tf_serving_rules import FLAGS, PREDICT_PATH, STATUS_PATH, Server, ServingError, parse
@@ -179,7 +179,7 @@ def every_transition(model_files, d, seen):
     sr.canary(d, v1, 20, SETTINGS)  # an older version, not loaded now
     r.record("canary (phase 1)")
     r.settle("canary")
-    from pipeline import serving
+    from runs import versions as serving
     current, target = serving.rollback_target(d, None)
     new, _, restored = sp.rollback(d, 5, to=target, current=current, protect=sr.read(d).labelled)
     sr.on_rollback(d, new, restored, SETTINGS)

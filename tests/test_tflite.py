@@ -1,4 +1,4 @@
-"""The TFLite model a push writes (components/tflite_export.py): the real converter and
+"""The TFLite model a push writes (serving/tflite.py): the real converter and
 interpreter on the shared run's model, the parity gate per task and mode, and a push the gate
 refuses."""
 import json
@@ -8,8 +8,8 @@ import shutil
 import numpy as np
 import pytest
 
-from components import serving_push as sp
-from components import tflite_export as T
+from serving import push as sp
+from serving import tflite as T
 from transforms import features as F
 
 
@@ -106,7 +106,7 @@ def pusher_inputs(pipeline_run, tmp_path):
 
 @pytest.mark.e2e
 def test_the_push_holds_a_checked_tflite_model(pipeline_run):
-    from pipeline.console import format_summary
+    from runs.console import format_summary
 
     cfg, version, meta = pushed(pipeline_run)
     _, summary, _ = pipeline_run
@@ -124,7 +124,7 @@ def test_the_push_holds_a_checked_tflite_model(pipeline_run):
 def test_the_tflite_model_takes_raw_values_with_missing_marks(pipeline_run):
     """The pushed model.tflite in the real interpreter on the eval rows, as raw columns (missing
     values marked), against the SavedModel of the same version on the same rows."""
-    from components.batch_latency import eval_records
+    from serving.batch_latency import eval_records
 
     cfg, version, meta = pushed(pipeline_run)
     records = eval_records(meta["data"]["examples_uri"], 400)
@@ -145,7 +145,7 @@ def test_the_tflite_model_takes_raw_values_with_missing_marks(pipeline_run):
 @pytest.mark.e2e
 def test_float32_tflite_reproduces_the_savedmodel(pipeline_run):
     """No quantization: the rebuilt preprocessing and the network give the SavedModel's numbers."""
-    from components.batch_latency import eval_records
+    from serving.batch_latency import eval_records
 
     cfg, version, meta = pushed(pipeline_run)
     exported = T.export(os.path.join(cfg.serving_dir, str(version)), transform_dir(meta), cfg.features, "none",

@@ -5,7 +5,8 @@ import gzip
 import pytest
 import tensorflow as tf
 
-from pipeline import cli, data_source
+from pipeline import data_source
+from cli import main as cli
 from pipeline.config import ConfigError
 from pipeline.config_loader import load_config
 from pipeline.data_source import DataError

@@ -10,7 +10,8 @@ import json
 import pytest
 from ml_metadata.proto import metadata_store_pb2 as pb
 
-from pipeline import cli, local_runner
+from cli import main as cli
+from local import runner as local_runner
 from pipeline.config_loader import load_config
 from pipeline.data_source import DataError
 from tests.conftest import write_taxi_slice

@@ -1,5 +1,5 @@
 """TF Serving as a stand-in that fails where ``tensorflow_model_server`` fails, for the
-models.config files we write (components/serving_release.py), replayed in order.
+models.config files we write (serving/release.py), replayed in order.
 
 Every rule cites TF Serving's source at commit 9d981c5c2708d23c5407c7c1e30309e6f9798874 (the one
 docs/serving.md cites; ``git -C /work/.mirror/tensorflow+serving/repo show HEAD:<file>``), paths

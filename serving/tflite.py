@@ -164,7 +164,7 @@ def convert(module, mode: str, calibration: Optional[Dict[str, np.ndarray]] = No
             converter.representative_dataset = lambda: (
                 {input_name(k): v[i:i + CALIBRATION_BATCH] for k, v in calibration.items()}
                 for i in range(0, rows, CALIBRATION_BATCH))
-        from components.native_stderr import TFLITE_CONVERTER_NOISE, stderr_filtered
+        from serving.native_stderr import TFLITE_CONVERTER_NOISE, stderr_filtered
         try:
             with stderr_filtered(TFLITE_CONVERTER_NOISE):
                 return converter.convert()

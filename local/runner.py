@@ -3,7 +3,7 @@
 This runner owns the paths and the process environment; ``create_pipeline`` gets
 everything passed in. Console output is one line per component start/finish (with its
 duration and whether MLMD's cache served it); the full log goes to
-``<output_root>/logs/<run>.log`` (pipeline/run_process.py).
+``<output_root>/logs/<run>.log`` (local/process.py).
 """
 from __future__ import annotations
 
@@ -17,10 +17,14 @@ import sys
 import time
 from typing import Iterator, Optional, TextIO
 
-from pipeline import beam_engines, beam_packaging, data_source, files, labels, monitoring, stack_compat, store as store_lib, summary as summary_lib
+from pipeline import beam_engines, beam_packaging, data_source, labels, stack_compat
+from runs import files
+from local import monitoring
+from runs import store as store_lib
+from runs import summary as summary_lib
 from pipeline.config import TRAIN_SPLIT, PipelineConfig
-from components.native_stderr import stderr_to_file
-from pipeline.run_process import frozen_heap, logging_to
+from serving.native_stderr import stderr_to_file
+from local.process import frozen_heap, logging_to
 
 @dataclasses.dataclass
 class LocalPaths:
@@ -61,7 +65,7 @@ def check_release(cfg: PipelineConfig) -> None:
     """The serving directory's release, which the baseline, the drift check and the push read:
     a damaged one is refused before the run (one line naming the file and the fix), not by the
     DriftGate half-way through it with a traceback in the log."""
-    from components import serving_release
+    from serving import release as serving_release
 
     try:
         serving_release.read(cfg.serving_dir)
@@ -72,7 +76,7 @@ def check_release(cfg: PipelineConfig) -> None:
 def check_tflite(cfg: PipelineConfig, schema) -> None:
     """serving.tflite: a mode this model can be converted in (int8 cannot calibrate string
     inputs), refused before the run rather than at its push."""
-    from components import tflite_export
+    from serving import tflite as tflite_export
     from tensorflow_metadata.proto.v0 import schema_pb2
 
     if cfg.serving.tflite == tflite_export.OFF:
@@ -215,7 +219,7 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
 
 def publish_metrics(cfg: PipelineConfig, summary, started_unix: float, error: Optional[BaseException],
                     stream: TextIO) -> None:
-    """The run's metrics to the Pushgateway / textfile (pipeline/monitoring.py); never raises.
+    """The run's metrics to the Pushgateway / textfile (local/monitoring.py); never raises.
     ``error``: what stopped the run (None: it completed)."""
     try:
         samples = monitoring.run_samples(cfg, summary, started_unix, time.time(), error)
@@ -230,7 +234,7 @@ def publish_metrics(cfg: PipelineConfig, summary, started_unix: float, error: Op
 def apply_retention(cfg: PipelineConfig, stream: TextIO) -> None:
     """retention.keep_runs after a run (under the run lock): one console line. A failure is
     reported, never raised over the run's own outcome."""
-    from pipeline import retention
+    from runs import retention
 
     try:
         retention.run_retention(cfg, stream)
@@ -291,8 +295,8 @@ def record_run(cfg: PipelineConfig, pipeline, run_id: str, started_at: str, seco
     """Write run.json, summary.json and report.html for this run (``run_id``, this process's
     own). Returns the summary; None when the run failed before MLMD registered it. A report
     that cannot be written is logged, never raised over the run's own outcome."""
-    from pipeline.report import render
-    from pipeline.report.artifacts import RUN_INFO_FILE
+    from runs.report import render
+    from runs.report.artifacts import RUN_INFO_FILE
 
     try:
         result = summary_lib.collect_run(cfg.metadata_store, cfg.name, run_id)

@@ -1,6 +1,6 @@
 """stderr of native (C++) code, filtered: the lines a library writes to the file descriptor
 before any Python log level applies, minus the ones known to be noise. Standard library only
-(pipeline/quiet.py and the GPU bundle's bench scripts use it too)."""
+(cli/quiet.py and the GPU bundle's bench scripts use it too)."""
 from __future__ import annotations
 
 import contextlib
@@ -15,6 +15,14 @@ from typing import Iterator
 # by design, and absl's notice that it logs before being initialized.
 TFLITE_CONVERTER_NOISE = re.compile(
     r"All log messages before absl::InitializeLog|tf_tfl_flatbuffer_helpers\.cc:\d+\] Ignored ")
+
+
+# What TensorFlow's C++ side writes to stderr while a model runs, past any log level (absl's
+# logging): grappler's cost model cannot price an op whose input has an unknown rank (the
+# Softmax of every multi-class model, each time a graph of it is optimized: the Evaluator,
+# the Pusher's checks, predict); and absl's notice before its first such line.
+TF_RUNTIME_NOISE = re.compile(
+    r"op_level_cost_estimator\.cc:\d+\] Error in PredictCost\(\)|All log messages before absl::InitializeLog")
 
 
 @contextlib.contextmanager

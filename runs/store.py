@@ -1,5 +1,5 @@
 """The MLMD store: connecting to it (SQLite file or MySQL server) and reading its runs,
-executions and artifacts. What a run *did* is pipeline.summary, built on this."""
+executions and artifacts. What a run *did* is runs.summary, built on this."""
 from __future__ import annotations
 
 import os

@@ -13,9 +13,10 @@ import json
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from components import serving_push, task_metrics, tfma_results
-from pipeline import store as store_lib
-from pipeline import summary as summary_lib
+from components import task_metrics, tfma_results
+from serving import push as serving_push
+from runs import store as store_lib
+from runs import summary as summary_lib
 
 
 
@@ -169,7 +170,7 @@ REFUSAL_FILE = "last-refusal.json"
 
 def record_refusal(output_root: str, reason: str, message: str, at: float) -> None:
     """Keep the newest refusal under an existing output root (a refused first run creates none)."""
-    from pipeline import files
+    from runs import files
 
     if output_root and os.path.isdir(output_root):
         files.write_json_atomic(os.path.join(output_root, REFUSAL_FILE),

@@ -7,8 +7,8 @@ from typing import Any, Dict, List
 
 from ml_metadata.proto import metadata_store_pb2
 
-from pipeline import store as store_lib
-from pipeline import summary as summary_lib
+from runs import store as store_lib
+from runs import summary as summary_lib
 
 RUN_INFO_FILE = "run.json"
 
@@ -55,7 +55,7 @@ class RunArtifacts:
         return found[0] if found else None
 
     def deleted(self, artifact) -> bool:
-        """Whether retention (pipeline/retention.py) deleted the artifact's files."""
+        """Whether retention (runs/retention.py) deleted the artifact's files."""
         return artifact.mlmd_artifact.state != metadata_store_pb2.Artifact.LIVE
 
     def collected(self) -> List[str]:

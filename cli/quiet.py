@@ -9,7 +9,7 @@ import re
 import sys
 import warnings
 
-from components.native_stderr import stderr_filtered
+from serving.native_stderr import stderr_filtered
 
 
 def quiet_libraries() -> None:
@@ -33,14 +33,6 @@ TF_IMPORT_NOISE = re.compile(
     r"Unable to register cu(FFT|DNN|BLAS) factory|All log messages before absl::InitializeLog|"
     r"cudart_stub\.cc.*Could not find cuda drivers|TF-TRT Warning: Could not find TensorRT|"
     r"failed call to cuInit: .*\(303\)|port\.cc:\d+\] oneDNN custom operations are on")
-
-
-# What TensorFlow's C++ side writes to stderr while a model runs, past any log level (absl's
-# logging): grappler's cost model cannot price an op whose input has an unknown rank (the
-# Softmax of every multi-class model, each time a graph of it is optimized: the Evaluator,
-# the Pusher's checks, predict); and absl's notice before its first such line.
-TF_RUNTIME_NOISE = re.compile(
-    r"op_level_cost_estimator\.cc:\d+\] Error in PredictCost\(\)|All log messages before absl::InitializeLog")
 
 
 def import_tensorflow_quietly() -> None:

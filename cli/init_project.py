@@ -26,9 +26,10 @@ import re
 import shlex
 from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
 
-from pipeline import column_profile as cp
-from pipeline import data_source, files, labels
-from pipeline.column_profile import ColumnProfile
+from cli import column_profile as cp
+from pipeline import data_source, labels
+from runs import files
+from cli.column_profile import ColumnProfile
 from transforms import features as F
 
 CONFIG_FILE, SCHEMA_FILE = "config.yaml", "schema.pbtxt"
@@ -426,7 +427,7 @@ def _quote(text: str) -> str:
 
 def init(data_path: str, label: str, task: Optional[str], positive: Optional[str], directory: str,
          force: bool, stream: TextIO) -> int:
-    from pipeline import schema_tools
+    from cli import schema_draft as schema_tools
 
     config_path, schema_path = os.path.join(directory, CONFIG_FILE), os.path.join(directory, SCHEMA_FILE)
     existing = [p for p in (config_path, schema_path) if os.path.exists(p)]

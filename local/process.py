@@ -14,8 +14,8 @@ import re
 import time
 from typing import Iterator, TextIO
 
-from components.native_stderr import stderr_noise_to_file
-from pipeline.quiet import TF_RUNTIME_NOISE
+from serving.native_stderr import stderr_noise_to_file
+from serving.native_stderr import TF_RUNTIME_NOISE
 
 _RUNNING = re.compile(r"Component (\S+) is running\.")
 _FINISHED = re.compile(r"Component (\S+) is finished\.")

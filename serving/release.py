@@ -1,6 +1,6 @@
 """Which pushed versions serve, and the files a model server reads to serve them (no TFX or
 TensorFlow here: the CLI's ``tfxline serving canary / promote / rollback / settle`` and the Pusher
-share it). Files go through components/storage.py: the serving directory may be a local path or an
+share it). Files go through serving/storage.py: the serving directory may be a local path or an
 object-store URI (gs://...).
 
 A serving directory holds the pushed versions (``<serving_dir>/<version>/``, components/
@@ -50,7 +50,8 @@ import time
 import uuid
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from components import serving_push, storage
+from serving import push as serving_push
+from serving import storage
 
 LINK = "release"
 HIDDEN_PREFIX = ".release-"
@@ -81,6 +82,14 @@ class Settings:
     base_path: str = ""            # the serving directory as TF Serving sees it; empty: its absolute path
     kserve_storage_uri: str = ""   # the serving directory as KServe sees it; empty: pvc://tfxline-serving/<name>
     batch_threads: int = 0         # TF Serving's num_batch_threads; 0: this machine's CPU count
+
+    @classmethod
+    def from_properties(cls, properties: Dict[str, Any]) -> "Settings":
+        """From the Pusher's release parameters (pipeline/pusher_settings.py makes them)."""
+        return cls(model_name=properties.get("model_name") or "model",
+                   base_path=properties.get("tf_serving_base_path") or "",
+                   kserve_storage_uri=properties.get("kserve_storage_uri") or "",
+                   batch_threads=int(properties.get("batch_threads") or 0))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -318,7 +327,7 @@ def on_rollback(serving_dir: str, new_version: int, restored: int, settings: Set
 
 def settle(serving_dir: str, settings: Settings, now: Optional[float] = None) -> Release:
     """The pending move's labels in force, once TF Serving has loaded its versions (the caller
-    checks: pipeline/serving.py asks TF Serving); models.config stops loading what no label
+    checks: runs/versions.py asks TF Serving); models.config stops loading what no label
     names. The release unchanged when nothing is pending."""
     current = read(serving_dir)
     if current.pending is None:
@@ -430,7 +439,7 @@ def base_path(serving_dir: str, settings: Settings) -> str:
 def models_config(serving_dir: str, release: Release, settings: Settings) -> str:
     """TF Serving's ModelServerConfig in text format: ``specific`` loads the labelled versions and
     the pending move's; the labels are those in force (each names a loaded version)."""
-    lines = ["# TF Serving's --model_config_file, written by tfxline (components/serving_release.py)",
+    lines = ["# TF Serving's --model_config_file, written by tfxline (serving/release.py)",
              "model_config_list {", "  config {", f"    name: {_quote(settings.model_name)}",
              f"    base_path: {_quote(base_path(serving_dir, settings))}", '    model_platform: "tensorflow"']
     if release.labelled:
@@ -447,7 +456,7 @@ def models_config(serving_dir: str, release: Release, settings: Settings) -> str
 
 def batching_choice(measured: Optional[Dict[str, Any]], batch_threads: int) -> Dict[str, Any]:
     """TF Serving's batching settings from the model's measured latency per batch size
-    ({"latency_ms": {batch: p50 ms}}, measured at push by components.batch_latency):
+    ({"latency_ms": {batch: p50 ms}}, measured at push by serving.batch_latency):
 
     - max_batch_size: the smallest measured batch whose cost per example is within 10 % of the
       cheapest measured (larger batches buy little more throughput, and every request in them

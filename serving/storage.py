@@ -12,7 +12,7 @@ What differs between the two, and what callers must ask rather than assume:
 - ``renames_atomically(path)``: a local file system renames a directory in one step; an object
   store has no rename (TensorFlow's GCS and S3 file systems copy each object, then delete it),
   and Cloud Storage FUSE refuses a directory rename without ``--rename-dir-limit``. Code that
-  publishes a directory asks this first (components/serving_push.py).
+  publishes a directory asks this first (serving/push.py).
 - ``write_bytes`` is whole or nothing on both: a temporary file renamed over the target
   locally; one object upload, which the store makes visible only when it completes, on an
   object store.

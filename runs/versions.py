@@ -1,13 +1,13 @@
 """The serving directory as a team sees it: ``tfxline serving`` (its versions, newest first,
 which ones serve under which label and where each came from), ``tfxline serving canary`` /
-``promote`` (the release labels: components/serving_release.py), ``tfxline serving rollback`` and
+``promote`` (the release labels: serving/release.py), ``tfxline serving rollback`` and
 ``tfxline serving settle`` (a pending move's labels, once TF Serving has loaded its versions).
 
 With ``--server URL`` a move waits for TF Serving's model status (GET /v1/models/<name>,
 http_rest_api_handler.cc:180-202 at TF Serving 9d981c5c; the JSON of apis/get_model_status.proto)
 to report the move's versions AVAILABLE, then settles it.
 
-No TensorFlow here: they read and copy files (``components.serving_push``, ``serving_release``).
+No TensorFlow here: they read and copy files (``serving.push``, ``serving_release``).
 """
 from __future__ import annotations
 
@@ -19,9 +19,11 @@ import urllib.parse
 import urllib.request
 from typing import Dict, List, Optional, Tuple
 
-from components import serving_push, serving_release
+from serving import push as serving_push
+from serving import release as serving_release
 from pipeline.config import PipelineConfig
-from pipeline.history import format_columns, metric_text
+from pipeline.pusher_settings import release_settings
+from runs.history import format_columns, metric_text
 
 HEADER = ("version", "pushed (UTC)", "run", "spans", "metric", "state")
 WAIT_S = 300  # --timeout's default: TF Serving's config poll (docs: 30 s), its file-system poll, the load
@@ -33,29 +35,6 @@ class ServerError(RuntimeError):
 
 def _metric(meta: Dict) -> str:
     return metric_text(meta.get("metrics") or {}, meta.get("task", ""))[0]
-
-
-def release_settings(cfg: PipelineConfig) -> serving_release.Settings:
-    return serving_release.Settings(model_name=cfg.serving.model_name or cfg.name,
-                                    base_path=cfg.serving.tf_serving_base_path,
-                                    kserve_storage_uri=cfg.serving.kserve_storage_uri,
-                                    batch_threads=cfg.serving.batch_threads)
-
-
-def release_properties(cfg: PipelineConfig) -> Dict:
-    """The Pusher's release parameters (components/safe_pusher.py), from the serving section."""
-    settings = release_settings(cfg)
-    return {"release": cfg.serving.release, "canary_percent": cfg.serving.canary_percent,
-            "model_name": settings.model_name, "tf_serving_base_path": settings.base_path,
-            "kserve_storage_uri": settings.kserve_storage_uri, "batch_threads": settings.batch_threads}
-
-
-def tflite_properties(cfg: PipelineConfig) -> Dict:
-    """The Pusher's TFLite parameters (components/tflite_export.py); none when it is off."""
-    if cfg.serving.tflite == "off":
-        return {}
-    return {"tflite": cfg.serving.tflite, "tflite_tolerance": cfg.serving.tflite_tolerance,
-            "features": json.dumps(cfg.features.to_dict(), sort_keys=True)}
 
 
 def _labels(version: int, release: serving_release.Release, serving: Optional[int]) -> List[str]:

@@ -1,14 +1,14 @@
 """What a run prints on the console: the end-of-run summary of `tfxline run` and
 `run-compiled`, and of a recorded run in `tfxline runs show` (the HTML report is
-pipeline/report/)."""
+runs/report/)."""
 from __future__ import annotations
 
 from typing import List, Optional
 
 from components import task_metrics
 from components.tfma_results import both_classes, undefined_metrics
-from pipeline.history import UNRECORDED, failed_component
-from pipeline.summary import RunSummary, cached_from, describe_drift, describe_spans, earlier_run
+from runs.history import UNRECORDED, failed_component
+from runs.summary import RunSummary, cached_from, describe_drift, describe_spans, earlier_run
 
 WORST_SLICES = 3
 MIN_SLICE_EXAMPLES = 20

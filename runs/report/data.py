@@ -7,7 +7,7 @@ from typing import Any, Dict
 
 from components.anomalies_gate import anomaly_records
 from pipeline import data_source
-from pipeline.report.artifacts import RunArtifacts
+from runs.report.artifacts import RunArtifacts
 
 SCHEMA_FILE = "schema.pbtxt"
 TOP_VALUES = 3

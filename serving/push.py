@@ -1,5 +1,5 @@
 """Versioned pushes into a TF Serving model directory, on a local file system or an object
-store (no TFX imports here; files go through components/storage.py).
+store (no TFX imports here; files go through serving/storage.py).
 
 Layout: ``<serving_dir>/<version>/`` with integer versions, as TF Serving's
 ``--model_base_path`` expects; each version also holds ``push_metadata.json``. A version is
@@ -39,7 +39,7 @@ import os
 import time
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
-from components import storage
+from serving import storage
 
 METADATA_FILE = "push_metadata.json"
 SAVED_MODEL_FILE = "saved_model.pb"

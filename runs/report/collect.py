@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from pipeline.report.artifacts import RunArtifacts, load_run_info
-from pipeline.report.data import data_section
-from pipeline.report.model import evaluation_section, training_section
-from pipeline.report.serving import lineage_section, serving_section
-from pipeline.summary import cached_from, describe_drift, describe_spans
+from runs.report.artifacts import RunArtifacts, load_run_info
+from runs.report.data import data_section
+from runs.report.model import evaluation_section, training_section
+from runs.report.serving import lineage_section, serving_section
+from runs.summary import cached_from, describe_drift, describe_spans
 
 
 def collect(run_dir: str) -> Dict[str, Any]:

@@ -7,9 +7,9 @@ from typing import Any, Dict, List, Optional
 import jinja2
 import markupsafe
 
-from pipeline import files
-from pipeline.report import collect as collect_lib
-from pipeline.report import svg
+from runs import files
+from runs.report import collect as collect_lib
+from runs.report import svg
 
 REPORT_FILE = "report.html"
 DATA_FILE = "report.json"

@@ -10,7 +10,7 @@
     tfxline serving  |  tfxline serving rollback [--to VERSION] [--reason TEXT] [--dry-run]
     tfxline serving canary VERSION --percent P  |  tfxline serving promote   [--server URL]
     tfxline serving settle --server URL | --without-server
-    tfxline compile | submit | run-compiled ...   (Kubeflow / Vertex AI: kubeflow/cli.py)
+    tfxline compile | submit | run-compiled ...   (Kubeflow / Vertex AI: cli/kubeflow.py)
 
 Errors in input or config print one ``error:`` line naming the problem and the fix and
 exit 2; a failed pipeline component exits 1. Nothing is pushed unless the whole run,
@@ -24,10 +24,9 @@ import os
 import sys
 from typing import Optional, Sequence, TextIO
 
-# The helpers the Kubeflow commands share live one floor down (kubeflow/cli.py imports them
-# from there, and this module imports kubeflow/cli.py: the arrows run one way).
-from pipeline.cli_common import (EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, FLAG_KEYS, BadInput,  # noqa: F401
-                                 add_config_args, config_from_args, config_or_bad_input, quiet_tensorflow)
+# The helpers the Kubeflow commands share live one floor down (cli/kubeflow.py imports them
+# from there, and this module imports cli/kubeflow.py: the arrows run one way).
+from cli.common import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, FLAG_KEYS, BadInput, add_config_args, config_from_args, config_or_bad_input, quiet_tensorflow
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -131,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--model-dir", help="a SavedModel directory (default: the release's stable version, a pending move's included)")
     pr.set_defaults(func=cmd_predict)
 
-    from kubeflow import cli as kubeflow_cli  # compile, submit, run-compiled
+    from cli import kubeflow as kubeflow_cli  # compile, submit, run-compiled
 
     kubeflow_cli.add_commands(sub)
     return parser
@@ -142,7 +141,7 @@ def main(argv: Optional[Sequence[str]] = None, stream: Optional[TextIO] = None) 
     from trainer.keras_compat import select_legacy_keras
 
     select_legacy_keras()
-    from pipeline.quiet import quiet_libraries
+    from cli.quiet import quiet_libraries
 
     quiet_libraries()
     from pipeline.config import ConfigError
@@ -160,7 +159,7 @@ def main(argv: Optional[Sequence[str]] = None, stream: Optional[TextIO] = None) 
 
 def cmd_run(args, stream: TextIO) -> int:
     """A run; one refused before it starts (bad config or input) still tells Prometheus so
-    (pipeline/monitoring.py), as a failed or complete run does from the local runner."""
+    (local/monitoring.py), as a failed or complete run does from the local runner."""
     import time
 
     from pipeline.config import ConfigError
@@ -182,10 +181,10 @@ def cmd_run(args, stream: TextIO) -> int:
 
 def refused(args, cfg, reason: str, message: str, started: float, stream: TextIO) -> None:
     """A run that never reached its components: its metrics, and for a refusal (config,
-    bad_input) its record for `tfxline runs` (pipeline/history.py)."""
+    bad_input) its record for `tfxline runs` (runs/history.py)."""
     import time
 
-    from pipeline import history
+    from runs import history
 
     reporting = cfg or monitoring_config_of(args)
     if reporting is not None and reason in ("config", "bad_input"):  # refused, as the record says
@@ -198,7 +197,7 @@ def refused(args, cfg, reason: str, message: str, started: float, stream: TextIO
 
 
 def _run(args, cfg, stream: TextIO) -> int:
-    from pipeline import local_runner
+    from local import runner as local_runner
     from pipeline.data_source import DataError
     from transforms.features import FeatureSpecError
 
@@ -226,7 +225,7 @@ def publish_refusal(cfg, reason: str, started: float, stream: TextIO) -> None:
     Never raises: the refusal's own line stands."""
     import time
 
-    from pipeline import monitoring
+    from local import monitoring
 
     if cfg is None or not monitoring.enabled(cfg):
         return
@@ -273,7 +272,7 @@ def span_number(value: Optional[str]) -> Optional[int]:
 def cmd_report(args, stream: TextIO) -> int:
     run_dir = args.run_dir or _latest_run_dir(config_or_bad_input(args))
     quiet_tensorflow()  # before the report's modules, which import TensorFlow
-    from pipeline.report import collect, render
+    from runs.report import collect, render
 
     try:
         data = collect.collect(run_dir)
@@ -291,7 +290,7 @@ def cmd_report(args, stream: TextIO) -> int:
 
 def _latest_run_dir(cfg) -> str:
     """The newest run of the configured pipeline in its MLMD store, as a run directory."""
-    from pipeline.store import describe_store, latest_run_id, open_store, store_exists
+    from runs.store import describe_store, latest_run_id, open_store, store_exists
 
     run_id = latest_run_id(open_store(cfg.metadata_store), cfg.name) if store_exists(cfg.metadata_store) else None
     if run_id is None:
@@ -307,9 +306,9 @@ def cmd_runs(args, stream: TextIO) -> int:
     """The runs' table, or one run's summary (``show RUN_ID``, ``show latest``): from MLMD, with
     each run's error line and wall time as it recorded them under the output root (MLMD holds
     neither)."""
-    from pipeline import history
-    from pipeline.store import describe_store, latest_run_id, open_store, store_exists
-    from pipeline.summary import collect_run
+    from runs import history
+    from runs.store import describe_store, latest_run_id, open_store, store_exists
+    from runs.summary import collect_run
 
     cfg = config_or_bad_input(args)
     if not store_exists(cfg.metadata_store):
@@ -341,7 +340,7 @@ def cmd_runs(args, stream: TextIO) -> int:
         result.report_path = report if os.path.isfile(report) else ""
         print_summary(result, stream)
         if result.components:
-            from pipeline.console import component_seconds_line
+            from runs.console import component_seconds_line
             print(component_seconds_line(result), file=stream, flush=True)
         return EXIT_OK
     rows = history.list_runs(cfg.metadata_store, cfg.name, last=args.last, serving_dir=cfg.serving_dir,
@@ -364,8 +363,9 @@ def _started_ms(store, run_id) -> int:
 
 
 def cmd_gc(args, stream: TextIO) -> int:
-    from pipeline import local_runner, retention
-    from pipeline.store import store_exists
+    from local import runner as local_runner
+    from runs import retention
+    from runs.store import store_exists
 
     cfg = config_or_bad_input(args)
     keep = args.keep_runs if args.keep_runs is not None else cfg.retention.keep_runs
@@ -381,9 +381,10 @@ def cmd_gc(args, stream: TextIO) -> int:
 
 
 def cmd_serving(args, stream: TextIO) -> int:
-    from components.serving_push import RollbackError
-    from components.serving_release import ReleaseError
-    from pipeline import local_runner, serving
+    from serving.push import RollbackError
+    from serving.release import ReleaseError
+    from local import runner as local_runner
+    from runs import versions as serving
 
     cfg = config_or_bad_input(args, tensorflow=False)  # these commands read and copy files
     command = getattr(args, "serving_command", None)
@@ -413,7 +414,7 @@ def cmd_serving(args, stream: TextIO) -> int:
 
 
 def print_summary(result, stream: TextIO) -> None:
-    from pipeline.console import format_summary
+    from runs.console import format_summary
 
     print(format_summary(result), file=stream, flush=True)
     trainer = result.component("Trainer")
@@ -427,7 +428,7 @@ def print_summary(result, stream: TextIO) -> None:
 
 
 def cmd_init(args, stream: TextIO) -> int:
-    from pipeline import init_project
+    from cli import init_project
     from pipeline.data_source import DataError
 
     quiet_tensorflow()  # the schema is drafted with TFDV
@@ -438,7 +439,7 @@ def cmd_init(args, stream: TextIO) -> int:
 
 
 def cmd_schema_draft(args, stream: TextIO) -> int:
-    from pipeline import schema_tools
+    from cli import schema_draft as schema_tools
 
     cfg = config_or_bad_input(args)
     try:
@@ -448,7 +449,7 @@ def cmd_schema_draft(args, stream: TextIO) -> int:
 
 
 def cmd_predict(args, stream: TextIO) -> int:
-    from components.serving_release import ReleaseError
+    from serving.release import ReleaseError
     from pipeline.data_source import DataError
     from pipeline.predict import predict_csv
 

@@ -1,6 +1,6 @@
 """What every ``tfxline`` command shares: exit codes, the one-line bad-input error, the config
-flags and how they become a config. Imported by pipeline/cli.py (the local commands) and by
-kubeflow/cli.py (compile, submit, run-compiled); it imports neither."""
+flags and how they become a config. Imported by cli/main.py (the local commands) and by
+cli/kubeflow.py (compile, submit, run-compiled); it imports neither."""
 from __future__ import annotations
 
 import argparse
@@ -79,6 +79,6 @@ def config_or_bad_input(args, tensorflow: bool = True):
 def quiet_tensorflow() -> None:
     """Import TensorFlow without its import-time noise (after the cheap checks, so a bad
     input fails fast)."""
-    from pipeline.quiet import import_tensorflow_quietly
+    from cli.quiet import import_tensorflow_quietly
 
     import_tensorflow_quietly()

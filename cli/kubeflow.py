@@ -1,4 +1,4 @@
-"""The ``tfxline`` subcommands for Kubeflow Pipelines v2 / Vertex AI (registered by pipeline/cli.py):
+"""The ``tfxline`` subcommands for Kubeflow Pipelines v2 / Vertex AI (registered by cli/main.py):
 
     tfxline compile --image IMAGE --pipeline-root gs://... [--pipeline-json pipeline.json]
     tfxline submit pipeline.json --target vertex|kfp [--param k=v] [--train-steps N] [--dry-run]
@@ -12,8 +12,7 @@ import os
 import sys
 from typing import Dict, TextIO
 
-from pipeline.cli_common import (EXIT_FAILED, EXIT_OK, BadInput, add_config_args, config_or_bad_input,
-                          quiet_tensorflow)
+from cli.common import EXIT_FAILED, EXIT_OK, BadInput, add_config_args, config_or_bad_input, quiet_tensorflow
 
 
 def add_commands(sub) -> None:
@@ -131,7 +130,7 @@ def cmd_run_compiled(args, stream: TextIO) -> int:
     evaluation = result.output("evaluation")
     if evaluation:  # TFMA's output, read as for a local run
         quiet_tensorflow()
-        from pipeline.console import format_metrics
+        from runs.console import format_metrics
         from components.tfma_results import read_evaluation
 
         from tfx.utils import path_utils

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List
 
-from components import gates, serving_baseline, storage, task_metrics, tfma_metrics, tfma_results
-from pipeline import store as store_lib
-from pipeline import summary as summary_lib
-from pipeline.report.artifacts import RunArtifacts
+from components import gates, serving_baseline, task_metrics, tfma_metrics, tfma_results
+from serving import storage
+from runs import store as store_lib
+from runs import summary as summary_lib
+from runs.report.artifacts import RunArtifacts
 from trainer.settings import TRAINING_RUN_FILE
 
 
@@ -129,7 +130,7 @@ HISTORY_RUNS = 20
 def metric_history(run: RunArtifacts):
     """(main metric, [{run_id, value}] for the last HISTORY_RUNS runs up to this one, oldest
     first); value None where a run has no such value (failed before evaluating, undefined)."""
-    from pipeline import history
+    from runs import history
 
     metric = history.main_metric(run.summary.metrics, run.summary.task)
     if metric is None:
