@@ -5,7 +5,7 @@ vocabularies): computed by tft in the Transform, or read back from a Transform o
 the Transform's saved graph holds each one, as a constant, under a name this module knows.
 ``FrozenAnalyzers.load`` reads them back from a Transform output (and the vocabularies from
 its asset files), for a model that runs the same preprocessing without tft (TFLite,
-components/tflite_export.py); a value it cannot find names the Transform to re-run.
+serving/tflite.py); a value it cannot find names the Transform to re-run.
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ puts the feature spec into ``custom_config['features']``, so this module names n
 feature itself. Missing values (the taxi columns are 0% to 100% empty) arrive as sparse
 tensors and are filled per transform as documented in ``transforms.features``.
 
-The same code builds the TFLite model's preprocessing (components/tflite_export.py): there
+The same code builds the TFLite model's preprocessing (serving/tflite.py): there
 the full-pass analyzers are the values the Transform computed, read back from its graph
 (``transforms.analyzers``), and a raw input is a dense column with a mask of present values
 (``Present``), so the math is written once.
