@@ -10,21 +10,21 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime
-import fcntl
 import logging
 import os
 import sys
 import time
-from typing import Iterator, Optional, TextIO
+from typing import Optional, TextIO
 
+from local import monitoring, outcome
+from local.lock import one_run_at_a_time
+from local.process import frozen_heap, logging_to
 from pipeline import beam_engines, beam_packaging, data_source, labels, stack_compat
+from pipeline.config import TRAIN_SPLIT, PipelineConfig
 from runs import files
-from local import monitoring
 from runs import store as store_lib
 from runs import summary as summary_lib
-from pipeline.config import TRAIN_SPLIT, PipelineConfig
 from serving.native_stderr import stderr_to_file
-from local.process import frozen_heap, logging_to
 
 @dataclasses.dataclass
 class LocalPaths:
@@ -200,35 +200,21 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
             except Exception as e:
                 logging.getLogger(__name__).exception("pipeline %s failed", cfg.name)
                 error = e
-            message = root_cause_message(error) if error else ""
+            message = outcome.root_cause_message(error) if error else ""
             try:
-                result = record_run(cfg, pipeline, run_id, started_at, time.monotonic() - started, message)
+                result = outcome.record_run(cfg, pipeline, run_id, started_at, time.monotonic() - started, message)
             except Exception:  # recording must not hide how the run itself ended
                 if error is None:
                     raise
                 logging.getLogger(__name__).exception("could not record the failed run")
                 result = None
             if monitoring.enabled(cfg):  # success or failure: Prometheus hears of every run
-                publish_metrics(cfg, result, started_unix, error, stream)
+                outcome.publish_metrics(cfg, result, started_unix, error, stream)
             if cfg.retention.keep_runs:
                 apply_retention(cfg, stream)
     if error is not None:
         raise RunFailed(result, message) from error
     return result
-
-
-def publish_metrics(cfg: PipelineConfig, summary, started_unix: float, error: Optional[BaseException],
-                    stream: TextIO) -> None:
-    """The run's metrics to the Pushgateway / textfile (local/monitoring.py); never raises.
-    ``error``: what stopped the run (None: it completed)."""
-    try:
-        samples = monitoring.run_samples(cfg, summary, started_unix, time.time(), error)
-    except Exception as e:  # noqa: BLE001 - monitoring never changes a run's result
-        logging.getLogger(__name__).exception("run metrics not collected")
-        print(f"warning: run metrics not collected ({e}); the run's result stands", file=stream, flush=True)
-        return
-    for done in monitoring.publish(cfg, samples, stream):
-        print(f"metrics: {done}", file=stream, flush=True)
 
 
 def apply_retention(cfg: PipelineConfig, stream: TextIO) -> None:
@@ -255,82 +241,3 @@ def compile_with_run_id(pipeline):
     run_id = datetime.datetime.now().isoformat()
     runtime_parameter_utils.substitute_runtime_parameter(ir, {constants.PIPELINE_RUN_ID_PARAMETER_NAME: run_id})
     return ir, run_id
-
-
-LOCK_FILE = ".tfxline-run.lock"
-
-
-@contextlib.contextmanager
-def one_run_at_a_time(cfg: PipelineConfig, stream: TextIO) -> Iterator[None]:
-    """One run at a time per output root with a SQLite MLMD store (one writer): a second run
-    waits here for the first, and says so, instead of meeting 'database is locked'. A MySQL /
-    MariaDB store takes concurrent runs: no waiting there."""
-    if not isinstance(cfg.metadata_store, str):
-        yield
-        return
-    output_root = cfg.output_root
-    path = os.path.join(output_root, LOCK_FILE)
-    with open(path, "a+") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            lock.seek(0)
-            holder = lock.read().strip() or "another run"
-            print(f"waiting: {holder} is using {output_root} (one run at a time per metadata store)",
-                  file=stream, flush=True)
-            fcntl.flock(lock, fcntl.LOCK_EX)
-        lock.seek(0)
-        lock.truncate()
-        lock.write(f"run of pid {os.getpid()} started {time.strftime('%H:%M:%S')}")
-        lock.flush()
-        try:
-            yield
-        finally:
-            lock.seek(0)
-            lock.truncate()
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def record_run(cfg: PipelineConfig, pipeline, run_id: str, started_at: str, seconds: float, error: str):
-    """Write run.json, summary.json and report.html for this run (``run_id``, this process's
-    own). Returns the summary; None when the run failed before MLMD registered it. A report
-    that cannot be written is logged, never raised over the run's own outcome."""
-    from runs.report import render
-    from runs.report.artifacts import RUN_INFO_FILE
-
-    try:
-        result = summary_lib.collect_run(cfg.metadata_store, cfg.name, run_id)
-    except LookupError:
-        return None
-    result.wall_seconds = round(seconds, 1)
-    result.error = error
-    run_dir = os.path.join(cfg.output_root, "runs", result.run_id)
-    info = {
-        "pipeline_name": cfg.name, "run_id": result.run_id, "started": started_at,
-        "wall_seconds": result.wall_seconds, "error": error, "output_root": os.path.abspath(cfg.output_root),
-        "metadata_store": cfg.metadata_store, "model_name": cfg.serving.model_name or cfg.name,
-        "serving_columns": list(cfg.features.serving_columns),
-        "graph": [{"id": c.id, "upstream": sorted(u.id for u in c.upstream_nodes)} for c in pipeline.components],
-    }
-    files.write_json_atomic(os.path.join(run_dir, RUN_INFO_FILE), info)
-    try:
-        result.report_path = render.write_report(run_dir)
-    except Exception as e:  # noqa: BLE001 - the run's outcome stands; the console says the report is missing
-        logging.getLogger(__name__).exception("could not write the run report in %s", run_dir)
-        result.report_error = root_cause_message(e)
-    summary_lib.write_summary(result, os.path.join(run_dir, "summary.json"))
-    return result
-
-
-def root_cause_message(e: BaseException) -> str:
-    """One line: the schema anomalies if that is what stopped the run, else the innermost
-    exception's type and first line."""
-    from components.anomalies_gate import DataAnomaliesError
-
-    chain = monitoring.causes(e)
-    for err in chain:
-        if isinstance(err, DataAnomaliesError):
-            return str(err)
-    last = chain[-1]
-    first_line = (str(last).strip().splitlines() or [""])[0]
-    return f"{type(last).__name__}: {first_line}"

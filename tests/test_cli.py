@@ -3,6 +3,7 @@ import os
 
 import pytest
 
+from cli import common
 from cli import main as cli
 from tests.conftest import write_taxi_slice
 
@@ -17,7 +18,7 @@ def test_flags_map_onto_config(tmp_path):
     args = cli.build_parser().parse_args([
         "run", "--output", str(tmp_path), "--train-steps", "77", "--strategy", "mirrored",
         "--precision", "float32", "--set", "training.batch_size=32", "--set", "model.dropout=0.2"])
-    cfg = cli.config_from_args(args)
+    cfg = common.config_from_args(args)
     assert cfg.output_root == str(tmp_path)
     assert cfg.training.train_steps == 77
     assert cfg.training.batch_size == 32

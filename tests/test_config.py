@@ -88,30 +88,30 @@ def test_steps_mode_needs_a_step_per_round():
 ])
 def test_train_steps_fits_the_configs_rounds_to_its_budget(argv, epochs):
     """`tfxline run --train-steps 5` on the defaults: a documented flag that works alone."""
-    from cli import main as cli
+    from cli import common, main as cli
 
-    cfg = cli.config_from_args(cli.build_parser().parse_args(argv))
+    cfg = common.config_from_args(cli.build_parser().parse_args(argv))
     assert (cfg.training.mode, cfg.training.train_steps, cfg.training.epochs) == (
         "steps", int(argv[2]), epochs)
 
 
 def test_a_train_steps_flag_against_an_explicit_epochs_names_both():
-    from cli import main as cli
+    from cli import common, main as cli
 
     args = cli.build_parser().parse_args(["run", "--train-steps", "5", "--set", "training.epochs=10"])
     with pytest.raises(ConfigError, match=r"training\.epochs: 10; in steps mode it counts the rounds "
                                           r"training\.train_steps \(--train-steps\) is split into"):
-        cli.config_from_args(args)
+        common.config_from_args(args)
 
 
 def test_the_default_budget_is_passes_over_the_data():
     """Passes over the train split (early stopping ends it), not a fixed step count; the
     CLI's --train-steps asks for a step budget and switches the mode with it."""
-    from cli import main as cli
+    from cli import common, main as cli
 
     assert load_config().training.mode == "epochs"
     args = cli.build_parser().parse_args(["run", "--train-steps", "40"])
-    cfg = cli.config_from_args(args)
+    cfg = common.config_from_args(args)
     assert (cfg.training.mode, cfg.training.train_steps) == ("steps", 40)
 
 

@@ -5,7 +5,9 @@ import itertools
 
 import pytest
 
+from cli import common
 from cli import main as cli
+from cli import run_command
 from pipeline.config import ConfigError
 
 CONFIGS = ("taxi", "penguin", "penguin_mass")
@@ -51,7 +53,7 @@ def test_every_combination_of_the_shared_flags_lands_on_its_keys(config, csv_fil
     flags = list(EXPECTED)
     for n in range(len(flags) + 1):
         for chosen in itertools.combinations(flags, n):
-            cfg = cli.config_from_args(parser.parse_args(argv_for("run", config, chosen, values)))
+            cfg = common.config_from_args(parser.parse_args(argv_for("run", config, chosen, values)))
             for flag in chosen:
                 got = value_at(cfg, EXPECTED[flag])
                 want = {"--train-steps": 7, "--set": 0.1, "--output": str(tmp_path / "out")}.get(flag, values[flag])
@@ -63,7 +65,7 @@ def test_every_combination_of_the_shared_flags_lands_on_its_keys(config, csv_fil
 @pytest.mark.parametrize("command", COMMANDS_WITH_CONFIG)
 def test_each_command_takes_the_shared_flags(command, csv_file, tmp_path):
     args = cli.build_parser().parse_args(argv_for(command, "taxi", list(EXPECTED), flag_values(csv_file, tmp_path)))
-    cfg = cli.config_from_args(args)
+    cfg = common.config_from_args(args)
     assert cfg.training.train_steps == 7 and cfg.data.path == csv_file
 
 
@@ -77,16 +79,16 @@ def test_each_command_takes_the_shared_flags(command, csv_file, tmp_path):
 def test_a_flag_and_a_set_that_disagree_are_named(flag, value, key, other):
     args = cli.build_parser().parse_args(["run", flag, value, "--set", f"{key}={other}"])
     with pytest.raises(ConfigError, match=f"{flag} {value} and --set {key}={other} disagree on {key}; keep one"):
-        cli.config_from_args(args)
+        common.config_from_args(args)
     agreeing = cli.build_parser().parse_args(["run", flag, value, "--set", f"{key}={value}"]) if key != "training.mode" \
         else cli.build_parser().parse_args(["run", flag, value, "--set", f"{key}=steps"])
-    cli.config_from_args(agreeing)
+    common.config_from_args(agreeing)
 
 
 def test_the_commands_own_flags_parse():
     parser = cli.build_parser()
     assert parser.parse_args(["run", "--span", "2026-11-25", "--no-cache"]).span == "2026-11-25"
-    assert cli.span_number("2026-11-25") == 20782  # days since 1970-01-01, as TFX numbers date spans and cli.span_number("3") == 3
+    assert run_command.span_number("2026-11-25") == 20782  # days since 1970-01-01, as TFX numbers date spans and run_command.span_number("3") == 3
     assert parser.parse_args(["runs", "--last", "3", "show", "r1"]).run_id == "r1"
     assert parser.parse_args(["gc", "--keep-runs", "2", "--dry-run"]).keep_runs == 2
     rollback = parser.parse_args(["serving", "rollback", "--to", "4", "--reason", "bad", "--dry-run"])

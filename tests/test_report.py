@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 
 from cli import main as cli
+from cli import run_command
 from runs.console import format_summary
 from runs.report import collect, render
 from runs.store import INPUT_EVENTS, execution_artifacts, open_store
@@ -40,7 +41,7 @@ def test_run_writes_the_report_and_the_summary_says_where(pipeline_run):
     cfg, summary, _ = pipeline_run
     assert os.path.isfile(summary.report_path)
     console = io.StringIO()
-    cli.print_summary(summary, console)  # what `tfxline run` prints at the end
+    run_command.print_summary(summary, console)  # what `tfxline run` prints at the end
     assert f"report: {summary.report_path}" in console.getvalue()
     trainer_run = summary.component("Trainer").outputs["model_run"][0]
     assert f"tensorboard --logdir {trainer_run}" in console.getvalue()

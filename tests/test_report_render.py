@@ -140,10 +140,10 @@ def test_an_undefined_metric_against_the_baseline_renders(tmp_path):
 def test_a_report_that_cannot_be_written_is_one_console_warning(capsys):
     import sys
 
-    from cli import main as cli
+    from cli import run_command
     from runs.summary import RunSummary
 
-    cli.print_summary(RunSummary(run_id="r1", components=[], report_error="TypeError: must be real number"), sys.stdout)
+    run_command.print_summary(RunSummary(run_id="r1", components=[], report_error="TypeError: must be real number"), sys.stdout)
     out = capsys.readouterr().out
     assert "  warning: report not written (TypeError: must be real number); the run's result stands" in out
     assert "report: " not in out.replace("warning: report not written", "")

@@ -11,6 +11,7 @@ import pytest
 from serving import push as sp
 from serving import release as serving_release
 from cli import main as cli
+from local.lock import one_run_at_a_time
 
 
 def push_runs(model_files, serving_dir, n, keep=5):
@@ -199,7 +200,6 @@ def test_a_rollback_waits_for_a_run_on_the_same_output_root(model_files, tmp_pat
     import threading
     import time
 
-    from local import runner as local_runner
     from pipeline.config_loader import load_config
 
     out_root = tmp_path / "out"
@@ -208,7 +208,7 @@ def test_a_rollback_waits_for_a_run_on_the_same_output_root(model_files, tmp_pat
     held, release, seen = threading.Event(), threading.Event(), []
 
     def a_run():
-        with local_runner.one_run_at_a_time(load_config(overrides=[f"output_root={out_root}"]), io.StringIO()):
+        with one_run_at_a_time(load_config(overrides=[f"output_root={out_root}"]), io.StringIO()):
             held.set()
             release.wait(10)
             seen.append(sp.versions(d))  # what the run's Pusher would see at its end

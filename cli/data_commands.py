@@ -1,0 +1,84 @@
+"""Commands on the user's data: ``tfxline init`` (a config and schema for a CSV), ``tfxline
+schema draft`` and ``tfxline predict`` (raw rows through the pushed model)."""
+from __future__ import annotations
+
+import argparse
+from typing import TextIO
+
+from cli.common import EXIT_OK, BadInput, add_config_args, config_or_bad_input, quiet_tensorflow
+
+
+def add_init(sub) -> None:
+    init = sub.add_parser("init", help="write a config and a schema for your CSV, decided from its columns")
+    init.add_argument("--data", required=True, metavar="CSV", help="the CSV (a file, .csv.gz, or a directory of them)")
+    init.add_argument("--label", required=True, metavar="COLUMN", help="the column to predict")
+    from transforms.features import TASK_BINARY, TASK_MULTICLASS, TASK_REGRESSION  # no TensorFlow
+
+    init.add_argument("--task", choices=(TASK_BINARY, TASK_MULTICLASS, TASK_REGRESSION),
+                      help="default: from the label's values (two values: binary; text or a few whole numbers: "
+                           "multiclass; other numbers: regression)")
+    init.add_argument("--positive", metavar="VALUE",
+                      help="binary: the positive value as the data writes it (needed unless it is yes/no, true/false, "
+                           "y/n, 1/0 or positive/negative)")
+    init.add_argument("--dir", default=".", metavar="DIR", help="where config.yaml and schema.pbtxt go (default: here)")
+    init.add_argument("--force", action="store_true", help="replace DIR's config.yaml and schema.pbtxt")
+    init.set_defaults(func=cmd_init)
+
+
+def add_schema(sub) -> None:
+    schema = sub.add_parser("schema", help="draft a schema from data, for review")
+    schema_sub = schema.add_subparsers(dest="schema_command", required=True)
+    draft = schema_sub.add_parser("draft", help="infer a schema from the data (CSV or TFRecord) with TFDV")
+    add_config_args(draft)
+    draft.add_argument("--diff", action="store_true",
+                       help="print the difference between the draft and the configured schema")
+    draft.add_argument("--schema-output", metavar="FILE", help="write the draft schema here")
+    draft.set_defaults(func=cmd_schema_draft)
+
+
+def add_predict(sub) -> None:
+    pr = sub.add_parser("predict", help="predict a CSV of raw rows with the newest pushed model")
+    add_config_args(pr)
+    pr.add_argument("--input", required=True, metavar="CSV", help="raw rows (the label may be absent)")
+    pr.add_argument("--predictions", required=True, metavar="FILE",
+                    help="output: .csv, or .jsonl for JSON lines")
+    pr.add_argument("--model-dir", help="a SavedModel directory (default: the release's stable version, a pending move's included)")
+    pr.set_defaults(func=cmd_predict)
+
+
+def cmd_init(args, stream: TextIO) -> int:
+    from cli import init_project
+    from pipeline.data_source import DataError
+
+    quiet_tensorflow()  # the schema is drafted with TFDV
+    try:
+        return init_project.init(args.data, args.label, args.task, args.positive, args.dir, args.force, stream)
+    except (init_project.InitError, DataError) as e:
+        raise BadInput(str(e)) from None
+
+
+def cmd_schema_draft(args, stream: TextIO) -> int:
+    from cli import schema_draft as schema_tools
+
+    cfg = config_or_bad_input(args)
+    try:
+        return schema_tools.draft(cfg, out_path=args.schema_output, diff=args.diff, stream=stream)
+    except schema_tools.DataError as e:
+        raise BadInput(str(e)) from None
+
+
+def cmd_predict(args, stream: TextIO) -> int:
+    from serving.release import ReleaseError
+    from pipeline.data_source import DataError
+    from pipeline.predict import predict_csv
+
+    cfg = config_or_bad_input(args)
+    try:
+        predict_csv(cfg, args.input, args.predictions, model_dir=args.model_dir, stream=stream)
+    except ReleaseError as e:  # the serving directory's release.json cannot be read
+        raise BadInput(str(e)) from None
+    except (DataError, FileNotFoundError) as e:
+        # without --config the packaged taxi config is read: say so, most models are not taxi's
+        hint = "" if args.config else f" (read with the config of pipeline {cfg.name}: pass --config for your own)"
+        raise BadInput(f"{e}{hint}") from None
+    return EXIT_OK
