@@ -6,7 +6,7 @@ PYTEST_ARGS ?=
 RUN_ARGS ?=
 IMAGE ?= tfxline:local
 
-.PHONY: setup run test test-fast test-tfx121 shell-tfx121 image lock lock-tfx121 docs clean
+.PHONY: setup run test test-fast lint measures test-tfx121 shell-tfx121 image lock lock-tfx121 docs clean
 
 setup:
 	@bash tools/bootstrap.sh $(VENV)
@@ -20,6 +20,12 @@ test: setup
 # Unit tests only (skips the pipeline runs), for a quick local loop.
 test-fast: setup
 	$(BIN)/python -m pytest -m "not e2e" $(PYTEST_ARGS)
+
+# ruff on the product folders (rules: pyproject.toml), and the tree's measures (tools/measures.py:
+# layer order, folder shares, file and function sizes; tests/test_layers.py checks them too).
+lint:
+	bash tools/lint.sh
+	python3 tools/measures.py
 
 # The same test command on the current stack (TFX 1.21, Python 3.13) inside a Debian 13
 # root built with debootstrap (needs root; the root is cached in .roots/).
