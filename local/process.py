@@ -20,7 +20,7 @@ from serving.native_stderr import TF_RUNTIME_NOISE
 _RUNNING = re.compile(r"Component (\S+) is running\.")
 _FINISHED = re.compile(r"Component (\S+) is finished\.")
 _CACHED = re.compile(r"A cached execution \d+ is used\.")
-# pipeline/local_runner.run's record of a run that raised: the components started and not finished failed
+# local/runner.run's record of a run that raised: the components started and not finished failed
 _RUN_FAILED = re.compile(r"pipeline \S+ failed$")
 
 

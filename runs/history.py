@@ -3,7 +3,7 @@ report's chart of the main metric over the last runs.
 
 MLMD knows each component's state but not how a run ended in words, nor its wall time: the
 local runner writes those into ``<output_root>/runs/<run_id>/summary.json`` and ``run.json``
-(pipeline/local_runner.record_run), and ``recorded`` reads them back, so the on-call person paged
+(local/outcome.record_run), and ``recorded`` reads them back, so the on-call person paged
 for a failed run sees its error line and true wall time without opening the log."""
 from __future__ import annotations
 

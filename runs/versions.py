@@ -7,7 +7,7 @@ With ``--server URL`` a move waits for TF Serving's model status (GET /v1/models
 http_rest_api_handler.cc:180-202 at TF Serving 9d981c5c; the JSON of apis/get_model_status.proto)
 to report the move's versions AVAILABLE, then settles it.
 
-No TensorFlow here: they read and copy files (``serving.push``, ``serving_release``).
+No TensorFlow here: they read and copy files (serving/push.py, serving/release.py).
 """
 from __future__ import annotations
 

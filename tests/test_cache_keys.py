@@ -2,7 +2,7 @@
 what depends on it. MLMD keys an execution on its inputs and exec properties, so
 
 - the schema: the local runner hands ImportSchemaGen a copy named by its content
-  (pipeline/files.content_copy), so the schema_file property changes exactly when the file does;
+  (runs/files.content_copy), so the schema_file property changes exactly when the file does;
 - the data: ExampleGen's driver fingerprints its input files (TFX's
   calculate_splits_fingerprint_span_and_version) by name, size and modification second only, so
   the local runner also puts the CSVs' content digest in ExampleGen's custom_config;

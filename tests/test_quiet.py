@@ -92,7 +92,7 @@ def test_predict_prints_only_its_own_lines(tmp_path, config, task, said):
 
 
 def test_a_runs_native_noise_goes_to_its_log_and_the_rest_to_the_console(tmp_path):
-    """While a pipeline runs (pipeline/run_process.logging_to), what TensorFlow's C++ side writes
+    """While a pipeline runs (local/process.logging_to), what TensorFlow's C++ side writes
     to stderr past any log level, here grappler's real PredictCost line for a softmax, goes to the
     run's log; any other stderr line still reaches the console, as it is written."""
     code = f"""
