@@ -58,12 +58,12 @@ def cmd_init(args, stream: TextIO) -> int:
 
 
 def cmd_schema_draft(args, stream: TextIO) -> int:
-    from cli import schema_draft as schema_tools
+    from cli import schema_draft
 
     cfg = config_or_bad_input(args)
     try:
-        return schema_tools.draft(cfg, out_path=args.schema_output, diff=args.diff, stream=stream)
-    except schema_tools.DataError as e:
+        return schema_draft.draft(cfg, out_path=args.schema_output, diff=args.diff, stream=stream)
+    except schema_draft.DataError as e:
         raise BadInput(str(e)) from None
 
 

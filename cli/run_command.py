@@ -50,7 +50,7 @@ def _refused(args, cfg, reason: str, message: str, started: float, stream: TextI
 
 
 def _run(args, cfg, stream: TextIO) -> int:
-    from local import runner as local_runner
+    from local import runner
     from pipeline.data_source import DataError
     from transforms.features import FeatureSpecError
 
@@ -58,12 +58,12 @@ def _run(args, cfg, stream: TextIO) -> int:
     if cfg.data.format != "csv":
         quiet_tensorflow()  # TFRecords are checked with TensorFlow
     try:
-        paths = local_runner.resolve_inputs(cfg, span)
+        paths = runner.resolve_inputs(cfg, span)
         quiet_tensorflow()
-        result = local_runner.run(cfg, stream=stream, enable_cache=not args.no_cache, span=span, paths=paths)
+        result = runner.run(cfg, stream=stream, enable_cache=not args.no_cache, span=span, paths=paths)
     except (DataError, FeatureSpecError) as e:
         raise BadInput(str(e), reason="bad_input") from None
-    except local_runner.RunFailed as e:  # a component failed: the root cause in one line
+    except runner.RunFailed as e:  # a component failed: the root cause in one line
         if e.report_path:
             print(f"report: {e.report_path}", file=stream, flush=True)
         print(f"error: pipeline failed: {e}", file=sys.stderr)

@@ -48,29 +48,29 @@ def cmd_serving(args, stream: TextIO) -> int:
     from serving.push import RollbackError
     from serving.release import ReleaseError
     from local.lock import one_run_at_a_time
-    from runs import versions as serving
+    from runs import versions
 
     cfg = config_or_bad_input(args, tensorflow=False)  # these commands read and copy files
     command = getattr(args, "serving_command", None)
     try:
         if command is None:
-            print(serving.format_versions(cfg.serving_dir), file=stream, flush=True)
+            print(versions.format_versions(cfg.serving_dir), file=stream, flush=True)
             return EXIT_OK
         # Not between a run's baseline and its push (SQLite: one run at a time per output root).
         lock = (contextlib.nullcontext() if getattr(args, "dry_run", False) or not os.path.isdir(cfg.output_root)
                 else one_run_at_a_time(cfg, stream))
         with lock:
             if command == "canary":
-                lines = serving.canary(cfg, args.version, args.percent, args.server, args.timeout)
+                lines = versions.canary(cfg, args.version, args.percent, args.server, args.timeout)
             elif command == "promote":
-                lines = serving.promote(cfg, args.server, args.timeout)
+                lines = versions.promote(cfg, args.server, args.timeout)
             elif command == "settle":
-                lines = serving.settle(cfg, args.server, args.timeout, args.without_server)
+                lines = versions.settle(cfg, args.server, args.timeout, args.without_server)
             else:
-                lines = serving.rollback(cfg, args.to, args.reason, args.dry_run, args.server, args.timeout)
+                lines = versions.rollback(cfg, args.to, args.reason, args.dry_run, args.server, args.timeout)
     except (RollbackError, ReleaseError) as e:
         raise BadInput(str(e)) from None
-    except serving.ServerError as e:  # the first phase is written; the move waits for TF Serving
+    except versions.ServerError as e:  # the first phase is written; the move waits for TF Serving
         print(f"error: {e}", file=sys.stderr)
         return EXIT_FAILED
     print(lines, file=stream, flush=True)

@@ -65,27 +65,27 @@ def check_release(cfg: PipelineConfig) -> None:
     """The serving directory's release, which the baseline, the drift check and the push read:
     a damaged one is refused before the run (one line naming the file and the fix), not by the
     DriftGate half-way through it with a traceback in the log."""
-    from serving import release as serving_release
+    from serving import release
 
     try:
-        serving_release.read(cfg.serving_dir)
-    except serving_release.ReleaseError as e:
+        release.read(cfg.serving_dir)
+    except release.ReleaseError as e:
         raise data_source.DataError(str(e)) from None
 
 
 def check_tflite(cfg: PipelineConfig, schema) -> None:
     """serving.tflite: a mode this model can be converted in (int8 cannot calibrate string
     inputs), refused before the run rather than at its push."""
-    from serving import tflite as tflite_export
+    from serving import tflite
     from tensorflow_metadata.proto.v0 import schema_pb2
 
-    if cfg.serving.tflite == tflite_export.OFF:
+    if cfg.serving.tflite == tflite.OFF:
         return
     strings = [f.name for f in schema.feature
                if f.name in cfg.features.serving_columns and f.type == schema_pb2.BYTES]
     try:
-        tflite_export.check_mode(cfg.serving.tflite, strings)
-    except tflite_export.TFLiteError as e:
+        tflite.check_mode(cfg.serving.tflite, strings)
+    except tflite.TFLiteError as e:
         raise data_source.DataError(str(e)) from None
 
 
