@@ -1,5 +1,5 @@
 """The pushed model's latency per batch size, measured at push (TF Serving's batching settings
-are chosen from it: serving/release.batching_choice).
+are chosen from it: serving/tf_serving_files.batching_choice).
 
 The signature TF Serving runs (``serving_default``, serialized raw tf.Examples) is timed on the
 run's own eval rows, each batch size after two warm-up calls, median of the timed calls.

@@ -20,6 +20,7 @@ import shutil
 import pytest
 import yaml
 
+from serving import kserve_files
 from serving import push as sp
 from serving import release as sr
 from serving import storage
@@ -115,12 +116,13 @@ def test_a_pvc_storage_uri_mounts_a_loadable_version(tmp_path):
     sr.promote(d, settings)
     assert served(mount(claims, storage_uri(d), str(tmp_path / "pod3"))) == (v2, 0.75)
     assert served(mount(claims, f"pvc://tfxline-serving/taxi/kserve/{v1}", str(tmp_path / "pod1"))) == (v1, 0.25)
-    saved = os.path.join(sr.kserve_dir(d, v2), str(v2), sp.SAVED_MODEL_FILE)
+    saved = os.path.join(kserve_files.kserve_dir(d, v2), str(v2), sp.SAVED_MODEL_FILE)
     assert os.stat(saved).st_ino == os.stat(os.path.join(d, str(v2), sp.SAVED_MODEL_FILE)).st_ino  # a hard link
     v3 = sp.push(tiny_model(tmp_path / "m3", 0.5), d, {"model_uri": "m3"}, keep_versions=1, now=300,
                  protect=sr.read(d).labelled)  # prunes v1, which no label names now
     sr.on_push(d, v3, "stable", 10, settings)
-    assert sp.versions(d) == [v2, v3] and sorted(os.listdir(os.path.join(d, sr.KSERVE_DIR))) == [str(v2), str(v3)]
+    assert sp.versions(d) == [v2, v3]
+    assert sorted(os.listdir(os.path.join(d, kserve_files.KSERVE_DIR))) == [str(v2), str(v3)]
 
 
 def test_a_link_out_of_the_mounted_tree_is_not_a_model(tmp_path):
@@ -144,7 +146,7 @@ def test_a_gs_storage_uri_copies_a_loadable_version(tmp_path, monkeypatch):
     settings = sr.Settings(model_name="taxi", kserve_storage_uri="gs://b/serving/taxi")
     v1, v2 = release_of_two(tmp_path, d, settings)
     assert not os.path.islink(sr.release_dir(d)) and os.path.isfile(os.path.join(sr.release_dir(d), sr.STATE_FILE))
-    saved = os.path.join(sr.kserve_dir(d, v2), str(v2), sp.SAVED_MODEL_FILE)
+    saved = os.path.join(kserve_files.kserve_dir(d, v2), str(v2), sp.SAVED_MODEL_FILE)
     assert os.stat(saved).st_ino != os.stat(os.path.join(d, str(v2), sp.SAVED_MODEL_FILE)).st_ino  # a copy
     assert storage_uri(d) == f"gs://b/serving/taxi/kserve/{v2}"
     assert served(download_gcs(buckets, storage_uri(d), str(tmp_path / "pod2"))) == (v2, 0.75)

@@ -1,7 +1,7 @@
-"""The release labels (stable / canary) and the files a model server reads
-(serving/release.py): each file parsed with TF Serving's own protos or validated against
-KServe's published InferenceService schema; label moves atomic under an injected crash; bad input
-refused in one line with nothing changed."""
+"""The release labels (stable / canary) and the files a model server reads (serving/release.py,
+release_state.py, tf_serving_files.py, kserve_files.py): each file parsed with TF Serving's own
+protos or validated against KServe's published InferenceService schema; label moves atomic under
+an injected crash; bad input refused in one line with nothing changed."""
 import gzip
 import json
 import os
@@ -11,6 +11,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, te
 from tensorflow_serving.config import model_server_config_pb2
 
 from serving import push as sp
+from serving import kserve_files, tf_serving_files
 from serving import release as sr
 from tests.conftest import ROOT
 from tests.test_rollback import run_cli
@@ -40,7 +41,8 @@ def parsed(serving_dir):
             return f.read()
     models = text_format.Parse(read(sr.MODELS_CONFIG), model_server_config_pb2.ModelServerConfig())
     batching = text_format.Parse(read(sr.BATCHING_FILE), tf_serving_message("tensorflow.serving.BatchingParameters")())
-    monitoring = text_format.Parse(read(sr.MONITORING_FILE), tf_serving_message("tensorflow.serving.MonitoringConfig")())
+    monitoring = text_format.Parse(read(sr.MONITORING_FILE),
+                                   tf_serving_message("tensorflow.serving.MonitoringConfig")())
     import yaml
     return models, batching, monitoring, yaml.safe_load(read(sr.KSERVE_FILE))
 
@@ -92,8 +94,8 @@ def test_canary_promote_and_rollback_move_the_labels(model_files, tmp_path):
     assert labels(d) == ([v1, v2], {"stable": v1, "canary": v2})
     assert isvc["spec"]["predictor"]["canaryTrafficPercent"] == 10
     assert isvc["spec"]["predictor"]["model"]["storageUri"] == f"pvc://tfxline-serving/taxi/kserve/{v2}"
-    assert os.listdir(sr.kserve_dir(d, v2)) == [str(v2)]  # KServe's base path for the version: it alone
-    assert monitoring.prometheus_config.enable and monitoring.prometheus_config.path == sr.PROMETHEUS_PATH
+    assert os.listdir(kserve_files.kserve_dir(d, v2)) == [str(v2)]  # KServe's base path for the version: it alone
+    assert monitoring.prometheus_config.enable and monitoring.prometheus_config.path == tf_serving_files.PROMETHEUS_PATH
     # batching from v1's (stable's) measurement: batch 128 costs 0.033 ms per example, 512 0.031
     assert batching.max_batch_size.value == 128 and batching.batch_timeout_micros.value == 800
     assert batching.num_batch_threads.value == 4 and list(batching.allowed_batch_sizes) == [1, 8, 32, 128]
@@ -222,9 +224,9 @@ def test_the_kserve_manifest_is_valid_for_kserves_published_schema(model_files, 
 
 
 def test_batching_without_a_measurement_says_so():
-    choice = sr.batching_choice(None, 2)
+    choice = tf_serving_files.batching_choice(None, 2)
     assert choice["max_batch_size"] == 128 and "not measured" in choice["how"]
-    text = sr.batching_parameters(choice)
+    text = tf_serving_files.batching_parameters(choice)
     parsed_ = text_format.Parse(text, tf_serving_message("tensorflow.serving.BatchingParameters")())
     assert parsed_.num_batch_threads.value == 2 and not parsed_.allowed_batch_sizes
 
