@@ -27,7 +27,7 @@ from tfx.dsl.components.base import base_component, base_executor, executor_spec
 from tfx.types import artifact_utils, standard_artifacts
 from tfx.types.component_spec import ChannelParameter, ExecutionParameter
 
-from components import run_metrics
+from components import metric_samples, run_metrics
 
 ANOMALIES_FILE = "SchemaDiff.pb"
 ANOMALIES_KEY, STATISTICS_KEY = "anomalies", "statistics"
@@ -95,7 +95,7 @@ class Executor(base_executor.BaseExecutor):
         except DataAnomaliesError:
             # a compiled run stops here: this task tells Prometheus (the local runner does it for a local run)
             if exec_properties.get("pushgateway_url"):
-                run_metrics.report_stop(exec_properties, "anomalies", "AnomaliesGate")
+                metric_samples.report_stop(exec_properties, "anomalies", "AnomaliesGate")
             raise
 
     def _check(self, input_dict: Dict[str, List[types.Artifact]]) -> None:

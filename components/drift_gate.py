@@ -35,7 +35,7 @@ from tfx.types import artifact_utils, standard_artifacts
 from tfx.types.component_spec import ChannelParameter, ExecutionParameter
 from tfx.utils import io_utils
 
-from components import run_metrics
+from components import metric_samples, run_metrics
 from serving import push as serving_push
 from serving import release as serving_release
 from components.anomalies_gate import ANOMALIES_FILE, DataAnomaliesError
@@ -193,9 +193,9 @@ class Executor(base_executor.BaseExecutor):
         if drifted:
             # Data without spans is all span 0 (as the run summary reads it): no span to name.
             which = f"the data of span {span_of(examples)}" if span_of(examples) else "the new data"
-            scores = run_metrics.drift_samples_of(anomalies)
+            scores = metric_samples.drift_samples_of(anomalies)
             if exec_properties.get("pushgateway_url"):  # a compiled run stops here: this task tells Prometheus
-                run_metrics.report_stop(exec_properties, "drift", "DriftGate", scores)
+                metric_samples.report_stop(exec_properties, "drift", "DriftGate", scores)
             raise DataDriftError(
                 f"{which} drifted ({'; '.join(drifted)}); if the change is expected, "
                 "raise the threshold (drift.features.<name>, drift.numeric_threshold, "

@@ -1,5 +1,6 @@
 """A run's metrics for Prometheus: the one list of names (``METRICS``), the bounded reasons a run
-ends for (``REASONS``), the samples each part of a run yields, and the push with prometheus-client.
+ends for (``REASONS``), and the push with prometheus-client (the samples each part of a run
+yields: components/metric_samples.py).
 
 Every run reports, whatever its end (monitoring/alerts.yml relies on it):
 - a local run: the local runner at its end, complete, stopped or failed, and the CLI for a run
@@ -7,7 +8,7 @@ Every run reports, whatever its end (monitoring/alerts.yml relies on it):
 - a compiled run (Kubeflow / Vertex AI / run-compiled), from inside its containers when the
   ``pushgateway_url`` pipeline parameter is set: the SafePusher at the run's end, pushed or not,
   and when it fails (components/safe_pusher.py); the AnomaliesGate and the DriftGate when they
-  stop the run, since nothing after them runs (``report_stop``).
+  stop the run, since nothing after them runs (``metric_samples.report_stop``).
 They live with the components, below the orchestrator, so a task's container needs nothing else.
 
 Pushgateway: the grouping key is job = the pipeline's name plus the config's monitoring.labels
@@ -26,8 +27,6 @@ import logging
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, TextIO
 
-from components import task_metrics
-from serving import push as serving_push
 
 # name: (help, label names). One name per meaning: a count, a model metric and a time never share one.
 METRICS: Dict[str, tuple] = {
@@ -97,25 +96,6 @@ class Sample:
     labels: Dict[str, str] = dataclasses.field(default_factory=dict)
 
 
-def outcome_samples(reason: str, ended: float, component: str = "", no_run_hours: float = 0.0,
-                    no_push_hours: float = 0.0) -> List[Sample]:
-    """What every run pushes, refused, failed or complete: its result and why (``reason``, one of
-    REASONS; ``component``: the one that stopped it), when it ended, whether the DriftGate
-    stopped it, and the alert limits of its config (the rules read them, so each pipeline's
-    schedule is its own: monitoring/alerts.yml)."""
-    if reason not in REASONS:
-        raise ValueError(f"unknown run reason {reason!r}; use one of {', '.join(REASONS)}")
-    out = [Sample("tfxline_run_success", 1.0 if reason in COMPLETED else 0.0,
-                  {"reason": reason, "component": component if reason not in COMPLETED else ""}),
-           Sample("tfxline_last_run_timestamp_seconds", ended),
-           Sample("tfxline_drift_stopped_run", 1.0 if reason == "drift" else 0.0)]
-    if no_run_hours:
-        out.append(Sample("tfxline_no_run_alert_seconds", no_run_hours * 3600.0))
-    if no_push_hours:
-        out.append(Sample("tfxline_no_push_alert_seconds", no_push_hours * 3600.0))
-    return out
-
-
 # A compiled run's tasks that report the run (the Pusher at its end, the gates when they stop it):
 # their exec properties, from the pipeline parameter pushgateway_url and the monitoring section
 # (kubeflow/compile.py).
@@ -142,14 +122,6 @@ def task_properties(monitoring, pipeline_name: str, pushgateway_url: Any) -> Dic
             "max_hours_without_push": monitoring.max_hours_without_push}
 
 
-def task_outcome_samples(exec_properties: Mapping[str, Any], reason: str, component: str = "") -> List[Sample]:
-    """outcome_samples for a compiled run's task, its limits from its exec properties."""
-    import time
-
-    return outcome_samples(reason, time.time(), component, float(exec_properties.get("max_hours_without_run") or 0),
-                           float(exec_properties.get("max_hours_without_push") or 0))
-
-
 def publish_from_task(exec_properties: Mapping[str, Any], samples: Sequence[Sample]) -> None:
     """A compiled run's task pushes the run's metrics to the pipeline parameter's gateway; a
     gateway that is down is one warning in the task's log. Never raises."""
@@ -161,131 +133,6 @@ def publish_from_task(exec_properties: Mapping[str, Any], samples: Sequence[Samp
                         config_key="the pipeline parameter ",
                         labels=json.loads(exec_properties.get("metrics_labels") or "{}")):
         logging.info("run metrics %s", done)
-
-
-def report_stop(exec_properties: Mapping[str, Any], reason: str, component: str,
-                extra: Sequence[Sample] = ()) -> None:
-    """A compiled run's gate that stops the run reports it (nothing after it runs, the Pusher
-    neither): why, its measurements (``extra``), and what serves. Never raises."""
-    try:
-        samples = task_outcome_samples(exec_properties, reason, component) + list(extra)
-        if exec_properties.get("serving_dir"):
-            samples += serving_samples(exec_properties["serving_dir"])
-    except Exception as e:  # noqa: BLE001 - monitoring never changes a run's result
-        logging.warning("run metrics not collected (%s); the run's result stands", first_line(e))
-        return
-    publish_from_task(exec_properties, samples)
-
-
-def completed_reason(blessed: Optional[bool], pushed: Optional[bool], push_refused: str) -> str:
-    """A completed run's reason: pushed, refused by the gate, or its TFLite model refused."""
-    if pushed:
-        return "pushed"
-    return "push_refused" if blessed and push_refused else "gate_refused"
-
-
-EXAMPLE_COUNT = "example_count"  # TFMA's: a count, pushed apart from the quality metrics
-
-
-def evaluation_samples(task: str, metrics: Mapping[str, Any], baseline_diff: Mapping[str, Any]) -> List[Sample]:
-    """The candidate's gate metrics (the task's headline ones, counts apart); the serving
-    model's, from TFMA's diff against it (candidate - baseline); the main metric's gain, signed so
-    positive is better; the examples judged."""
-    view = task_metrics.view(task, metrics)
-    headline = {k: float(v) for k, v in view.headline_metrics(metrics).items() if _number(v)}
-    count = headline.pop(EXAMPLE_COUNT, None)
-    baseline = {k: headline[k] - float(d) for k, d in (baseline_diff or {}).items() if k in headline and _number(d)}
-    out = [Sample("tfxline_candidate_metric", v, {"metric": k}) for k, v in headline.items()]
-    out += [Sample("tfxline_baseline_metric", v, {"metric": k}) for k, v in baseline.items()]
-    if view.main in baseline:
-        gain = headline[view.main] - baseline[view.main]
-        out.append(Sample("tfxline_main_metric_gain", gain if view.higher_is_better else -gain, {"metric": view.main}))
-    if count is not None:
-        out.append(Sample("tfxline_eval_examples", count))
-    return out
-
-
-def _number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and v == v  # not NaN
-
-
-def examples_samples(examples: Mapping[str, int]) -> List[Sample]:
-    return [Sample("tfxline_examples", float(n), {"split": split}) for split, n in sorted(examples.items())]
-
-
-def statistics_examples_at(uri: str) -> Dict[str, int]:
-    """{split: examples} of the StatisticsGen output at ``uri`` (its Split-* folders): what a run's
-    summary records of it."""
-    from tfx.types import artifact_utils, standard_artifacts
-
-    from serving import storage
-
-    if not uri or not storage.isdir(uri):
-        return {}
-    statistics = standard_artifacts.ExampleStatistics()
-    statistics.uri = uri
-    statistics.split_names = artifact_utils.encode_split_names(
-        sorted(name[len("Split-"):] for name in storage.listdir(uri) if name.startswith("Split-")))
-    return statistics_examples(statistics)
-
-
-def statistics_examples(statistics) -> Dict[str, int]:
-    """{split: examples} of a StatisticsGen output artifact."""
-    from tfx.components.statistics_gen import stats_artifact_utils
-    from tfx.types import artifact_utils
-
-    out = {}
-    for split in artifact_utils.decode_split_names(statistics.split_names):
-        datasets = stats_artifact_utils.load_statistics(statistics, split).proto().datasets
-        out[split] = int(datasets[0].num_examples) if datasets else 0
-    return out
-
-
-def drift_samples(drift_anomalies_uri: str) -> List[Sample]:
-    """Every drift measurement the DriftGate recorded (nothing when it compared nothing); a
-    feature compared with two references reports the larger."""
-    from components.drift_gate import ANOMALIES_FILE, SPLIT
-
-    from serving import storage
-
-    path = storage.join(drift_anomalies_uri, f"Split-{SPLIT}", ANOMALIES_FILE) if drift_anomalies_uri else ""
-    if not path or not storage.isfile(path):
-        return []
-    from tensorflow_metadata.proto.v0 import anomalies_pb2
-    return drift_samples_of(anomalies_pb2.Anomalies.FromString(storage.read_bytes(path)))
-
-
-def drift_samples_of(anomalies) -> List[Sample]:
-    """The drift measurements of a TFDV Anomalies proto, the larger per feature."""
-    worst: Dict[str, tuple] = {}  # feature -> (value, threshold)
-    for info in anomalies.drift_skew_info:
-        feature = ".".join(info.path.step)
-        for m in info.drift_measurements:
-            if feature not in worst or m.value > worst[feature][0]:
-                worst[feature] = (m.value, m.threshold)
-    out = []
-    for feature, (value, threshold) in sorted(worst.items()):
-        out += [Sample("tfxline_drift_score", value, {"feature": feature}),
-                Sample("tfxline_drift_threshold", threshold, {"feature": feature})]
-    return out
-
-
-def serving_samples(serving_dir: str) -> List[Sample]:
-    """The stable version after the run and when the newest version was pushed."""
-    from serving import release as serving_release
-
-    versions = serving_push.versions(serving_dir)
-    if not versions:
-        return []
-    stable = serving_release.read(serving_dir).stable or versions[-1]
-    out = [Sample("tfxline_serving_version", float(stable))]
-    pushed_at = serving_push.read_metadata(serving_dir, versions[-1]).get("pushed_at")
-    if pushed_at:
-        import calendar
-        import time
-        out.append(Sample("tfxline_last_successful_push_timestamp_seconds",
-                          float(calendar.timegm(time.strptime(pushed_at, "%Y-%m-%dT%H:%M:%SZ")))))
-    return out
 
 
 def registry(samples: Sequence[Sample], labels: Optional[Mapping[str, str]] = None):

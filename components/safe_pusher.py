@@ -14,7 +14,8 @@ the whole push (``refused`` on the PushedModel says why), as an unblessed model 
 In a compiled run (Kubeflow / Vertex AI / run-compiled) the Pusher is the run's last task: with a
 ``pushgateway_url`` (the pipeline parameter) it pushes the run's metrics from its container when it
 ends, pushed or not, and when it fails (components/run_metrics.py). A local run's runner pushes
-them itself, with the per-component times only it has.
+them itself, with the per-component times only it has; both assemble them with
+components/metric_samples.assemble.
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from tfx.types.component_spec import ChannelParameter, ExecutionParameter
 from tfx.components.util import model_utils
 from tfx.utils import path_utils
 
-from components import run_metrics
+from components import metric_samples, run_metrics
 from serving import batch_latency
 from serving import push as serving_push
 from serving import release as serving_release
@@ -116,7 +117,8 @@ class Executor(base_executor.BaseExecutor):
                                         protect=serving_release.read(serving_dir).labelled, extra_files=extra_files)
             release = serving_release.on_push(
                 serving_dir, version, exec_properties.get("release") or serving_release.STABLE,
-                int(exec_properties.get("canary_percent") or 10), serving_release.Settings.from_properties(exec_properties))
+                int(exec_properties.get("canary_percent") or 10),
+                serving_release.Settings.from_properties(exec_properties))
             # stable or canary, and the label move TF Serving still needs ('tfxline serving settle')
             pushed.set_string_custom_property("release", serving_release.push_summary(release, version))
         else:
@@ -147,25 +149,24 @@ def run_samples(input_dict: Dict[str, List[types.Artifact]], pushed: types.Artif
     Pusher runs only then, so nothing drifted), the evaluation, the data, the push. Start time,
     duration and per-component seconds are the platform's (the Vertex AI job / KFP run records
     them); no task sees them."""
-    S = run_metrics.Sample
     blessed = model_utils.is_model_blessed(input_dict[BLESSING_KEY][0])
     pushed_now = pushed.get_int_custom_property("pushed") == 1
-    reason = "failed" if failed else run_metrics.completed_reason(
+    reason = "failed" if failed else metric_samples.completed_reason(
         blessed, pushed_now, pushed.get_string_custom_property("refused"))
-    out = run_metrics.task_outcome_samples(exec_properties, reason, "Pusher" if failed else "")
-    if input_dict.get(EXAMPLES_KEY):
-        out.append(S("tfxline_span", float(max(span_of(e) for e in input_dict[EXAMPLES_KEY]))))
+    head = metric_samples.task_outcome_samples(exec_properties, reason, "Pusher" if failed else "")
+    metrics = baseline_diff = None
     if input_dict.get(EVALUATION_KEY):
         uri = input_dict[EVALUATION_KEY][0].uri
-        overall, _, _ = read_evaluation(uri, path_utils.serving_model_path(input_dict[MODEL_KEY][0].uri))
-        out += run_metrics.evaluation_samples(exec_properties.get("task") or "", overall, overall_diff(uri))
-    out.append(S("tfxline_blessed", 1.0 if blessed else 0.0))
-    out.append(S("tfxline_pushed", 1.0 if pushed_now else 0.0))
-    if input_dict.get(STATISTICS_KEY):
-        out += run_metrics.examples_samples(run_metrics.statistics_examples(input_dict[STATISTICS_KEY][0]))
-    if input_dict.get(DRIFT_KEY):
-        out += run_metrics.drift_samples(input_dict[DRIFT_KEY][0].uri)
-    return out + run_metrics.serving_samples(exec_properties["serving_dir"])
+        metrics, _, _ = read_evaluation(uri, path_utils.serving_model_path(input_dict[MODEL_KEY][0].uri))
+        baseline_diff = overall_diff(uri)
+    return metric_samples.assemble(
+        head, exec_properties["serving_dir"],
+        span=max(span_of(e) for e in input_dict[EXAMPLES_KEY]) if input_dict.get(EXAMPLES_KEY) else None,
+        task=exec_properties.get("task") or "", metrics=metrics, baseline_diff=baseline_diff, blessed=blessed,
+        pushed=pushed_now,
+        examples=(metric_samples.statistics_examples(input_dict[STATISTICS_KEY][0])
+                  if input_dict.get(STATISTICS_KEY) else None),
+        drift=metric_samples.drift_samples(input_dict[DRIFT_KEY][0].uri) if input_dict.get(DRIFT_KEY) else ())
 
 
 def _publish_run_metrics(input_dict, pushed, exec_properties: Dict[str, Any], failed: bool) -> None:

@@ -4,10 +4,10 @@ Every ``tfxline run`` sends them, whatever its end: refused before it started (a
 ``--set``: ``refusal_samples``), stopped by a gate, failed, or complete (``run_samples``). They go
 to a Pushgateway (``monitoring.pushgateway_url``) and/or to a file for node_exporter's textfile
 collector (``monitoring.textfile_dir``, written whole), grouped by the pipeline's name and
-``monitoring.labels``. The names, the samples and the push are components/run_metrics.py's,
-shared with a compiled run's tasks; here a run's summary (never its report: a report that
-failed to render must not cost the run its metrics), its end and the serving directory become
-samples.
+``monitoring.labels``. The names and the push (components/run_metrics.py) and the samples
+(components/metric_samples.py) are shared with a compiled run's tasks; here a run's summary
+(never its report: a report that failed to render must not cost the run its metrics), its end
+and the serving directory become samples.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import socket
 import statistics
 from typing import List, Optional, Sequence, TextIO
 
-from components import run_metrics
+from components import metric_samples, run_metrics
 from components.run_metrics import METRICS, Sample  # noqa: F401 - the one list, for monitoring/'s tests
 
 # TfxlineRunSlow's baseline: the median of up to this many earlier runs that completed and trained ...
@@ -35,7 +35,7 @@ def outcome(summary, error: Optional[BaseException]) -> tuple:
     if error is None:
         if summary is None:
             return "failed", ""
-        return run_metrics.completed_reason(summary.blessed, summary.pushed, summary.push_refused), ""
+        return metric_samples.completed_reason(summary.blessed, summary.pushed, summary.push_refused), ""
     for cause in causes(error):
         if isinstance(cause, DataDriftError):
             return "drift", "DriftGate"
@@ -60,25 +60,24 @@ def run_samples(cfg, summary, started: float, ended: float, error: Optional[Base
     """A run's metrics from its summary (None: the run failed before MLMD recorded it), how it
     ended (``error``: what stopped it) and the serving directory."""
     reason, component = outcome(summary, error)
-    out = _common(cfg, reason, component, started, ended)
-    if summary is not None:
-        for c in summary.components:
-            out.append(Sample("tfxline_component_seconds", c.seconds, {"component": c.node_id}))
-        if summary.spans:
-            out.append(Sample("tfxline_span", float(max(summary.spans))))
-        out += run_metrics.evaluation_samples(summary.task, summary.metrics, summary.baseline_diff)
-        if summary.blessed is not None:
-            out.append(Sample("tfxline_blessed", 1.0 if summary.blessed else 0.0))
-        out.append(Sample("tfxline_pushed", 1.0 if summary.pushed else 0.0))
-        statistics_gen = summary.component("StatisticsGen")
-        if statistics_gen and statistics_gen.outputs.get("statistics"):
-            out += run_metrics.examples_samples(run_metrics.statistics_examples_at(statistics_gen.outputs["statistics"][0]))
-        if reason in run_metrics.COMPLETED and trained(summary):
-            out.append(Sample("tfxline_uncached_run_duration_seconds", round(ended - started, 3)))
-        expected = expected_duration(cfg, summary.run_id)
-        if expected is not None:
-            out.append(Sample("tfxline_expected_run_duration_seconds", expected))
-    return out + drift_samples(summary, error) + run_metrics.serving_samples(cfg.serving_dir)
+    head = _common(cfg, reason, component, started, ended)
+    if summary is None:
+        return metric_samples.assemble(head, cfg.serving_dir, drift=drift_samples(summary, error))
+    head += [Sample("tfxline_component_seconds", c.seconds, {"component": c.node_id}) for c in summary.components]
+    statistics_gen = summary.component("StatisticsGen")
+    examples = None
+    if statistics_gen and statistics_gen.outputs.get("statistics"):
+        examples = metric_samples.statistics_examples_at(statistics_gen.outputs["statistics"][0])
+    durations = []  # only the runner times a run
+    if reason in run_metrics.COMPLETED and trained(summary):
+        durations.append(Sample("tfxline_uncached_run_duration_seconds", round(ended - started, 3)))
+    expected = expected_duration(cfg, summary.run_id)
+    if expected is not None:
+        durations.append(Sample("tfxline_expected_run_duration_seconds", expected))
+    return metric_samples.assemble(
+        head, cfg.serving_dir, span=max(summary.spans) if summary.spans else None, task=summary.task,
+        metrics=summary.metrics, baseline_diff=summary.baseline_diff, blessed=summary.blessed,
+        pushed=bool(summary.pushed), examples=examples, durations=durations, drift=drift_samples(summary, error))
 
 
 def drift_samples(summary, error: Optional[BaseException]) -> List[Sample]:
@@ -89,7 +88,7 @@ def drift_samples(summary, error: Optional[BaseException]) -> List[Sample]:
         return list(stopped)
     gate = summary.component("DriftGate") if summary is not None else None
     uri = (gate.outputs.get("drift_anomalies") or [""])[0] if gate else ""
-    return run_metrics.drift_samples(uri) if uri else []
+    return metric_samples.drift_samples(uri) if uri else []
 
 
 def refusal_samples(cfg, reason: str, started: float, ended: float) -> List[Sample]:
@@ -97,14 +96,14 @@ def refusal_samples(cfg, reason: str, started: float, ended: float) -> List[Samp
     what serves; nothing of a model, since none was made."""
     out = _common(cfg, reason, "", started, ended)
     try:
-        out += run_metrics.serving_samples(cfg.serving_dir)
+        out += metric_samples.serving_samples(cfg.serving_dir)
     except Exception:  # noqa: BLE001 - a damaged release is the refusal itself; its version is unknown
         pass
     return out
 
 
 def _common(cfg, reason: str, component: str, started: float, ended: float) -> List[Sample]:
-    return run_metrics.outcome_samples(reason, ended, component, cfg.monitoring.max_hours_without_run,
+    return metric_samples.outcome_samples(reason, ended, component, cfg.monitoring.max_hours_without_run,
                                        cfg.monitoring.max_hours_without_push) + [
         Sample("tfxline_run_start_timestamp_seconds", started),
         Sample("tfxline_run_duration_seconds", round(ended - started, 3)),

@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 
-from components import run_metrics
+from components import metric_samples, run_metrics
 from components.run_metrics import METRICS, Sample
 from tests.conftest import missing
 
@@ -161,7 +161,7 @@ NOW = time.time()
 
 def pushed_samples():
     """A full pushed run of "taxi" (env prod): every metric in METRICS."""
-    samples = run_metrics.outcome_samples("pushed", NOW - 60, no_run_hours=26, no_push_hours=26)
+    samples = metric_samples.outcome_samples("pushed", NOW - 60, no_run_hours=26, no_push_hours=26)
     samples += [Sample("tfxline_run_start_timestamp_seconds", NOW - 180),
                 Sample("tfxline_run_info", 1.0, {"host": "etl-1", "output_root": "/srv/tfxline"}),
                 Sample("tfxline_run_duration_seconds", 120.0),
@@ -176,8 +176,8 @@ def pushed_samples():
                 Sample("tfxline_last_successful_push_timestamp_seconds", NOW - 60),
                 Sample("tfxline_drift_score", 0.02, {"feature": "fare"}),
                 Sample("tfxline_drift_threshold", 0.1, {"feature": "fare"})]
-    samples += run_metrics.examples_samples({"train": 9800, "eval": 2450})
-    samples += run_metrics.evaluation_samples(
+    samples += metric_samples.examples_samples({"train": 9800, "eval": 2450})
+    samples += metric_samples.evaluation_samples(
         "binary", {"auc": 0.95, "accuracy": 0.9, "loss": 0.3, "example_count": 2450},
         {"auc": 0.01, "accuracy": -0.002, "loss": -0.01})
     return samples
@@ -186,8 +186,8 @@ def pushed_samples():
 def drift_samples():
     """A drift-stopped run of "taxi-drift" (no grouping labels): its result, the failed
     component and the scores."""
-    return run_metrics.outcome_samples("drift", NOW - 30, component="DriftGate", no_run_hours=26,
-                                       no_push_hours=26) + [
+    return metric_samples.outcome_samples("drift", NOW - 30, component="DriftGate", no_run_hours=26,
+                                          no_push_hours=26) + [
         Sample("tfxline_run_duration_seconds", 20.0),
         Sample("tfxline_drift_score", 0.4, {"feature": "fare"}),
         Sample("tfxline_drift_threshold", 0.1, {"feature": "fare"})]

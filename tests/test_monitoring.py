@@ -50,12 +50,13 @@ def test_rules_use_only_emitted_metric_names():
 def test_every_reason_is_bounded_and_every_refusal_path_names_one():
     """tfxline_run_success's reason label takes only REASONS' values: an unknown one is a bug,
     refused at once rather than pushed as a new series."""
-    from components import run_metrics
+    from components import metric_samples, run_metrics
 
     with pytest.raises(ValueError, match="unknown run reason"):
-        run_metrics.outcome_samples("oops", 0.0)
+        metric_samples.outcome_samples("oops", 0.0)
     for reason in run_metrics.REASONS:
-        success = next(s for s in run_metrics.outcome_samples(reason, 0.0, "Trainer") if s.name == "tfxline_run_success")
+        success = next(s for s in metric_samples.outcome_samples(reason, 0.0, "Trainer")
+                       if s.name == "tfxline_run_success")
         assert success.value == (1.0 if reason in run_metrics.COMPLETED else 0.0)
         assert success.labels["component"] == ("" if reason in run_metrics.COMPLETED else "Trainer")
 
@@ -153,7 +154,8 @@ def test_runs_push_their_metrics_to_a_real_prometheus(servers, tmp_path):
     auc_line = next(line for line in out.splitlines() if "eval (overall):" in line)
     assert f"auc {value(auc):.4f}" in auc_line
     seconds = servers.query('tfxline_component_seconds{job="taxi"}')
-    assert {r["metric"]["component"] for r in seconds} >= {"CsvExampleGen", "Transform", "Trainer", "Evaluator", "Pusher"}
+    assert {r["metric"]["component"] for r in seconds} >= {
+        "CsvExampleGen", "Transform", "Trainer", "Evaluator", "Pusher"}
     assert value(seconds, component="Trainer") > 0
     assert value(servers.query('tfxline_run_success{job="taxi", reason="pushed"}')) == 1
     assert value(servers.query('tfxline_examples{job="taxi", split="eval"}')) > 0

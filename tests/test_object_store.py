@@ -77,7 +77,7 @@ def test_the_pusher_baseline_drift_gate_and_run_metrics_on_gs(gcs, pipeline_run)
     as a compiled run on Vertex AI or KFP has them."""
     from tfx.types import artifact_utils, standard_artifacts
 
-    from components import drift_gate, run_metrics, safe_pusher, serving_baseline
+    from components import drift_gate, metric_samples, safe_pusher, serving_baseline
     from pipeline import data_source
     from pipeline.factory import drift_thresholds
 
@@ -128,6 +128,6 @@ def test_the_pusher_baseline_drift_gate_and_run_metrics_on_gs(gcs, pipeline_run)
                               "thresholds": json.dumps(drift_thresholds(cfg))})
     assert drift.get_string_custom_property("compared_with") == f"serving version {version}'s training data"
     assert storage.listdir(f"{root}/spans") == ["0.json"]
-    assert run_metrics.drift_samples(drift.uri)  # read back from gs://
-    names = {s.name for s in run_metrics.serving_samples(serving)}
+    assert metric_samples.drift_samples(drift.uri)  # read back from gs://
+    names = {s.name for s in metric_samples.serving_samples(serving)}
     assert names == {"tfxline_serving_version", "tfxline_last_successful_push_timestamp_seconds"}
