@@ -1,33 +1,18 @@
-"""CsvExampleGen for the CSV files people have: TFX's own component and record reader, with the
-header read as a CSV line should be.
+"""CsvExampleGen for the CSV files people have: TFX's own component, its header and records read
+by components/csv_records.py (BOM, spaces around names, quoted names, gzip: what TFX's executor
+got wrong there).
 
-TFX's executor takes the column names from ``first_line.strip().split(',')``
-(``tfx.utils.io_utils.load_csv_column_names``), read as bytes straight from the file, so
-
-- a UTF-8 byte-order mark (what Excel's "CSV UTF-8" writes) is glued to the first name, and
-  the first column goes missing downstream ("lacks required column pickup_community_area");
-- stray spaces around names stay in them; a quoted name holding a comma splits in two;
-- a gzip-compressed CSV's header is read compressed, and its records fail to read at all.
-
-This executor reads the header through Beam's file systems (gzip by extension, as the
-records are), decodes it as UTF-8 with or without a BOM, parses it with ``csv``, strips each
-name, and refuses duplicate names in one line. The records go through TFX's reader and parser
-(CRLF line ends, quoted fields holding commas, quotes and newlines, blank lines), read line by
-line so that gzip works too (TFX's reader iterated the file, which Beam's gzip reader cannot).
-
-The rows are then typed and encoded ``BATCH_ROWS`` at a time, not one Python tf.Example per
-row: each column's type as TFX infers it (``column_type``), each record serialized by
-``components/example_encoder.py``, byte for byte TFX's example serialized deterministically.
-TFX hashes those bytes to pick a record's split, so every split holds what TFX's executor
-puts there (tests/test_csv_encoding.py); on a 1M-row CSV the component went from 206 s to
-the figure in docs/scale.md.
+The rows are then typed and encoded ``csv_records.BATCH_ROWS`` at a time, not one Python
+tf.Example per row: each column's type as TFX infers it (``column_type``), each record serialized
+by ``components/example_encoder.py``, byte for byte TFX's example serialized deterministically.
+TFX hashes those bytes to pick a record's split, so every split holds what TFX's executor puts
+there (tests/test_csv_encoding.py); on a 1M-row CSV the component went from 206 s to the figure
+in docs/scale.md.
 """
 from __future__ import annotations
 
-import csv
-import io
 import itertools
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence
 
 import apache_beam as beam
 import numpy as np
@@ -44,50 +29,11 @@ from tfx.v1.components import CsvExampleGen as TfxCsvExampleGen
 from tfx_bsl.coders import csv_decoder
 from google.protobuf import struct_pb2
 
-from components import example_encoder, example_splits
+from components import csv_records, example_encoder, example_splits
+from components.csv_records import DROPPED, read_header
 
 ColumnType = csv_decoder.ColumnType
 _INT64_MIN, _INT64_MAX = np.iinfo(np.int64).min, np.iinfo(np.int64).max
-
-
-class CsvHeaderError(ValueError):
-    """A CSV file's header cannot name the columns."""
-
-
-def read_header(path: str) -> List[str]:
-    """The column names of a CSV file, as ``csv`` reads its first line (BOM and surrounding
-    spaces removed; gzip by extension)."""
-    with beam.io.filesystems.FileSystems.open(path) as f:
-        first = f.readline()
-        while first.count(b'"') % 2:  # a quoted name holding a newline
-            more = f.readline()
-            if not more:
-                break
-            first += more
-    text = first.decode("utf-8-sig")
-    names = [name.strip() for name in next(csv.reader(io.StringIO(text)), [])]
-    seen = set()
-    duplicates = sorted({n for n in names if n in seen or seen.add(n)})
-    if duplicates:
-        raise CsvHeaderError(f"{path}: the header names column(s) {', '.join(duplicates)} more than once; "
-                             "rename them so every column has its own name")
-    return names
-
-
-BATCH_ROWS = 20_000  # records per batch: parsed, typed and encoded together
-
-
-def parse_records(records: List[str], column_names: List[str],
-                  required: Sequence[int] = ()) -> Tuple[List[Tuple[bytes, ...]], int]:
-    """(the cells of a batch of CSV records as columns (bytes, as TFX's ``ParseCSVLine`` gives
-    them), the number of rows left out because a ``required`` column's cell is empty); blank
-    records are skipped, as TFX's CsvExampleGen does."""
-    rows = [[cell.encode() for cell in row] for row in csv.reader(records) if row]
-    for row in rows:
-        if len(row) != len(column_names):
-            raise ValueError(f"Columns do not match specified csv headers: {column_names} -> {row}")
-    kept = [row for row in rows if all(row[i] for i in required)] if required else rows
-    return (list(zip(*kept)) if kept else [() for _ in column_names]), len(rows) - len(kept)
 
 
 # custom_config (a Struct in TFX's CustomConfig) keys: the columns whose empty cell leaves a row
@@ -97,10 +43,10 @@ def parse_records(records: List[str], column_names: List[str],
 # size and modification second, so a CSV rewritten within a second, or copied with its time
 # kept, was served from cache)
 DROP_ROWS_WITHOUT, DATA_DIGEST = "drop_rows_without", "data_digest"
-DROPPED = "rows_without_label"
 
 
-def custom_config(drop_rows_without: Sequence[str] = (), data_digest: str = "") -> Optional[example_gen_pb2.CustomConfig]:
+def custom_config(drop_rows_without: Sequence[str] = (),
+                  data_digest: str = "") -> Optional[example_gen_pb2.CustomConfig]:
     """The ExampleGen's custom_config: leave out rows with an empty cell in any of the columns
     named; ``data_digest``, the content of the files it reads (None when neither is given)."""
     fields = {}
@@ -145,52 +91,10 @@ def column_type(cells: Sequence[bytes]) -> csv_decoder.ColumnType:
             return ColumnType.STRING
         # float() also reads integers too large for int64, which TFX types STRING.
         long = [v for v in values if len(v) >= 19]
-        return max([ColumnType.FLOAT] + [csv_decoder._InferValueType(v) for v in long])  # pylint: disable=protected-access
+        infer = csv_decoder._InferValueType  # pylint: disable=protected-access
+        return max([ColumnType.FLOAT] + [infer(v) for v in long])
     in_range = _INT64_MIN <= min(ints) and max(ints) <= _INT64_MAX
     return ColumnType.INT if in_range else ColumnType.STRING
-
-
-class _ReadCsvBatches(beam.DoFn):
-    """TFX's record reader (``_ReadCsvRecordsFromTextFile``: the lines after the header, joined
-    while a quoted field spans lines), reading lines with ``readline``: it iterated the file,
-    which Beam's gzip reader (CompressedFile) does not support ("'CompressedFile' object is not
-    iterable"), so a .csv.gz failed. Found by tests/test_csv_input.py. Yields the records
-    ``BATCH_ROWS`` at a time, parsed into columns."""
-
-    def __init__(self, column_names: List[str], batch_rows: Optional[int] = None, required: Sequence[str] = ()):
-        self._column_names, self._batch_rows = column_names, batch_rows or BATCH_ROWS
-        missing = [c for c in required if c not in column_names]
-        if missing:
-            raise ValueError(f"the CSV lacks column(s) {', '.join(missing)}, whose empty cells leave rows out")
-        self._required = [column_names.index(c) for c in required]
-        self._dropped = beam.metrics.Metrics.counter(__name__, DROPPED)
-
-    def _parse(self, records: List[str]):
-        columns, dropped = parse_records(records, self._column_names, self._required)
-        if dropped:
-            self._dropped.inc(dropped)
-        return columns
-
-    def process(self, csv_filepath: str):
-        records = []
-        with beam.io.filesystems.FileSystems.open(csv_filepath) as f:
-            f.readline()  # the header
-            buffer = tfx_csv._CsvLineBuffer()  # pylint: disable=protected-access
-            for line in iter(f.readline, b""):
-                text = line.decode("utf-8")
-                if buffer.is_empty() and '"' not in text:
-                    records.append(text)  # the common case: a record on one line
-                else:
-                    buffer.write(text)
-                    if buffer.is_complete_line():
-                        records.append(buffer.read())
-                if len(records) >= self._batch_rows:
-                    yield self._parse(records)
-                    records = []
-            if not buffer.is_empty():
-                raise ValueError(f"Csv record had unbalanced quotes. File: {csv_filepath}")
-        if records:
-            yield self._parse(records)
 
 
 class _ColumnTypes(csv_decoder.ColumnTypeInferrer):
@@ -263,7 +167,8 @@ class _CsvToExample(tfx_csv._CsvToExample):  # pylint: disable=protected-access
                 raise RuntimeError(f"Files in same split {self._csv_pattern} have different header.")
         batches = (pipeline
                    | "CreateFilenames" >> beam.Create(csv_files)
-                   | "ReadCsvBatches" >> beam.ParDo(_ReadCsvBatches(column_names, required=self._required)))
+                   | "ReadCsvBatches" >> beam.ParDo(
+                       csv_records.ReadCsvBatches(column_names, required=self._required)))
         column_infos = beam.pvalue.AsSingleton(
             batches | "InferColumnTypes" >> beam.CombineGlobally(_ColumnTypes(column_names, skip_blank_lines=True)))
         return batches | "ToTFExample" >> beam.ParDo(_EncodeBatch(), column_infos)
@@ -309,9 +214,11 @@ class Executor(tfx_csv.Executor):
         dropped = pipeline.result.metrics().query(beam.metrics.MetricsFilter().with_name(DROPPED))["counters"]
         for artifact in examples:
             if drop_rows_without(exec_properties):
-                artifact.set_int_custom_property(DROPPED, sum(c.attempted if c.committed is None else c.committed for c in dropped))
+                artifact.set_int_custom_property(
+                    DROPPED, sum(c.attempted if c.committed is None else c.committed for c in dropped))
             examples_utils.set_payload_format(artifact, example_gen_pb2.FORMAT_TF_EXAMPLE)
-            examples_utils.set_file_format(artifact, write_split.to_file_format_str(example_gen_pb2.FORMAT_TFRECORDS_GZIP))
+            examples_utils.set_file_format(
+                artifact, write_split.to_file_format_str(example_gen_pb2.FORMAT_TFRECORDS_GZIP))
 
 
 class CsvExampleGen(TfxCsvExampleGen):

@@ -1,4 +1,4 @@
-"""CsvExampleGen's batch encoding (components/csv_example_gen.py, components/example_encoder.py)
+"""CsvExampleGen's batch encoding (components/csv_example_gen.py, csv_records.py, example_encoder.py)
 gives exactly TFX's examples: the same column types, and every record byte for byte TFX's
 tf.Example serialized deterministically, which is what TFX hashes to pick a record's split.
 So the splits, and everything downstream, are what TFX's own CsvExampleGen gives."""
@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 from tfx.components.example_gen.csv_example_gen import executor as tfx_csv
 from tfx_bsl.coders import csv_decoder
 
-from components import csv_example_gen, example_encoder
+from components import csv_example_gen, csv_records, example_encoder
 from pipeline import data_source
 
 # Cells at the edges of TFX's type inference: signs, spaces and underscores that int() reads,
@@ -99,12 +99,12 @@ def test_the_taxi_csv_encodes_as_tfx_does(tmp_path):
         lines = [next(f) for _ in range(2001)]
     path = tmp_path / "taxi.csv"
     path.write_text("".join(lines))
-    batch_rows = csv_example_gen.BATCH_ROWS
-    csv_example_gen.BATCH_ROWS = 300
+    batch_rows = csv_records.BATCH_ROWS
+    csv_records.BATCH_ROWS = 300
     try:
         ours = _records(csv_example_gen._CsvToExample, str(path))
     finally:
-        csv_example_gen.BATCH_ROWS = batch_rows
+        csv_records.BATCH_ROWS = batch_rows
     assert len(ours) == 2000
     assert ours == _records(tfx_csv._CsvToExample, str(path))
 
@@ -121,7 +121,8 @@ def _run_executor(executor_class, data_dir, out_dir, shard_bytes=None, component
     examples = standard_artifacts.Examples()
     examples.uri = str(out_dir)
     splits = example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(splits=[
-        example_gen_pb2.SplitConfig.Split(name=n, hash_buckets=b) for n, b in [("train", 7), ("validation", 1), ("eval", 2)]]))
+        example_gen_pb2.SplitConfig.Split(name=n, hash_buckets=b)
+        for n, b in [("train", 7), ("validation", 1), ("eval", 2)]]))
     props = {"input_base": str(data_dir), "output_config": proto_utils.proto_to_json(splits),
              "input_config": proto_utils.proto_to_json(example_gen_pb2.Input(splits=[
                  example_gen_pb2.Input.Split(name="single_split", pattern="*.csv")])),
@@ -162,8 +163,8 @@ def test_the_executor_writes_tfxs_splits_in_a_deterministic_shuffled_order(tmp_p
     # in two worker processes, as the auto mode runs large days' components: the same files
     workers = _run_executor(csv_example_gen.Executor, data, tmp_path / "workers", shard_bytes=100_000,
                             component_args=("--direct_running_mode=multi_processing", "--direct_num_workers=2"))
-    names = csv_example_gen.read_header(str(data / "taxi.csv"))
-    columns, _ = csv_example_gen.parse_records((data / "taxi.csv").read_text().splitlines(True)[1:], names)
+    names = csv_records.read_header(str(data / "taxi.csv"))
+    columns, _ = csv_records.parse_records((data / "taxi.csv").read_text().splitlines(True)[1:], names)
     types = csv_example_gen._ColumnTypes(names, skip_blank_lines=True)
     in_csv_order = next(csv_example_gen._EncodeBatch().process(
         columns, types.extract_output(types.add_input({}, columns))))

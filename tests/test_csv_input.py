@@ -17,7 +17,7 @@ import tensorflow as tf
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 from tensorflow_metadata.proto.v0 import schema_pb2
 
-from components import csv_example_gen
+from components import csv_example_gen, csv_records
 from pipeline.data_source import DataError, check_csv
 from pipeline.examples import read_csv_rows
 
@@ -123,7 +123,7 @@ def _values(feature: tf.train.Feature):
 @given(v=variants().filter(lambda v: v["fault"] is None))
 @example(v=EVERYTHING)
 def test_csv_example_gen_reads_every_clean_variant_like_the_clean_file(tmp_path_factory, v):
-    """The header through components/csv_example_gen.read_header, the records through TFX's reader:
+    """The header through components/csv_records.read_header, the records through TFX's reader:
     the column names without BOM or spaces, the values as written (TFX infers each column's type
     from its values, as for any CSV)."""
     got = examples_from(write(str(tmp_path_factory.mktemp("csv")), v))
@@ -141,5 +141,5 @@ def test_csv_example_gen_reads_every_clean_variant_like_the_clean_file(tmp_path_
 def test_a_duplicate_header_is_refused_by_csv_example_gen_too(tmp_path):
     path = tmp_path / "dup.csv"
     path.write_text("a,b,a\n1,2,3\n")
-    with pytest.raises(csv_example_gen.CsvHeaderError, match="names column\\(s\\) a more than once"):
-        csv_example_gen.read_header(str(path))
+    with pytest.raises(csv_records.CsvHeaderError, match="names column\\(s\\) a more than once"):
+        csv_records.read_header(str(path))
