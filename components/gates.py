@@ -16,7 +16,7 @@ import dataclasses
 import math
 from typing import Dict, Optional
 
-from transforms import features as F
+import task_types
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,10 +38,9 @@ GATES: Dict[str, Gate] = {
     "mae": Gate("evaluation.max_mae"),
 }
 
-# The gate every task applies with no number set: a model no better than the trivial one
-# (chance ranking, the commonest class, the mean) is refused.
-DEFAULT_GATE: Dict[str, str] = {F.TASK_BINARY: "auc", F.TASK_MULTICLASS: "accuracy_lift",
-                                F.TASK_REGRESSION: "r2"}
+# The gate every task applies with no number set (its task type's default_gate): a model no
+# better than the trivial one (chance ranking, the commonest class, the mean) is refused.
+DEFAULT_GATE: Dict[str, str] = {t.name: t.default_gate for t in task_types.REGISTERED}
 
 
 def strictly_above(x: float) -> float:

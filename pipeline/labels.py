@@ -17,6 +17,9 @@ import dataclasses
 import math
 from typing import List, Optional, Tuple
 
+import task_types
+from task_types.base import LabelError  # noqa: F401 - raised here and by the task types' check_label
+from task_types.binary import positive_value as binary_positive  # noqa: F401 - tfxline init names it here
 from transforms import features as F
 
 MISSING_LABELS = ("drop", "fail")
@@ -25,18 +28,13 @@ POSITIVE_SPELLINGS: Tuple[Tuple[str, str], ...] = (
     ("yes", "no"), ("true", "false"), ("y", "n"), ("t", "f"), ("1", "0"), ("1.0", "0.0"),
     ("positive", "negative"), ("pos", "neg"))
 DISTINCT_KEPT = 1000     # distinct values counted exactly; beyond, only "many"
-MAX_CLASSES = 1000       # more distinct values than this is not a multi-class label
-MULTICLASS_MAX_NUMBERS = 10  # whole numbers with at most this many values: classes, not a quantity
-MIN_ROWS_PER_CLASS = 10  # fewer labelled rows a class on average: too few to learn (or to see in every split)
-
-
-class LabelError(ValueError):
-    """The label column cannot train the configured task."""
+MAX_CLASSES = 1000       # text with more distinct values than this is no label init takes
 
 
 @dataclasses.dataclass
 class LabelValues:
     """The values of one label column, fed a cell at a time."""
+    DISTINCT_KEPT = DISTINCT_KEPT  # for the task types' messages (a class attribute, not a field)
     column: str
     counts: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     missing: int = 0
@@ -94,8 +92,9 @@ def usual_positive(values: List[str]) -> Optional[str]:
 
 
 def infer_task(values: LabelValues) -> Tuple[str, str]:
-    """(task, why) for a label column: two values are binary; text with more is multi-class;
-    a few whole numbers (at most MULTICLASS_MAX_NUMBERS) are classes; other numbers regression."""
+    """(task, why) for a label column: the first task type (in registry order) its values suggest:
+    two values are binary; text with more is multi-class; a few whole numbers are classes; other
+    numbers regression."""
     n = len(values.counts)
     if values.present == 0:
         raise LabelError(f"label column {values.column!r} is empty in every row; pick a column that holds the "
@@ -103,20 +102,19 @@ def infer_task(values: LabelValues) -> Tuple[str, str]:
     if n == 1 and not values.many:
         raise LabelError(f"label column {values.column!r} holds one value ({values.shown()}) in every labelled "
                          "row: there is nothing to learn; pick another --label, or add rows of the other classes")
-    if n == 2 and not values.many:
-        return F.TASK_BINARY, f"two values, {values.shown()}"
-    if not values.numeric:
-        if values.many or n > MAX_CLASSES:
-            raise LabelError(f"label column {values.column!r} holds text with more than {MAX_CLASSES} distinct values "
-                             f"(e.g. {values.shown(3)}); pick a column of classes or numbers for --label")
-        return F.TASK_MULTICLASS, f"{n} text values (classes)"
-    if values.integral and not values.many and n <= MULTICLASS_MAX_NUMBERS:
-        return F.TASK_MULTICLASS, f"{n} whole-number values (classes; --task regression if they are amounts)"
-    return F.TASK_REGRESSION, ("numbers with " + ("many" if values.many else str(n)) + " distinct values")
+    if not values.numeric and (values.many or n > MAX_CLASSES):
+        raise LabelError(f"label column {values.column!r} holds text with more than {MAX_CLASSES} distinct values "
+                         f"(e.g. {values.shown(3)}); pick a column of classes or numbers for --label")
+    for task in task_types.REGISTERED:
+        why = task.suggested_by(values)
+        if why is not None:
+            return task.name, why
+    raise LabelError(f"label column {values.column!r} suits no task ({values.shown()}); pass --task")
 
 
 def check(label: F.Label, values: Optional[LabelValues], missing_labels: str = "drop") -> None:
-    """Raise LabelError when ``label`` (the config's) cannot train on ``values`` (the data's)."""
+    """Raise LabelError when ``label`` (the config's) cannot train on ``values`` (the data's):
+    the missing labels here, the rest by the label's task type (``check_label``)."""
     if values is None:
         return
     where = f"label column {values.column!r}"
@@ -125,56 +123,4 @@ def check(label: F.Label, values: Optional[LabelValues], missing_labels: str = "
                          "fail; fill the labels, or set data.missing_labels: drop to leave those rows out")
     if values.present == 0:
         raise LabelError(f"{where} is empty in every row; fill the labels, or point features.label at another column")
-    task = label.task
-    n = len(values.counts)
-    if task == F.TASK_BINARY and label.transform == "binary":
-        positive = binary_positive(label, values)
-        if values.many or n > 2:
-            raise LabelError(f"{where} is a binary label but holds {'many' if values.many else n} values "
-                             f"({values.shown()}); keep two values, or make it transform: class_vocabulary "
-                             "(multi-class) or regression")
-        if positive not in values.counts:
-            others = "the values " + values.shown() if n > 1 else "only " + values.shown()
-            fix = (f"set features.label.positive to the positive one (e.g. --set 'features.label.positive=\"{values.distinct[0]}\"')"
-                   if label.positive is None else "set features.label.positive to a value the column holds")
-            raise LabelError(f"{where} holds {others}, none of them the positive value {positive!r}"
-                             f"{'' if label.positive is not None else ' (the default with no positive: set)'}; {fix}")
-        if n < 2:
-            raise LabelError(f"{where} holds only {values.shown()}: a binary model needs both classes; add rows of "
-                             "the other class")
-        if values.numeric and label.positive is None and {float(v) for v in values.counts} != {0.0, 1.0}:
-            raise LabelError(f"{where} holds {values.shown()}, not 0 and 1; say which is positive: set "
-                             f"features.label.positive (e.g. --set 'features.label.positive=\"{values.distinct[0]}\"')")
-    elif task == F.TASK_MULTICLASS:
-        if n < 2 and not values.many:
-            raise LabelError(f"{where} holds one class ({values.shown()}): a multi-class model needs two or more; "
-                             "add rows of other classes, or pick another label column")
-        if values.many or n * MIN_ROWS_PER_CLASS > values.present:
-            raise LabelError(f"{where} holds {'over ' + str(DISTINCT_KEPT) if values.many else n} classes in "
-                             f"{values.present} labelled rows, under {MIN_ROWS_PER_CLASS} rows a class: too few to learn "
-                             "each (a class missing from the train split cannot be predicted); pick a label with fewer "
-                             "classes, or make it regression if the values are amounts")
-        if values.numeric and not values.integral:
-            raise LabelError(f"{where} is a class label (class_vocabulary) but holds fractional numbers (e.g. "
-                             f"{values.shown(2)}); make it transform: regression, or write classes as words or "
-                             "whole numbers")
-    elif task == F.TASK_REGRESSION and not values.numeric:
-        raise LabelError(f"{where} is a regression label but holds text, {values.first_text!r}; make it "
-                         "transform: class_vocabulary (classes) or binary, or fix the values")
-
-
-def binary_positive(label: F.Label, values: LabelValues) -> str:
-    """The positive value of a binary label as it is written in the data: ``positive`` when
-    set (a number matched by value, so 1 finds '1.0'), else '1'."""
-    wanted = "1" if label.positive is None else str(label.positive)
-    if wanted in values.counts:
-        return wanted
-    if values.numeric:
-        try:
-            number = float(wanted)
-        except ValueError:
-            return wanted
-        for value in values.counts:
-            if float(value) == number:
-                return value
-    return wanted
+    task_types.get(label.task).check_label(label, values, where)

@@ -6,7 +6,6 @@ layer computes the features.
 """
 from __future__ import annotations
 
-import collections
 import csv
 import json
 import os
@@ -14,6 +13,7 @@ from typing import Dict, List, Optional, Sequence, TextIO
 
 import numpy as np
 
+import task_types
 from serving.native_stderr import stderr_filtered
 from serving.release import serving_version_dir
 from components.tfma_results import label_classes
@@ -21,7 +21,6 @@ from pipeline import data_source
 from pipeline.config import PipelineConfig
 from pipeline.examples import read_csv_rows, serialize_rows
 from serving.native_stderr import TF_RUNTIME_NOISE
-from transforms import features as F
 
 # Nothing here imports TensorFlow at module level: `tfxline predict` imports this module before
 # its checks, and TensorFlow after them, quietly (cli/quiet.py), so it prints its own lines only.
@@ -48,17 +47,11 @@ def predict_rows(serve, rows: List[Dict[str, str]], cfg: PipelineConfig, schema,
 
 
 def output_columns(cfg: PipelineConfig, values: np.ndarray, classes: Sequence[str] = ()) -> List[Dict[str, object]]:
-    """The task's prediction columns per row: binary ``probability`` (of the positive class);
-    multi-class ``predicted_class`` (the label value, from the model's label vocabulary),
-    its ``probability`` and every class's, as JSON keyed by class; regression ``prediction``."""
-    if cfg.features.task == F.TASK_BINARY:
-        return [{"probability": float(v)} for v in values]
-    if cfg.features.task == F.TASK_MULTICLASS:
-        names = [classes[i] if i < len(classes) else str(i) for i in range(values.shape[-1])] if len(values) else []
-        return [{"predicted_class": names[int(np.argmax(v))], "probability": float(np.max(v)),
-                 "probabilities": {n: round(float(x), 6) for n, x in zip(names, v)}}
-                for v in values]
-    return [{"prediction": float(v)} for v in values]
+    """The task's prediction columns per row (its task type's): binary ``probability`` (of the
+    positive class); multi-class ``predicted_class`` (the label value, from the model's label
+    vocabulary), its ``probability`` and every class's, as JSON keyed by class; regression
+    ``prediction``."""
+    return task_types.get(cfg.features.task).prediction_columns(values, classes)
 
 
 def typed_row(row: Dict[str, str], schema) -> Dict[str, object]:
@@ -84,19 +77,7 @@ def describe_predictions(cfg: PipelineConfig, extra: List[Dict[str, object]]) ->
     """One line on what was predicted, in the task's terms."""
     if not extra:
         return "no rows"
-    if cfg.features.task == F.TASK_BINARY:
-        p = np.array([r["probability"] for r in extra])
-        return f"mean probability {p.mean():.4f}, {np.mean(p > 0.5):.1%} above 0.5"
-    if cfg.features.task == F.TASK_MULTICLASS:
-        counts = collections.Counter(r["predicted_class"] for r in extra)
-        return "predicted classes: " + ", ".join(f"{name} {n}" for name, n in counts.most_common())
-    p = np.array([r["prediction"] for r in extra])
-    return f"predictions mean {_g(p.mean())}, min {_g(p.min())}, max {_g(p.max())}"
-
-
-def _g(x: float) -> str:
-    """A number in one format: 23890.5 -> '23,890', 0.01234 -> '0.01234'."""
-    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
+    return task_types.get(cfg.features.task).describe_predictions(extra)
 
 
 def predict_csv(cfg: PipelineConfig, input_csv: str, output_path: str,

@@ -19,10 +19,8 @@ TF ops (the Flex delegate); ``flex_ops`` lists them per model.
 
 Quantization (``MODES``): ``none`` (float32), ``dynamic`` (int8 weights), ``float16``
 (float16 weights), ``int8`` (weights and activations int8, calibrated on train rows; the
-string preprocessing stays as it is). The parity gate: ``none`` / ``dynamic`` / ``float16``:
-the largest difference of an output on the eval rows (regression: in standard deviations
-of the SavedModel's predictions); ``int8``: the task's main metric (auc, accuracy: the
-drop; rmse: the relative increase) against the SavedModel's on the same rows.
+string preprocessing stays as it is). The parity gate (serving/tflite_parity.py) compares the
+outputs with the SavedModel's on the eval rows.
 """
 from __future__ import annotations
 
@@ -35,17 +33,14 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
 import numpy as np
 
+import task_types
+from serving.tflite_parity import DEFAULT_TOLERANCE, Parity, parity, summary_line  # noqa: F401 - this module's API
 from transforms import features as F
 
 OFF = "off"
 MODES = ("none", "dynamic", "float16", "int8")
 FILE = "model.tflite"
 INT64_MISSING = np.iinfo(np.int64).min
-# The default tolerance per mode (serving.tflite_tolerance: 0 takes it), above what bench/tflite.py
-# measures on the taxi, penguin and penguin-mass models (docs/serving.md). float16 strays more
-# than dynamic on the taxi model: its float constants (the means that fill a missing value)
-# become float16 too, and a filled value that lands across a bucket boundary moves a row.
-DEFAULT_TOLERANCE = {"none": 1e-4, "dynamic": 0.1, "float16": 0.1, "int8": 0.02}
 PARITY_ROWS = 2000       # eval rows compared
 CALIBRATION_ROWS = 200   # train rows the int8 quantization is calibrated on
 CALIBRATION_BATCH = 20
@@ -61,22 +56,6 @@ def input_name(column: str) -> str:
     return name if re.match(r"[A-Za-z0-9.]", name) else "x" + name
 
 
-@dataclasses.dataclass
-class Parity:
-    mode: str
-    rows: int
-    max_abs_diff: float      # regression: in standard deviations of the SavedModel's predictions
-    metric: str
-    saved_model_metric: float
-    tflite_metric: float
-    tolerance: float
-    ok: bool
-    reason: str = ""
-
-    def to_dict(self) -> Dict[str, Any]:
-        return dataclasses.asdict(self)
-
-
 # ---- the model -------------------------------------------------------------------------
 
 def build_module(model_dir: str, transform_dir: str, spec: F.FeatureSpec):
@@ -85,7 +64,6 @@ def build_module(model_dir: str, transform_dir: str, spec: F.FeatureSpec):
     import tensorflow as tf
     import tensorflow_transform as tft
 
-    from trainer.export import output_key
     from transforms.analyzers import FrozenAnalyzers
     from transforms.preprocessing import Present, make_preprocessing_fn
 
@@ -97,7 +75,7 @@ def build_module(model_dir: str, transform_dir: str, spec: F.FeatureSpec):
     module.tables = [frozen.table(f) for f in spec.inputs
                      if f.transform == "vocabulary" and raw_spec[f.source].dtype == tf.string]
     preprocess = make_preprocessing_fn(spec, frozen, with_label=False)
-    names, key, task = spec.model_feature_names, output_key(spec.task), spec.task
+    names, task = spec.model_feature_names, task_types.get(spec.task)
     signature = [tf.TensorSpec([None], raw_spec[c].dtype, name=input_name(c)) for c in columns]
 
     @tf.function(input_signature=signature, autograph=False)
@@ -105,9 +83,7 @@ def build_module(model_dir: str, transform_dir: str, spec: F.FeatureSpec):
         inputs = {c: Present(v, _present(v)) for c, v in zip(columns, values)}
         transformed = preprocess(inputs)
         outputs = tf.cast(module.model({n: transformed[n] for n in names}), tf.float32)
-        if task != F.TASK_MULTICLASS:
-            outputs = tf.reshape(outputs, [-1])
-        return {key: outputs}
+        return {task.output_key: task.flat_output(outputs)}
 
     module.serve = serve
     return module
@@ -246,51 +222,6 @@ def saved_model_outputs(model_dir: str, records: Sequence[bytes], spec: F.Featur
     return np.concatenate(outputs), np.concatenate(labels)
 
 
-# ---- the gate ----------------------------------------------------------------------------
-
-def main_metric(task: str, outputs: np.ndarray, labels: np.ndarray) -> float:
-    """The task's main metric (components/task_metrics.VIEWS) computed here."""
-    from sklearn.metrics import roc_auc_score
-    if task == F.TASK_BINARY:
-        return float(roc_auc_score(labels, outputs)) if len(set(labels.tolist())) > 1 else float("nan")
-    if task == F.TASK_MULTICLASS:
-        return float(np.mean(np.argmax(outputs, axis=1) == labels))
-    return float(np.sqrt(np.mean((outputs - labels) ** 2)))
-
-
-def parity(mode: str, task: str, saved: np.ndarray, tflite: np.ndarray, labels: np.ndarray,
-           tolerance: float = 0.0) -> Parity:
-    from components.task_metrics import VIEWS
-    tolerance = tolerance or DEFAULT_TOLERANCE[mode]
-    view = VIEWS[task]
-    diff = np.abs(np.asarray(saved, np.float64) - np.asarray(tflite, np.float64))
-    if task == F.TASK_REGRESSION:
-        diff = diff / max(float(np.std(saved)), 1e-12)
-    max_diff = float(np.max(diff)) if diff.size else 0.0
-    finite = bool(np.all(np.isfinite(tflite)))
-    saved_metric = main_metric(task, saved, labels)
-    tflite_metric = main_metric(task, tflite, labels) if finite else float("nan")
-    result = Parity(mode, len(labels), round(max_diff, 6), view.main, round(saved_metric, 6),
-                    round(tflite_metric, 6), tolerance, True)
-    if not finite:
-        result.ok, result.reason = False, "the TFLite model output NaN or infinity"
-    elif mode != "int8":
-        if max_diff > tolerance:
-            unit = " prediction standard deviations" if task == F.TASK_REGRESSION else ""
-            result.ok, result.reason = False, (
-                f"its outputs differ from the SavedModel's by up to {max_diff:.6g}{unit} on {len(labels)} eval rows "
-                f"(allowed {tolerance:g})")
-    elif view.higher_is_better and saved_metric - tflite_metric > tolerance:
-        result.ok, result.reason = False, (
-            f"{view.main} {tflite_metric:.4f} is {saved_metric - tflite_metric:.4f} below the SavedModel's "
-            f"{saved_metric:.4f} on {len(labels)} eval rows (allowed drop {tolerance:g})")
-    elif not view.higher_is_better and tflite_metric > saved_metric * (1 + tolerance):
-        result.ok, result.reason = False, (
-            f"{view.main} {tflite_metric:.4f} is {100 * (tflite_metric / saved_metric - 1):.1f}% above the "
-            f"SavedModel's {saved_metric:.4f} on {len(labels)} eval rows (allowed increase {100 * tolerance:g}%)")
-    return result
-
-
 @dataclasses.dataclass
 class Export:
     content: bytes
@@ -341,13 +272,3 @@ def export(model_dir: str, transform_dir: str, spec: F.FeatureSpec, mode: str, e
         raise TFLiteError(f"the TFLite model ({mode}) does not match the SavedModel: {result.reason}; nothing "
                           "pushed; fix: use another serving.tflite mode, or raise serving.tflite_tolerance")
     return exported
-
-
-def summary_line(meta: Mapping[str, Any]) -> str:
-    """'model.tflite (dynamic, 107 KB): auc 0.9561 vs the SavedModel's 0.9561, largest output
-    difference 0.0187; TFLite builtins only' from push metadata's ``tflite``."""
-    p = meta["parity"]
-    flex = ", ".join(meta.get("flex_ops") or []) or ""
-    return (f"{meta['file']} ({meta['mode']}, {meta['bytes'] / 1024:.0f} KB): {p['metric']} {p['tflite_metric']:.4f} vs "
-            f"the SavedModel's {p['saved_model_metric']:.4f}, largest output difference {p['max_abs_diff']:.3g} "
-            f"on {p['rows']} eval rows; " + (f"Select TF ops: {flex}" if flex else "TFLite builtins only"))

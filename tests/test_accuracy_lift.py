@@ -11,7 +11,7 @@ from tensorflow_model_analysis.proto import config_pb2
 
 from components import gates, tfma_metrics
 from pipeline.config import EvaluationConfig
-from pipeline.eval_config import multiclass_metrics
+from pipeline.eval_config import task_metrics
 
 
 def eval_config(*metrics):
@@ -96,7 +96,7 @@ def test_always_predicting_the_commonest_class_scores_exactly_zero_and_is_refuse
     constant = [(y, [0.9 if k == commonest else 0.05 for k in range(3)]) for y, _ in rows]
     lift = evaluate(eval_config(LIFT), constant)["accuracy_lift"]
     assert lift == 0.0
-    (gate,) = [m for m in multiclass_metrics(EvaluationConfig()) if m.class_name == "AccuracyLift"]
+    (gate,) = [m for m in task_metrics("multiclass", EvaluationConfig()) if m.class_name == "AccuracyLift"]
     bound = gate.per_slice_thresholds[0].threshold.value_threshold.lower_bound.value
     assert not lift >= bound  # TFMA's own comparison (gates.py): refused
     assert 1 / len(rows) >= bound  # one more right row than the constant model: blessed

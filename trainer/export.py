@@ -8,9 +8,9 @@ Signatures:
 ``transform_features``  ``examples``: raw tf.Examples with the label columns -> every
                         transformed feature and the label; TFMA uses it to derive the label.
 
-A regression label learnt in log space (``log: true``) is served and evaluated in its own
-unit: both signatures apply the inverse (``label_in_its_unit``) to the model's output and to
-the label.
+The task type shapes the output (``serving_output``); a regression label learnt in log space
+(``log: true``) is served and evaluated in its own unit: both signatures apply the inverse
+(``label_in_its_unit``) to the model's output and to the label.
 """
 from __future__ import annotations
 
@@ -19,16 +19,12 @@ import tempfile
 
 import tensorflow as tf
 
+import task_types
 from trainer import strategy as strategy_lib
 from transforms import features as F
-from transforms.preprocessing import label_in_its_unit
 
 SERVING_SIGNATURE = "serving_default"
 TRANSFORM_SIGNATURE = "transform_features"
-
-
-def output_key(task: str) -> str:
-    return "predictions" if task == F.TASK_REGRESSION else "probabilities"
 
 
 def build_signatures(model, tf_transform_output, spec: F.FeatureSpec):
@@ -36,24 +32,18 @@ def build_signatures(model, tf_transform_output, spec: F.FeatureSpec):
     raw_spec = tf_transform_output.raw_feature_spec()
     serving_spec = {k: raw_spec[k] for k in spec.serving_columns}
     names = spec.model_feature_names
-    key = output_key(spec.task)
-    task = spec.task
+    task = task_types.get(spec.task)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
     def serve(examples):
         transformed = model.tft_layer(tf.io.parse_example(examples, serving_spec))
         outputs = tf.cast(model({n: transformed[n] for n in names}), tf.float32)
-        if task != F.TASK_MULTICLASS:
-            outputs = tf.reshape(outputs, [-1])
-        if task == F.TASK_REGRESSION:
-            outputs = label_in_its_unit(spec.label, outputs)
-        return {key: outputs}
+        return {task.output_key: task.serving_output(spec.label, outputs)}
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
     def transform_features(examples):
         transformed = dict(model.tft_layer(tf.io.parse_example(examples, raw_spec)))
-        if task == F.TASK_REGRESSION:
-            transformed[spec.label.name] = label_in_its_unit(spec.label, transformed[spec.label.name])
+        transformed[spec.label.name] = task.label_in_its_unit(spec.label, transformed[spec.label.name])
         return transformed
 
     return {SERVING_SIGNATURE: serve, TRANSFORM_SIGNATURE: transform_features}

@@ -13,8 +13,8 @@ from typing import Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
+import task_types
 from trainer.keras_compat import keras
-from transforms import features as F
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,7 +31,7 @@ class ModelInput:
 
 @dataclasses.dataclass(frozen=True)
 class Head:
-    """The task's output: units, activation, loss and metrics."""
+    """The task's output (its task type gives the units, activation, loss and metrics)."""
 
     task: str
     num_classes: int = 2
@@ -40,7 +40,7 @@ class Head:
 
     @property
     def units(self) -> int:
-        return self.num_classes if self.task == F.TASK_MULTICLASS else 1
+        return task_types.get(self.task).units(self.num_classes)
 
 
 def embedding_dim(cardinality: int, max_dim: int) -> int:
@@ -90,10 +90,9 @@ def build_model(model_inputs: Sequence[ModelInput], head: Head, hidden_units: Se
             deep = k.layers.Dropout(dropout, rng_type="stateful", name=f"deep_{i}_dropout")(deep)
     logits.insert(0, k.layers.Dense(head.units, name="deep_logits")(deep))
     logit = logits[0] if len(logits) == 1 else k.layers.Add(name="wide_and_deep")(logits)
-    activation = {F.TASK_BINARY: "sigmoid", F.TASK_MULTICLASS: "softmax"}.get(head.task, "linear")
     # The output layer computes in float32 (mixed precision keeps the rest in 16 bit).
-    output = k.layers.Activation(activation, dtype="float32", name="prediction")(logit)
-    if head.task == F.TASK_REGRESSION and (head.label_mean, head.label_scale) != (0.0, 1.0):
+    output = k.layers.Activation(task_types.get(head.task).activation, dtype="float32", name="prediction")(logit)
+    if (head.label_mean, head.label_scale) != (0.0, 1.0):  # a standardised label (regression)
         output = k.layers.Rescaling(head.label_scale, offset=head.label_mean, dtype="float32",
                                     name="label_scale")(output)
     return k.Model(inputs=inputs, outputs=output, name="wide_and_deep")
@@ -171,11 +170,5 @@ def _layers():
 
 
 def loss_and_metrics(head: Head):
-    k = keras()
-    if head.task == F.TASK_BINARY:
-        return (k.losses.BinaryCrossentropy(),
-                [k.metrics.AUC(name="auc"), k.metrics.BinaryAccuracy(name="accuracy")])
-    if head.task == F.TASK_MULTICLASS:
-        return (k.losses.SparseCategoricalCrossentropy(),
-                [k.metrics.SparseCategoricalAccuracy(name="accuracy")])
-    return (k.losses.MeanSquaredError(), [k.metrics.RootMeanSquaredError(name="rmse")])
+    """(loss, metrics) the model compiles with: the task type's."""
+    return task_types.get(head.task).loss_and_metrics(keras())

@@ -24,35 +24,23 @@ number and as quantile buckets):
 A cross combines the transformed indices of two or more categorical features and hashes
 them into ``hash_buckets``.
 
-Label transforms (decide the task, and with it the model head). A label reads the column of
-its own name, or the one named by ``column``:
-
-``ratio_threshold``  binary: ``numerator > threshold * denominator``. A non-positive
-                     denominator gives 0 (the ratio is undefined); a CSV row with either
-                     cell empty is left out (``data.missing_labels: drop``), else 0.
-``binary``           binary: a column of two values, ``positive`` naming the positive one as
-                     the data writes it (``"yes"``, ``"malignant"``, ``2``); without it the
-                     column must hold 0 and 1. The pre-flight check refuses a column with
-                     other values or without the positive one (pipeline/labels.py).
-``class_vocabulary`` multi-class: each distinct value (string or whole number, also written
-                     as a float such as ``3.0``) is a class.
-``regression``       a numeric target, used as is; with ``log: true``, the model learns
-                     log(1 + max(y, 0)) and serves exp(.) - 1, in the label's own unit
-                     (for non-negative skewed targets such as prices and wages).
+Label transforms decide the task, and with it the model head: each task type documents its own
+(task_types/binary.py: ``ratio_threshold``, ``binary``; multiclass.py: ``class_vocabulary``;
+regression.py: ``regression``). A label reads the column of its own name or the one in ``column``.
 """
 from __future__ import annotations
 
 import dataclasses
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
+import task_types
+from task_types import TASK_BINARY, TASK_MULTICLASS, TASK_REGRESSION  # noqa: F401 - the names callers import here
+from task_types.multiclass import LABEL_VOCABULARY  # noqa: F401 - Transform's and the Trainer's name for it
+
 NUMERIC_TRANSFORMS = ("zscore", "log_zscore")
 CATEGORICAL_TRANSFORMS = ("vocabulary", "identity", "bucketize")
 INPUT_TRANSFORMS = NUMERIC_TRANSFORMS + CATEGORICAL_TRANSFORMS
-LABEL_TRANSFORMS = ("ratio_threshold", "binary", "class_vocabulary", "regression")
-
-TASK_BINARY = "binary"
-TASK_MULTICLASS = "multiclass"
-TASK_REGRESSION = "regression"
+LABEL_TRANSFORMS = task_types.LABEL_TRANSFORMS   # ratio_threshold, binary, class_vocabulary, regression
 
 
 class FeatureSpecError(ValueError):
@@ -98,11 +86,7 @@ class Label:
 
     @property
     def task(self) -> str:
-        if self.transform in ("ratio_threshold", "binary"):
-            return TASK_BINARY
-        if self.transform == "class_vocabulary":
-            return TASK_MULTICLASS
-        return TASK_REGRESSION
+        return task_types.for_label_transform(self.transform).name
 
     @property
     def source(self) -> str:
@@ -117,17 +101,7 @@ class Label:
         return (self.source,)
 
 
-_FIELDS = {
-    InputFeature: {f.name for f in dataclasses.fields(InputFeature)},
-    Cross: {f.name for f in dataclasses.fields(Cross)},
-    Label: {f.name for f in dataclasses.fields(Label)},
-}
-_REQUIRED_LABEL_FIELDS = {
-    "ratio_threshold": ("numerator", "denominator"),
-    "binary": (),
-    "class_vocabulary": (),
-    "regression": (),
-}
+_FIELDS = {kind: {f.name for f in dataclasses.fields(kind)} for kind in (InputFeature, Cross, Label)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,19 +154,15 @@ class FeatureSpec:
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> "FeatureSpec":
         if not isinstance(raw, Mapping):
-            raise FeatureSpecError("features: expected a mapping with 'label' and 'inputs'; see pipeline/configs/taxi.yaml")
+            raise FeatureSpecError("features: expected a mapping with 'label' and 'inputs'; "
+                                   "see pipeline/configs/taxi.yaml")
         _check_keys("features", raw, {"label", "inputs", "crosses"})
         if "label" not in raw or "inputs" not in raw:
-            raise FeatureSpecError("features: both 'label' and 'inputs' are required; add the missing one (pipeline/configs/taxi.yaml has both)")
+            raise FeatureSpecError("features: both 'label' and 'inputs' are required; add the missing one "
+                                   "(pipeline/configs/taxi.yaml has both)")
         label = _build(Label, "features.label", raw["label"])
-        inputs = tuple(
-            _build(InputFeature, f"features.inputs[{i}]", item)
-            for i, item in enumerate(raw["inputs"] or [])
-        )
-        crosses = tuple(
-            _build(Cross, f"features.crosses[{i}]", item)
-            for i, item in enumerate(raw.get("crosses") or [])
-        )
+        inputs = tuple(_build(InputFeature, f"features.inputs[{i}]", x) for i, x in enumerate(raw["inputs"] or []))
+        crosses = tuple(_build(Cross, f"features.crosses[{i}]", x) for i, x in enumerate(raw.get("crosses") or []))
         spec = cls(label=label, inputs=inputs, crosses=crosses)
         spec.validate()
         return spec
@@ -200,7 +170,8 @@ class FeatureSpec:
     def validate(self, schema_columns: Optional[Sequence[str]] = None) -> None:
         """Raise FeatureSpecError naming the first problem found."""
         if not self.inputs:
-            raise FeatureSpecError("features.inputs: declare at least one input feature; list the columns the model reads under inputs")
+            raise FeatureSpecError("features.inputs: declare at least one input feature; "
+                                   "list the columns the model reads under inputs")
         if self.label.transform not in LABEL_TRANSFORMS:
             raise FeatureSpecError(
                 f"features.label: unknown transform {self.label.transform!r}; "
@@ -208,17 +179,19 @@ class FeatureSpec:
         if isinstance(self.label.positive, bool):
             raise FeatureSpecError(
                 f"features.label: positive is the YAML boolean {str(self.label.positive).lower()} (yes, no, true, "
-                "false, on and off unquoted are booleans); quote the value as the data writes it, e.g. positive: \"yes\"")
+                "false, on and off unquoted are booleans); quote the value as the data writes it, "
+                "e.g. positive: \"yes\"")
         if self.label.positive is not None and self.label.transform != "binary":
             raise FeatureSpecError(f"features.label: positive applies to transform binary, not "
                                    f"{self.label.transform!r}; remove positive: or use transform: binary")
         if self.label.log is not False and (self.label.log is not True or self.label.transform != "regression"):
             raise FeatureSpecError(f"features.label: log applies to transform regression and is true or false, "
                                    f"not {self.label.log!r} with {self.label.transform!r}; remove log: or fix it")
-        for field in _REQUIRED_LABEL_FIELDS[self.label.transform]:
+        for field in task_types.for_label_transform(self.label.transform).label_fields[self.label.transform]:
             if not getattr(self.label, field):
                 raise FeatureSpecError(
-                    f"features.label: transform {self.label.transform!r} needs '{field}'; add {field}: to features.label")
+                    f"features.label: transform {self.label.transform!r} needs '{field}'; "
+                    f"add {field}: to features.label")
         seen = set()
         for f in self.inputs:
             if f.transform not in INPUT_TRANSFORMS:
@@ -234,24 +207,29 @@ class FeatureSpec:
             seen.add(f.name)
         for c in self.crosses:
             if c.name in seen or c.name == self.label.name:
-                raise FeatureSpecError(f"features: duplicate feature name {c.name!r}; give the cross a name no feature or label has")
+                raise FeatureSpecError(f"features: duplicate feature name {c.name!r}; "
+                                       "give the cross a name no feature or label has")
             seen.add(c.name)
             if len(c.inputs) < 2:
-                raise FeatureSpecError(f"features.crosses: {c.name!r} needs two or more inputs; list at least two categorical inputs")
+                raise FeatureSpecError(f"features.crosses: {c.name!r} needs two or more inputs; "
+                                       "list at least two categorical inputs")
             for name in c.inputs:
                 if name not in self.input_names or not self.input(name).is_categorical:
                     raise FeatureSpecError(
                         f"features.crosses: {c.name!r} crosses {name!r}, which is not a "
                         "categorical input; cross only inputs with transform vocabulary, identity or bucketize")
             if c.hash_buckets < 2:
-                raise FeatureSpecError(f"features.crosses: {c.name!r} needs hash_buckets >= 2; set hash_buckets to 2 or more")
+                raise FeatureSpecError(f"features.crosses: {c.name!r} needs hash_buckets >= 2; "
+                                       "set hash_buckets to 2 or more")
         if self.label.name in self.input_names:
             raise FeatureSpecError(
-                f"features.label: label name {self.label.name!r} is also an input feature; rename the label or the input")
+                f"features.label: label name {self.label.name!r} is also an input feature; "
+                "rename the label or the input")
         for col in self.label.source_columns:
             if col in self.serving_columns and self.label.transform != "ratio_threshold":
                 raise FeatureSpecError(
-                    f"features.label: label column {col!r} is also an input (label leak); remove it from features.inputs")
+                    f"features.label: label column {col!r} is also an input (label leak); "
+                    "remove it from features.inputs")
         if schema_columns is not None:
             missing = [c for c in self.raw_columns if c not in set(schema_columns)]
             if missing:
@@ -273,10 +251,12 @@ def _check_keys(where: str, raw: Mapping[str, Any], allowed: set) -> None:
 
 def _build(kind, where: str, raw: Any):
     if not isinstance(raw, Mapping):
-        raise FeatureSpecError(f"{where}: expected a mapping, got {raw!r}; write name: and transform: keys indented under it")
+        raise FeatureSpecError(f"{where}: expected a mapping, got {raw!r}; "
+                               "write name: and transform: keys indented under it")
     _check_keys(where, raw, _FIELDS[kind])
     if "name" not in raw:
-        raise FeatureSpecError(f"{where}: 'name' is required; add name: (the column it reads, unless column: says otherwise)")
+        raise FeatureSpecError(f"{where}: 'name' is required; "
+                               "add name: (the column it reads, unless column: says otherwise)")
     values = dict(raw)
     if kind is Cross:
         values["inputs"] = tuple(values.get("inputs") or ())
@@ -314,6 +294,3 @@ def transformed_name(name: str) -> str:
 def vocabulary_name(feature_name: str) -> str:
     """The tft vocabulary file name of a feature (shared by Transform and Trainer)."""
     return f"{feature_name}_vocab"
-
-
-LABEL_VOCABULARY = "__label_vocab"

@@ -13,11 +13,12 @@ the full-pass analyzers are the values the Transform computed, read back from it
 from __future__ import annotations
 
 import dataclasses
+import types
 from typing import Any, Callable, Dict, Mapping, Optional
 
 import tensorflow as tf
-import tensorflow_transform as tft
 
+import task_types
 from transforms import features as F
 from transforms.analyzers import Analyzers, TftAnalyzers
 
@@ -178,37 +179,14 @@ def hashed_cross(indices, bounds, hash_buckets: int) -> tf.Tensor:
 
 
 def transform_label(label: F.Label, inputs: Mapping[str, Any]) -> tf.Tensor:
-    if label.transform == "ratio_threshold":
-        numerator = to_dense(_as_float(inputs[label.numerator]), 0.0)
-        denominator = to_dense(_as_float(inputs[label.denominator]), 0.0)
-        positive = tf.logical_and(denominator > 0, numerator > label.threshold * denominator)
-        return tf.cast(positive, tf.int64)
-    x = inputs[label.source]
-    if label.transform == "binary":
-        dense = to_dense(x, _missing_default(x))
-        if dense.dtype == tf.string:
-            return tf.cast(tf.equal(dense, "1" if label.positive is None else str(label.positive)), tf.int64)
-        if label.positive is not None:  # a numeric label with its positive value named (pipeline/labels.py)
-            return tf.cast(tf.equal(tf.cast(dense, tf.float64), float(label.positive)), tf.int64)
-        return tf.cast(dense > 0, tf.int64)
-    if label.transform == "class_vocabulary":
-        # whole-number classes written as floats (81.0, as pandas writes integers beside empty
-        # cells) are their integers (pipeline/labels.py refuses fractional classes)
-        x = _as_int(x) if x.dtype.is_floating else x
-        dense = to_dense(x, _missing_default(x))
-        if dense.dtype.is_integer:
-            dense = tf.cast(dense, tf.int64)
-        return tft.compute_and_apply_vocabulary(
-            dense, num_oov_buckets=0, default_value=0, vocab_filename=F.LABEL_VOCABULARY)
-    dense = to_dense(_as_float(x), 0.0)  # regression
-    return tf.math.log1p(tf.maximum(dense, 0.0)) if label.log else dense
+    """The label the model learns, as the label's task type computes it."""
+    return task_types.for_label_transform(label.transform).transform_label(label, inputs, COLUMNS)
 
 
 def label_in_its_unit(label: F.Label, values: tf.Tensor) -> tf.Tensor:
-    """The inverse of a regression label's transform: a log label (``log: true``) back in the
-    label's own unit, what serving returns and evaluation compares (exp(x) - 1, not expm1:
-    TFLite has no Expm1 builtin)."""
-    return tf.exp(values) - 1.0 if label.log else values
+    """The inverse of the label's transform: a log label (``log: true``) back in the label's own
+    unit, what serving returns and evaluation compares."""
+    return task_types.for_label_transform(label.transform).label_in_its_unit(label, values)
 
 
 def _as_float(x: Any) -> Any:
@@ -237,3 +215,7 @@ def _float_values(x: Any) -> tf.Tensor:
     if isinstance(x, tf.RaggedTensor):
         return x.flat_values
     return tf.reshape(x, [-1])
+
+
+# How a task type's transform_label reads a raw column (task_types/base.py)
+COLUMNS = types.SimpleNamespace(to_dense=to_dense, as_float=_as_float, as_int=_as_int, missing_default=_missing_default)
