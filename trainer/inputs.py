@@ -1,0 +1,127 @@
+"""What the Trainer reads: the train split's rows, and the batch and training length they decide;
+the train and validation datasets, through the Transform graph."""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+from typing import Any, Dict, Optional
+
+import tensorflow_transform as tft
+
+from trainer import batch as batch_lib, data, resume, strategy as strategy_lib
+from trainer.settings import TrainerSettings, TrainingConfig
+
+
+class EmptySplitError(ValueError):
+    """A split the Trainer reads holds no rows."""
+
+
+@dataclasses.dataclass
+class Sizes:
+    """What the data and the settings decide before anything is read: the batch and the length."""
+    tf_transform_output: Any
+    device: str
+    replicas: int
+    accumulation: int
+    batch: batch_lib.BatchPlan
+    global_batch: int
+    train_examples: Optional[int]
+    mode: str
+    epochs: int
+    steps_per_epoch: int
+
+
+def plan_sizes(fn_args, settings: TrainerSettings, strategy) -> Sizes:
+    """The batch (training.batch_scaling) and the training length, from the train split's rows."""
+    training = settings.training
+    tf_transform_output = tft.TFTransformOutput(fn_args.transform_output)
+    replicas = strategy.num_replicas_in_sync
+    accumulation = training.gradient_accumulation_steps
+    budget = int(fn_args.train_steps or 0)
+    train_examples = (data.count_records(fn_args.train_files)
+                      if training.mode == "epochs" and not budget else None)
+    if not (train_examples if train_examples is not None else data.count_records(fn_args.train_files, limit=1)):
+        raise EmptySplitError(f"the Trainer's train files hold no rows ({', '.join(fn_args.train_files)}); "
+                              "give the data more rows or change its split (data.train_buckets)")
+    device = strategy_lib.device_kind(strategy)
+    batch = batch_lib.plan(training.batch_size, settings.model.learning_rate, training.batch_scaling,
+                           device, train_examples, replicas, accumulation)
+    logging.info("batch per replica %d (%s)", batch.per_replica, batch.reason)
+    global_batch = batch.per_replica * replicas * accumulation
+    mode, epochs, steps_per_epoch = training_length(training, budget, train_examples, global_batch)
+    return Sizes(tf_transform_output, device, replicas, accumulation, batch, global_batch, train_examples,
+                 mode, epochs, steps_per_epoch)
+
+
+def training_length(training: TrainingConfig, budget: int, train_examples: Optional[int], global_batch: int):
+    """(mode, epochs, steps per epoch).
+
+    epochs: ``epochs`` full passes over the ``train_examples`` rows, so the training length
+    follows the data size, never a fixed step count. steps: ``training.train_steps`` optimizer
+    steps in all, split into ``epochs`` rounds. The Trainer's num_steps (TrainArgs, ``budget``;
+    0 means unset), when set, is a step budget that overrides either mode.
+    """
+    if train_examples is not None:
+        return "epochs", training.epochs, max(1, math.ceil(train_examples / global_batch))
+    total_steps = budget or training.train_steps
+    epochs = max(1, min(training.epochs, total_steps))
+    return "steps", epochs, math.ceil(total_steps / epochs)
+
+
+@dataclasses.dataclass
+class Inputs:
+    """The train and validation datasets, and whether the train split is cached in memory."""
+    train: Any
+    validation: Any
+    validation_steps: int
+    cache: bool
+    data_bytes: Optional[int]
+
+
+def input_data(fn_args, settings: TrainerSettings, sizes: Sizes, state: Dict[str, Any]) -> Inputs:
+    """The train dataset (from where a resumed training stopped) and the validation one."""
+    training = settings.training
+    # The tfrecord reader caches the records in memory when asked and they fit (a large train
+    # split streams); the tfxio reader never caches, so nothing is estimated for it.
+    cache, data_bytes = False, None
+    if training.cache and training.reader == "tfrecord":
+        data_bytes = data.decompressed_bytes(fn_args.train_files)
+        cache = data.cache_fits(data_bytes, data.available_memory())
+        if not cache:
+            logging.warning("training.cache: the train split's ~%.1f GB do not fit in a quarter of the "
+                            "available memory; reading the files every epoch", data_bytes / 1e9)
+    train_ds = input_dataset(fn_args, settings, fn_args.train_files, sizes.tf_transform_output, sizes.global_batch,
+                             shuffle=True, cache=cache).skip(resume.skip_batches(state, sizes.steps_per_epoch))
+    # fn_args.eval_files: the validation split (the pipeline's EvalArgs), never the split the
+    # Evaluator gates on. Validation only runs forward passes: micro-batches, not the
+    # accumulated batch. Every epoch validates on the same rows (the first eval_steps batches,
+    # each row once), so early stopping compares like with like, also across a restart.
+    eval_batch = sizes.batch.per_replica * sizes.replicas
+    eval_steps = int(fn_args.eval_steps or training.eval_steps)
+    eval_rows = data.count_records(fn_args.eval_files, limit=eval_steps * eval_batch)
+    if not eval_rows:  # Keras would skip validation without a word: no early stopping at all
+        raise EmptySplitError(f"the Trainer's validation files (EvalArgs) hold no rows "
+                              f"({', '.join(fn_args.eval_files)}); early stopping validates on them: give the "
+                              "data more rows or change its split (data.validation_buckets)")
+    eval_ds = input_dataset(fn_args, settings, fn_args.eval_files, sizes.tf_transform_output,
+                            eval_batch, shuffle=False, cache=cache, repeat=False, limit=eval_rows)
+    return Inputs(train_ds, eval_ds, math.ceil(eval_rows / eval_batch), cache, data_bytes)
+
+
+def input_dataset(fn_args, settings: TrainerSettings, files, tf_transform_output, batch_size: int,
+                  *, shuffle: bool, cache: bool, repeat: bool = True, limit: int = 0):
+    """Batches of (features, label) from the raw examples through the Transform graph;
+    ``limit``: the first ``limit`` records, once (validation)."""
+    training, label = settings.training, settings.features.label.name
+    if training.reader == "tfxio":
+        if getattr(fn_args, "data_accessor", None) is None:
+            raise ValueError("training.reader is tfxio but the Trainer passed no data accessor; "
+                             "use training.reader=tfrecord")
+        ds = data.make_tfxio_dataset(
+            fn_args.data_accessor, files, tf_transform_output.raw_metadata.schema,
+            data.transform_layer(tf_transform_output), label,
+            batch_size, shuffle=shuffle, seed=training.seed, repeat=repeat)
+        return ds.take(math.ceil(limit / batch_size)) if limit else ds
+    return data.make_dataset(files, data.transformed_decoder(tf_transform_output), label, batch_size,
+                             shuffle=shuffle, seed=training.seed, cache=cache, repeat=repeat, limit=limit)
