@@ -13,6 +13,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 INT, FLOAT, STRING, EMPTY = "int", "float", "string", "empty"
+SKEWED = 1.0   # skewness above which non-negative numbers are log-scaled (inputs, a regression label)
 
 
 @dataclasses.dataclass

@@ -7,12 +7,12 @@ draft ``tfxline schema draft`` writes: it accepts the file it was drafted from),
 line per decision and why. ``tfxline run --config DIR/config.yaml`` then trains, blesses and
 pushes on the first try. The rules (docs/your-data.md states them):
 
-- the task from the label's values (pipeline/labels.py), or ``--task``; a two-valued text label
-  needs a usual spelling (yes/no, true/false, y/n, 1/0, positive/negative) or ``--positive``;
-  a skewed non-negative regression label is learnt in log space (``log: true``);
-- each other column: left out when empty, constant, or unique per row (an ID); text is a
-  vocabulary; whole numbers with few values are categories; skewed non-negative numbers are
-  log-scaled; numbers with many values also get quantile buckets;
+- the label (cli/init_label.py): the task from its values (pipeline/labels.py), or ``--task``; a
+  two-valued text label needs a usual spelling (yes/no, true/false, y/n, 1/0, positive/negative)
+  or ``--positive``; a skewed non-negative regression label is learnt in log space (``log: true``);
+- each other column (cli/init_inputs.py): left out when empty, constant, or unique per row (an
+  ID); text is a vocabulary; whole numbers with few values are categories; skewed non-negative
+  numbers are log-scaled; numbers with many values also get quantile buckets;
 - the batch, the validation split and the training length from the row count; slices from
   low-cardinality text columns.
 """
@@ -23,38 +23,15 @@ import difflib
 import math
 import os
 import re
-import shlex
-from typing import Any, Dict, List, Optional, Sequence, TextIO, Tuple
+from typing import Any, Dict, List, Optional, TextIO, Tuple
 
 from cli import column_profile as cp
-from pipeline import data_source, labels
+from cli.init_inputs import Decision, choose_inputs, feature_name, out_specs
+from cli.init_label import InitError, choose_label, leaks
+from pipeline import data_source
 from runs import files
-from cli.column_profile import ColumnProfile
-from transforms import features as F
 
 CONFIG_FILE, SCHEMA_FILE = "config.yaml", "schema.pbtxt"
-MAX_CATEGORY_NUMBERS = 20    # whole numbers with at most this many values are categories
-MAX_VOCABULARY = 1000        # a text column's top_k
-NEAR_UNIQUE = 0.5            # text with more distinct values than this share of rows: an ID
-SKEWED = 1.0                 # skewness above which non-negative numbers are log-scaled
-BUCKETS_FROM = 50            # numbers with at least this many distinct values also get quantile buckets
-MAX_SLICES = 2
-_NAME = re.compile(r"[^A-Za-z0-9_]+")
-_ID_NAME = re.compile(r"(?i)^(id|.*[_ .-]id|rownames|row_?names|index|unnamed: ?\d+)$")
-
-
-class InitError(ValueError):
-    """The data or the flags cannot make a config (one line: the problem and the fix)."""
-
-
-@dataclasses.dataclass
-class Decision:
-    column: str
-    what: str           # e.g. "vocabulary (top 4)", "left out"
-    why: str
-
-    def line(self) -> str:
-        return f"  {self.column}: {self.what} ({self.why})"
 
 
 @dataclasses.dataclass
@@ -75,227 +52,6 @@ class Plan:
     patience: int
     eval_steps: int
     sizing_why: str
-
-
-def feature_name(column: str, taken: set) -> str:
-    """A name Keras and TensorFlow accept (letters, digits, _), unique among ``taken``."""
-    base = _NAME.sub("_", column).strip("_") or "column"
-    if base[0].isdigit():
-        base = f"c_{base}"
-    name, i = base, 2
-    while name in taken:
-        name, i = f"{base}_{i}", i + 1
-    taken.add(name)
-    return name
-
-
-def choose_label(column: ColumnProfile, cells: Sequence[str], task: Optional[str],
-                 positive: Optional[str]) -> Tuple[Dict[str, Any], str, str]:
-    """(the label's spec, its task, why)."""
-    values = labels.LabelValues(column.name)
-    for cell in cells:
-        values.add(cell)
-    try:
-        inferred, why = labels.infer_task(values)
-    except labels.LabelError as e:
-        raise InitError(str(e)) from None
-    if task is None:
-        task, why = inferred, f"{why}; --task to choose another"
-    else:
-        check_task_flag(column.name, values, task, inferred)
-        why = f"--task {task}"
-    if positive is not None and task != F.TASK_BINARY:
-        raise InitError(f"--positive applies to a binary label, and {column.name!r} is {task} ({why}); "
-                        "drop --positive, or pass --task binary")
-    spec: Dict[str, Any] = {"name": column.name}
-    if task == F.TASK_BINARY:
-        spec["transform"] = "binary"
-        chosen = positive if positive is not None else labels.usual_positive(values.distinct)
-        numeric01 = values.numeric and {float(v) for v in values.counts} == {0.0, 1.0}
-        if chosen is None and not numeric01:
-            shown = " and ".join(repr(v) for v in values.distinct[:2]) if len(values.counts) == 2 else values.shown()
-            raise InitError(f"label column {column.name!r} holds {shown}: which is the positive class? pass "
-                            f"--positive VALUE (e.g. --positive {shlex.quote(values.distinct[-1])})")
-        if positive is not None and labels.binary_positive(
-                F.Label(name=column.name, transform="binary", positive=positive), values) not in values.counts:
-            raise InitError(f"--positive {shlex.quote(positive)} is not a value of column {column.name!r}, which holds "
-                            f"{values.shown()}; pass one of them as the data writes it")
-        if chosen is not None and not numeric01:
-            spec["positive"] = labels.binary_positive(F.Label(name=column.name, transform="binary", positive=chosen), values)
-            why += f"; positive {spec['positive']!r}" + (" (--positive)" if positive is not None else " (its usual spelling)")
-        elif chosen is not None and positive is not None:
-            spec["positive"] = float(chosen) if "." in str(chosen) else int(float(chosen))
-    elif task == F.TASK_MULTICLASS:
-        spec["transform"] = "class_vocabulary"
-    else:
-        spec["transform"] = "regression"
-        if column.numeric and len(column.numbers) and float(min(column.numbers)) >= 0 and column.skew > SKEWED:
-            # measured with bench/tables.py (docs/performance.md), seeds 42 and 7: in log space SLID's
-            # wages (skew 1.05) RMSE -0.5 / -1.5 %, diamonds' price (1.6) +-0.9 % (a tie), MAE 3-7 %
-            # lower on all four; sklearn's diabetes target (skew 0.4, below SKEWED) RMSE +7 %
-            spec["log"] = True
-            why += f"; learnt as log(1 + {column.name}) (non-negative, skew {column.skew:.2f}), served in its unit"
-    label = F.Label(**{k: v for k, v in spec.items()})
-    try:
-        labels.check(label, values, "drop")
-    except labels.LabelError as e:
-        raise InitError(str(e)) from None
-    if values.missing:
-        why += f"; {values.missing} rows without a label are left out (data.missing_labels: drop)"
-    return spec, task, why
-
-
-def check_task_flag(column: str, values: labels.LabelValues, task: str, inferred: str) -> None:
-    """--task against the label's values, refused in init's own terms (its flags)."""
-    n = "many" if values.many else len(values.counts)
-    fix = f"drop --task (the values make it {inferred}), or pick another --label"
-    if task == F.TASK_BINARY and (values.many or len(values.counts) > 2):
-        raise InitError(f"--task binary: column {column!r} holds {n} values ({values.shown()}), a binary label two; {fix}")
-    if task == F.TASK_REGRESSION and not values.numeric:
-        raise InitError(f"--task regression: column {column!r} holds text ({values.first_text!r}); {fix}")
-    if task == F.TASK_MULTICLASS and values.numeric and not values.integral:
-        raise InitError(f"--task multiclass: column {column!r} holds fractional numbers ({values.shown(2)}); {fix}")
-
-
-def choose_inputs(profiles: Sequence[ColumnProfile], label: str,
-                  taken: set) -> Tuple[List[Dict[str, Any]], List[Decision], List[str]]:
-    """(input feature specs, one decision per column, slice columns)."""
-    inputs: List[Dict[str, Any]] = []
-    decisions: List[Decision] = []
-    slices: List[str] = []
-    for p in profiles:
-        if p.name == label:
-            continue
-        out, why = input_for(p)
-        if not out:
-            decisions.append(Decision(p.name, "left out", why))
-            continue
-        for spec in out:
-            source = spec.pop("column")
-            spec = {"name": feature_name(spec.pop("name", source), taken), **spec}
-            if spec["name"] != source:
-                spec["column"] = source
-            inputs.append(spec)
-        decisions.append(Decision(p.name, " + ".join(describe(s) for s in out_specs(inputs, p.name)), why))
-        if p.kind == cp.STRING and 2 <= p.distinct <= 10 and len(slices) < MAX_SLICES:
-            slices.append(p.name)
-    if not inputs:
-        raise InitError("no column but the label can be an input (each was left out: empty, constant or an ID); "
-                        "add feature columns to the CSV")
-    return inputs, decisions, slices
-
-
-LEAK_CORRELATION = 0.95   # |r| with a numeric label (or a binary one as 0/1) at or above: suspect
-LEAK_PURITY = 0.99        # share of a text column's rows whose value alone names their class
-
-
-def leaks(header: Sequence[str], columns: Sequence[Sequence[str]], label: str, task: str,
-          positive: Any = None) -> Dict[str, str]:
-    """Columns that give the label away (computed from it, or recorded after it), for a warning
-    beside their decision: numbers that follow a numeric or binary label almost exactly, and
-    text whose value alone names the class. Not left out: the user knows which are real."""
-    import numpy as np
-
-    cells = columns[header.index(label)]
-    rows = [i for i, c in enumerate(cells) if c]
-    if len(rows) < 50:
-        return {}
-    if task == F.TASK_REGRESSION:
-        y = np.array([float(cells[i]) for i in rows])
-    elif task == F.TASK_BINARY:
-        wanted = str(positive) if positive is not None else "1"
-        y = np.array([1.0 if cells[i] == wanted or _same_number(cells[i], wanted) else 0.0 for i in rows])
-    else:
-        y = None
-    found: Dict[str, str] = {}
-    for name, column in zip(header, columns):
-        if name == label:
-            continue
-        kind = cp.kind_of(column)
-        if kind in (cp.INT, cp.FLOAT) and y is not None:
-            both = [(k, float(column[i])) for k, i in enumerate(rows) if column[i]]
-            if len(both) >= 50:
-                x = np.array([v for _, v in both])
-                t = y[[k for k, _ in both]]
-                if np.std(x) > 0 and np.std(t) > 0:
-                    r = float(np.corrcoef(x, t)[0, 1])
-                    if abs(r) >= LEAK_CORRELATION:
-                        found[name] = (f"it follows the label almost exactly (r = {r:.2f}); if it is computed from "
-                                       "the label or known only after it, remove it from the inputs")
-        elif kind == cp.STRING and task != F.TASK_REGRESSION:
-            groups: Dict[str, Dict[str, int]] = {}
-            for i in rows:
-                if column[i]:
-                    groups.setdefault(column[i], {}).setdefault(cells[i], 0)
-                    groups[column[i]][cells[i]] += 1
-            total = sum(sum(g.values()) for g in groups.values())
-            pure = sum(max(g.values()) for g in groups.values())
-            classes = len({c for g in groups.values() for c in g})
-            if total >= 50 and 1 < len(groups) <= total / 5 and classes > 1 and pure >= LEAK_PURITY * total:
-                found[name] = (f"its value alone names the class in {pure / total:.1%} of rows; if it is "
-                               "recorded from the label or after it, remove it from the inputs")
-    return found
-
-
-def _same_number(a: str, b: str) -> bool:
-    try:
-        return float(a) == float(b)
-    except ValueError:
-        return False
-
-
-def out_specs(inputs: Sequence[Dict[str, Any]], column: str) -> List[Dict[str, Any]]:
-    return [s for s in inputs if s.get("column", s["name"]) == column]
-
-
-def describe(spec: Dict[str, Any]) -> str:
-    t = spec["transform"]
-    if t == "vocabulary":
-        return f"vocabulary (top {spec['top_k']})"
-    if t == "bucketize":
-        return f"{spec['num_buckets']} quantile buckets"
-    return t
-
-
-def input_for(p: ColumnProfile) -> Tuple[List[Dict[str, Any]], str]:
-    """The feature specs of one column (none: left out) and why."""
-    empty = f", {p.missing} empty ({p.missing / p.rows:.1%})" if p.missing else ""
-    if p.kind == cp.EMPTY:
-        return [], "empty in every row"
-    if p.distinct == 1:
-        return [], f"one value in every row ({p.top[0][0]!r}{empty})"
-    if _ID_NAME.match(p.name) and p.distinct > MAX_CATEGORY_NUMBERS:
-        return [], f"an ID by its name ({p.distinct} values)"
-    if p.kind == cp.STRING:
-        if p.distinct == p.present and p.present >= 20:
-            return [], "an ID: unique per row"
-        if p.distinct > NEAR_UNIQUE * p.present and p.distinct > 100:
-            return [], f"nearly unique per row: {p.distinct} values in {p.present} rows"
-        top = min(p.distinct, MAX_VOCABULARY)
-        size = "low" if p.distinct <= 20 else "high"
-        return ([{"column": p.name, "transform": "vocabulary", "top_k": top, "oov_buckets": 1}],
-                f"text, {size} cardinality: {p.distinct} values{empty}")
-    if p.consecutive and p.present >= 20:
-        return [], "an ID: whole numbers, each once, filling their range"
-    if p.whole and p.distinct <= MAX_CATEGORY_NUMBERS:
-        written = " written as floats" if p.kind == cp.FLOAT else ""
-        return ([{"column": p.name, "transform": "vocabulary", "top_k": p.distinct, "oov_buckets": 1}],
-                f"{p.distinct} whole-number values{written}: categories{empty}")
-    specs: List[Dict[str, Any]] = []
-    skew = p.skew
-    if float(min(p.numbers)) >= 0 and skew > SKEWED:
-        specs.append({"column": p.name, "transform": "log_zscore"})
-        why = f"skewed non-negative numbers (skew {skew:.1f})"
-    else:
-        specs.append({"column": p.name, "transform": "zscore"})
-        why = f"numbers (skew {skew:.1f})"
-    if p.distinct >= BUCKETS_FROM:
-        buckets = int(min(32, max(8, p.present // 100)))
-        specs.append({"column": p.name, "name": f"{p.name}_bucket", "transform": "bucketize", "num_buckets": buckets})
-        why += f", {p.distinct} values: also quantile buckets"
-    if p.whole and p.kind == cp.FLOAT:
-        why += ", whole numbers written as floats"
-    return specs, why + empty
 
 
 def sizing(labelled: int) -> Dict[str, Any]:
@@ -319,7 +75,8 @@ def sizing(labelled: int) -> Dict[str, Any]:
             "eval_steps": eval_steps, "why": why}
 
 
-def plan(data_path: str, label: str, task: Optional[str] = None, positive: Optional[str] = None) -> Tuple[Plan, List[str], List[List[str]]]:
+def plan(data_path: str, label: str, task: Optional[str] = None,
+         positive: Optional[str] = None) -> Tuple[Plan, List[str], List[List[str]]]:
     """Decide everything from the data (raises InitError / DataError); also returns the columns
     read, for the schema."""
     files = data_source.locate(data_path, "csv").files
@@ -344,7 +101,8 @@ def plan(data_path: str, label: str, task: Optional[str] = None, positive: Optio
     labelled = sum(1 for c in label_cells if c)
     size = sizing(labelled)
     # one pipeline per table and label: two projects on one CSV never share runs or a serving model
-    stem = os.path.basename(files[0]).split(".")[0] if os.path.isfile(data_path) else os.path.basename(os.path.normpath(data_path))
+    stem = (os.path.basename(files[0]).split(".")[0] if os.path.isfile(data_path)
+            else os.path.basename(os.path.normpath(data_path)))
     name = feature_name(f"{stem}_{label}", set()).lower()
     return Plan(name=name, data_path=os.path.abspath(data_path), rows=len(label_cells), labelled=labelled,
                 label=label_spec, task=chosen_task, task_why=task_why, inputs=inputs, decisions=decisions,

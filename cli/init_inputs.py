@@ -1,0 +1,125 @@
+"""``tfxline init``'s inputs: each column but the label becomes features (text a vocabulary,
+few whole numbers categories, skewed non-negative numbers log-scaled, many-valued numbers also
+quantile buckets) or is left out (empty, constant, an ID), with the reason; and the slices.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any, Dict, List, Sequence, Tuple
+
+from cli import column_profile as cp
+from cli.column_profile import ColumnProfile
+from cli.init_label import InitError
+
+MAX_CATEGORY_NUMBERS = 20    # whole numbers with at most this many values are categories
+MAX_VOCABULARY = 1000        # a text column's top_k
+NEAR_UNIQUE = 0.5            # text with more distinct values than this share of rows: an ID
+BUCKETS_FROM = 50            # numbers with at least this many distinct values also get quantile buckets
+MAX_SLICES = 2
+_NAME = re.compile(r"[^A-Za-z0-9_]+")
+_ID_NAME = re.compile(r"(?i)^(id|.*[_ .-]id|rownames|row_?names|index|unnamed: ?\d+)$")
+
+
+@dataclasses.dataclass
+class Decision:
+    column: str
+    what: str           # e.g. "vocabulary (top 4)", "left out"
+    why: str
+
+    def line(self) -> str:
+        return f"  {self.column}: {self.what} ({self.why})"
+
+
+def feature_name(column: str, taken: set) -> str:
+    """A name Keras and TensorFlow accept (letters, digits, _), unique among ``taken``."""
+    base = _NAME.sub("_", column).strip("_") or "column"
+    if base[0].isdigit():
+        base = f"c_{base}"
+    name, i = base, 2
+    while name in taken:
+        name, i = f"{base}_{i}", i + 1
+    taken.add(name)
+    return name
+
+
+def choose_inputs(profiles: Sequence[ColumnProfile], label: str,
+                  taken: set) -> Tuple[List[Dict[str, Any]], List[Decision], List[str]]:
+    """(input feature specs, one decision per column, slice columns)."""
+    inputs: List[Dict[str, Any]] = []
+    decisions: List[Decision] = []
+    slices: List[str] = []
+    for p in profiles:
+        if p.name == label:
+            continue
+        out, why = input_for(p)
+        if not out:
+            decisions.append(Decision(p.name, "left out", why))
+            continue
+        for spec in out:
+            source = spec.pop("column")
+            spec = {"name": feature_name(spec.pop("name", source), taken), **spec}
+            if spec["name"] != source:
+                spec["column"] = source
+            inputs.append(spec)
+        decisions.append(Decision(p.name, " + ".join(describe(s) for s in out_specs(inputs, p.name)), why))
+        if p.kind == cp.STRING and 2 <= p.distinct <= 10 and len(slices) < MAX_SLICES:
+            slices.append(p.name)
+    if not inputs:
+        raise InitError("no column but the label can be an input (each was left out: empty, constant or an ID); "
+                        "add feature columns to the CSV")
+    return inputs, decisions, slices
+
+
+def out_specs(inputs: Sequence[Dict[str, Any]], column: str) -> List[Dict[str, Any]]:
+    return [s for s in inputs if s.get("column", s["name"]) == column]
+
+
+def describe(spec: Dict[str, Any]) -> str:
+    t = spec["transform"]
+    if t == "vocabulary":
+        return f"vocabulary (top {spec['top_k']})"
+    if t == "bucketize":
+        return f"{spec['num_buckets']} quantile buckets"
+    return t
+
+
+def input_for(p: ColumnProfile) -> Tuple[List[Dict[str, Any]], str]:
+    """The feature specs of one column (none: left out) and why."""
+    empty = f", {p.missing} empty ({p.missing / p.rows:.1%})" if p.missing else ""
+    if p.kind == cp.EMPTY:
+        return [], "empty in every row"
+    if p.distinct == 1:
+        return [], f"one value in every row ({p.top[0][0]!r}{empty})"
+    if _ID_NAME.match(p.name) and p.distinct > MAX_CATEGORY_NUMBERS:
+        return [], f"an ID by its name ({p.distinct} values)"
+    if p.kind == cp.STRING:
+        if p.distinct == p.present and p.present >= 20:
+            return [], "an ID: unique per row"
+        if p.distinct > NEAR_UNIQUE * p.present and p.distinct > 100:
+            return [], f"nearly unique per row: {p.distinct} values in {p.present} rows"
+        top = min(p.distinct, MAX_VOCABULARY)
+        size = "low" if p.distinct <= 20 else "high"
+        return ([{"column": p.name, "transform": "vocabulary", "top_k": top, "oov_buckets": 1}],
+                f"text, {size} cardinality: {p.distinct} values{empty}")
+    if p.consecutive and p.present >= 20:
+        return [], "an ID: whole numbers, each once, filling their range"
+    if p.whole and p.distinct <= MAX_CATEGORY_NUMBERS:
+        written = " written as floats" if p.kind == cp.FLOAT else ""
+        return ([{"column": p.name, "transform": "vocabulary", "top_k": p.distinct, "oov_buckets": 1}],
+                f"{p.distinct} whole-number values{written}: categories{empty}")
+    specs: List[Dict[str, Any]] = []
+    skew = p.skew
+    if float(min(p.numbers)) >= 0 and skew > cp.SKEWED:
+        specs.append({"column": p.name, "transform": "log_zscore"})
+        why = f"skewed non-negative numbers (skew {skew:.1f})"
+    else:
+        specs.append({"column": p.name, "transform": "zscore"})
+        why = f"numbers (skew {skew:.1f})"
+    if p.distinct >= BUCKETS_FROM:
+        buckets = int(min(32, max(8, p.present // 100)))
+        specs.append({"column": p.name, "name": f"{p.name}_bucket", "transform": "bucketize", "num_buckets": buckets})
+        why += f", {p.distinct} values: also quantile buckets"
+    if p.whole and p.kind == cp.FLOAT:
+        why += ", whole numbers written as floats"
+    return specs, why + empty
