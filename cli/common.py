@@ -4,6 +4,7 @@ cli/kubeflow.py (compile, submit, run-compiled); it imports neither."""
 from __future__ import annotations
 
 import argparse
+import sys
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -25,15 +26,19 @@ def add_config_args(p: argparse.ArgumentParser, default=None) -> None:
                    metavar="SECTION.KEY=VALUE", help="override any config key (repeatable)")
 
 
-# The config key each shared flag sets (--train-steps sets two).
+# The config key each shared flag sets (--train-steps sets two, and may lower training.epochs:
+# pipeline/config_trainer.fit_rounds_to_steps).
 FLAG_KEYS = {"--data": ("data.path",), "--output": ("output_root",), "--schema": ("data.schema",),
              "--train-steps": ("training.train_steps", "training.mode"), "--strategy": ("runtime.strategy",),
              "--precision": ("runtime.precision",)}
 
 
 def config_from_args(args: argparse.Namespace):
+    """The config the flags ask for. --train-steps N also fits the config's rounds (training.epochs
+    in steps mode) to N unless --set training.epochs is given, and says so on stderr when it lowers them."""
     from pipeline.config import ConfigError
-    from pipeline.config_loader import load_config
+    from pipeline.config_loader import config_from_dict, raw_config
+    from pipeline.config_trainer import fit_rounds_to_steps
 
     explicit = {
         "data.path": args.data, "output_root": args.output, "data.schema": args.schema,
@@ -45,9 +50,15 @@ def config_from_args(args: argparse.Namespace):
     for flag, keys in FLAG_KEYS.items():
         for key in keys:
             if explicit[key] is not None and key in overrides and overrides[key] != str(explicit[key]):
-                raise ConfigError(f"{flag} {getattr(args, flag[2:].replace('-', '_'))} and --set {key}={overrides[key]} "
-                                  f"disagree on {key}; keep one of them")
-    return load_config(args.config, args.set, **explicit)
+                value = getattr(args, flag[2:].replace('-', '_'))
+                raise ConfigError(f"{flag} {value} and --set {key}={overrides[key]} disagree on {key}; "
+                                  "keep one of them")
+    raw = raw_config(args.config, args.set, explicit)
+    note = fit_rounds_to_steps(raw, args.train_steps) if "training.epochs" not in overrides else None
+    cfg = config_from_dict(raw)
+    if note:
+        print(f"note: {note}", file=sys.stderr)
+    return cfg
 
 
 class BadInput(Exception):

@@ -76,7 +76,7 @@ def monitoring_config_of(args):
     """The config's name, output root, serving location and monitoring section alone (the file's
     and the command line's): enough to report a refusal of the rest; None when even those are
     refused (the refusal's own error line says what is wrong)."""
-    from pipeline.config_loader import load_reporting_config
+    from pipeline.config_reporting import load_reporting_config
 
     keep = [item for item in args.set
             if item.partition("=")[0].strip().split(".")[0] in ("monitoring", "name", "output_root", "serving")]

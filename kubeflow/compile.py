@@ -87,7 +87,7 @@ def container_serving_dir(cfg: PipelineConfig, pipeline_root: str) -> str:
 def runtime_parameters(cfg: PipelineConfig, data_root: Optional[str] = None):
     from tfx import v1 as tfx
 
-    from pipeline.factory import train_steps_arg
+    from pipeline.config_trainer import step_budget, train_args_json
 
     default_root = data_root or container_data_location(cfg)[0]
     return {
@@ -95,7 +95,7 @@ def runtime_parameters(cfg: PipelineConfig, data_root: Optional[str] = None):
             name=DATA_ROOT_PARAM, ptype=str, default=default_root),
         TRAIN_ARGS_PARAM: tfx.dsl.experimental.RuntimeParameter(
             name=TRAIN_ARGS_PARAM, ptype=str,
-            default=json.dumps({"num_steps": train_steps_arg(cfg)})),
+            default=train_args_json(step_budget(cfg.training))),
         PUSHGATEWAY_PARAM: tfx.dsl.experimental.RuntimeParameter(
             name=PUSHGATEWAY_PARAM, ptype=str, default=cfg.monitoring.pushgateway_url),
     }

@@ -15,6 +15,7 @@ import json
 import os
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from pipeline.config_trainer import train_args_json
 from pipeline.data_source import has_span_spec
 
 TRAIN_ARGS_PARAM = "train_args"
@@ -82,10 +83,10 @@ def root_parameter_values(job: Mapping[str, Any], overrides: Mapping[str, Any]) 
 def parameter_overrides(job: Mapping[str, Any], parameters: Optional[Mapping[str, Any]] = None,
                         train_steps: Optional[int] = None, source: str = "the compiled pipeline") -> Dict[str, Any]:
     """The overrides of a submission or local run, checked against the declared parameters;
-    ``train_steps`` writes the ``train_args`` parameter (a JSON TrainArgs)."""
+    ``train_steps`` writes the ``train_args`` parameter (a JSON TrainArgs: config_trainer.train_args)."""
     values = dict(parameters or {})
     if train_steps is not None:
-        values[TRAIN_ARGS_PARAM] = json.dumps({"num_steps": int(train_steps)})
+        values[TRAIN_ARGS_PARAM] = train_args_json(train_steps)
     declared = declared_parameters(job)
     unknown = sorted(set(values) - set(declared))
     if unknown:
@@ -160,12 +161,14 @@ def tasks_in_order(job: Mapping[str, Any]) -> List[str]:
     for name, deps in needs.items():
         missing = deps - set(tasks)
         if missing:
-            raise SpecError(f"task {name} depends on unknown task(s) {', '.join(sorted(missing))}; recompile the spec with 'tfxline compile'")
+            raise SpecError(f"task {name} depends on unknown task(s) {', '.join(sorted(missing))}; "
+                            "recompile the spec with 'tfxline compile'")
     done: List[str] = []
     while len(done) < len(tasks):
         ready = sorted(n for n in tasks if n not in done and needs[n] <= set(done))
         if not ready:
-            raise SpecError(f"the task graph has a cycle among {', '.join(sorted(set(tasks) - set(done)))}; recompile the spec with 'tfxline compile'")
+            raise SpecError(f"the task graph has a cycle among {', '.join(sorted(set(tasks) - set(done)))}; "
+                            "recompile the spec with 'tfxline compile'")
         done.append(ready[0])
     return done
 

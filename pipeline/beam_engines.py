@@ -26,10 +26,8 @@ import os
 from typing import Dict, Optional, Sequence, Tuple
 
 from pipeline.config import ConfigError
+from pipeline.config_platform import ENGINES, PORTABLE_ENGINES
 
-ENGINES = ("direct", "dataflow", "flink", "spark", "portable")
-PORTABLE_ENGINES = ("flink", "spark", "portable")
-DIRECT_MODES = ("auto", "in_memory", "multi_processing", "multi_threading")
 # The components that run in worker processes on a large day (docs/scale.md). On a 1M-row day
 # on 2 cores, each reading 4 shards, 2 workers ran the Evaluator in 131 s against 242 s in
 # memory, and Transform in 92-101 s against 117 s; but with Transform in workers too the run
@@ -37,7 +35,6 @@ DIRECT_MODES = ("auto", "in_memory", "multi_processing", "multi_threading")
 # CsvExampleGen (one CSV, read by one worker) and StatisticsGen were no faster, and every
 # component was slower at 100k rows (one shard: one worker does the work).
 PARALLEL_COMPONENTS = ("Evaluator",)
-ENVIRONMENT_TYPES = ("DOCKER", "EXTERNAL", "PROCESS", "LOOPBACK")
 
 
 class BeamEngineError(ConfigError):

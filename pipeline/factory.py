@@ -7,7 +7,7 @@ the metadata connection.
 from __future__ import annotations
 
 import posixpath
-from typing import Mapping, Optional, Sequence
+from typing import Any, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from tfx import v1 as tfx
 from tfx.proto import example_gen_pb2, range_config_pb2, transform_pb2
@@ -18,6 +18,7 @@ from components.csv_example_gen import CsvExampleGen
 from components.drift_gate import SPAN_LEDGER, DriftGate
 from components.safe_pusher import SafePusher
 from components.serving_baseline import GatedEvaluator, ServingBaseline
+from pipeline import config_trainer
 from pipeline.config import EVAL_SPLIT, TRAIN_SPLIT, VALIDATION_SPLIT, PipelineConfig
 from pipeline.eval_config import build_eval_config
 from pipeline.pusher_settings import release_properties, tflite_properties
@@ -62,12 +63,6 @@ def span_window(example_gen, window: int):
     return resolver
 
 
-def train_steps_arg(cfg: PipelineConfig) -> int:
-    """The Trainer's TrainArgs.num_steps: the step budget in steps mode; 0 (none) in
-    epochs mode, where the data size and training.epochs set the length."""
-    return cfg.training.train_steps if cfg.training.mode == "steps" else 0
-
-
 def drift_thresholds(cfg: PipelineConfig) -> dict:
     """The DriftGate's settings: the config's drift section and the columns it checks."""
     return dict(cfg.to_dict()["drift"], columns=sorted(cfg.features.raw_columns))
@@ -76,6 +71,23 @@ def drift_thresholds(cfg: PipelineConfig) -> dict:
 def trainer_custom_config(cfg: PipelineConfig) -> dict:
     d = cfg.to_dict()
     return {k: d[k] for k in ("features", "model", "training", "runtime")}
+
+
+class DataComponents(NamedTuple):
+    """The DAG's first half: today's span in, its statistics and schema, and the two gates that
+    stop a run before training."""
+    example_gen: Any
+    window: Any  # the SpanWindow resolver over the newest spans, or None (one span)
+    statistics_gen: Any
+    schema_gen: Any
+    example_validator: Any
+    anomalies_gate: Any
+    drift_gate: Any
+
+    @property
+    def training_examples(self):
+        """What Transform, the Trainer and the Pusher's record read: the window of spans, or today's."""
+        return self.window.outputs["examples"] if self.window else self.example_gen.outputs["examples"]
 
 
 def create_pipeline(
@@ -107,6 +119,30 @@ def create_pipeline(
     single components by id, after the pipeline's (pipeline/beam_engines.component_args);
     ``data_digest``: the content of the CSV files read now (a local run's), in ExampleGen's cache key.
     """
+    data = data_components(cfg, data_root=data_root, data_pattern=data_pattern, schema_path=schema_path, span=span,
+                           pipeline_root=pipeline_root, serving_dir=serving_dir, run_metrics=run_metrics,
+                           data_digest=data_digest)
+    transform = transform_component(cfg, data)
+    trainer = trainer_component(cfg, data, transform, train_args, trainer_factory)
+    baseline, evaluator, pusher = evaluation_components(cfg, data, transform, trainer, serving_dir, run_metrics)
+    components = [data.example_gen] + ([data.window] if data.window else []) + [
+        data.statistics_gen, data.schema_gen, data.example_validator, data.anomalies_gate, data.drift_gate,
+        transform, trainer, baseline, evaluator, pusher]
+    for component in components:
+        if component.id in (component_beam_args or {}):
+            component.with_beam_pipeline_args(list(component_beam_args[component.id]))
+    return tfx.dsl.Pipeline(
+        pipeline_name=cfg.name,
+        pipeline_root=pipeline_root,
+        components=components,
+        enable_cache=enable_cache,
+        metadata_connection_config=metadata_connection_config,
+        beam_pipeline_args=list(beam_pipeline_args),
+    )
+
+
+def example_gen_component(cfg: PipelineConfig, data_root: str, data_pattern: str, span: Optional[int],
+                          data_digest: str):
     input_config, output_config = example_gen_configs(cfg, data_pattern)
     example_gen_class = {"csv": CsvExampleGen,  # TFX's, reading headers as CSV (BOM, spaces, gzip)
                          "tfrecord": tfx.components.ImportExampleGen}[cfg.data.format]
@@ -114,11 +150,16 @@ def create_pipeline(
     if cfg.data.format == "csv":  # rows without a label: left out; the data's content: in the cache key
         drop = cfg.features.label.source_columns if cfg.data.missing_labels == "drop" else ()
         extra["custom_config"] = csv_example_gen.custom_config(drop, data_digest)
-    example_gen = example_gen_class(input_base=data_root, input_config=input_config,
-                                    output_config=output_config, range_config=span_range(span), **extra)
+    return example_gen_class(input_base=data_root, input_config=input_config,
+                             output_config=output_config, range_config=span_range(span), **extra)
+
+
+def data_components(cfg: PipelineConfig, *, data_root: str, data_pattern: str, schema_path: str,
+                    span: Optional[int], pipeline_root: str, serving_dir: str, run_metrics: Optional[dict],
+                    data_digest: str) -> DataComponents:
+    example_gen = example_gen_component(cfg, data_root, data_pattern, span, data_digest)
     # The data checks look at today's span; Transform and Trainer read the window of spans.
     window = span_window(example_gen, cfg.data.window) if cfg.data.window > 1 else None
-    training_examples = window.outputs["examples"] if window else example_gen.outputs["examples"]
     statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs["examples"])
     schema_gen = tfx.components.ImportSchemaGen(schema_file=schema_path)
     example_validator = tfx.components.ExampleValidator(
@@ -131,9 +172,13 @@ def create_pipeline(
                            examples=example_gen.outputs["examples"], serving_dir=serving_dir,
                            span_ledger=posixpath.join(str(pipeline_root), SPAN_LEDGER),
                            thresholds=drift_thresholds(cfg), monitoring=run_metrics)
+    return DataComponents(example_gen, window, statistics_gen, schema_gen, example_validator, anomalies_gate,
+                          drift_gate)
 
+
+def transform_component(cfg: PipelineConfig, data: DataComponents):
     transform = tfx.components.Transform(
-        examples=training_examples, schema=schema_gen.outputs["schema"],
+        examples=data.training_examples, schema=data.schema_gen.outputs["schema"],
         preprocessing_fn=PREPROCESSING_FN, custom_config={"features": cfg.features.to_dict()},
         disable_statistics=not cfg.runtime.transform_statistics,
         # Analyze train only, and write no transformed examples: the Trainer runs the
@@ -141,27 +186,37 @@ def create_pipeline(
         # exported model does for serving and the Evaluator.
         materialize=False,
         splits_config=transform_pb2.SplitsConfig(analyze=[TRAIN_SPLIT]))
-    transform.add_upstream_node(anomalies_gate)  # no training on data that fails validation
-    transform.add_upstream_node(drift_gate)      # ... or that drifted from the serving model's data
+    transform.add_upstream_node(data.anomalies_gate)  # no training on data that fails validation
+    transform.add_upstream_node(data.drift_gate)      # ... or that drifted from the serving model's data
+    return transform
 
+
+def trainer_component(cfg: PipelineConfig, data: DataComponents, transform, train_args, trainer_factory):
+    """The Trainer: its settings in custom_config, its step budget (training.train_steps) as TFX's
+    TrainArgs (pipeline/config_trainer.train_args), unless a runtime ``train_args`` replaces it."""
     trainer_kwargs = dict(
         run_fn=RUN_FN,
-        examples=training_examples,
+        examples=data.training_examples,
         transform_graph=transform.outputs["transform_graph"],
-        schema=schema_gen.outputs["schema"],
+        schema=data.schema_gen.outputs["schema"],
         # Fit on train, early-stop on validation; eval is the Evaluator's alone. (A runtime
         # train_args names no splits: TFX's default is train.)
-        train_args=train_args or tfx.proto.TrainArgs(num_steps=train_steps_arg(cfg), splits=[TRAIN_SPLIT]),
+        train_args=train_args or tfx.proto.TrainArgs(
+            **config_trainer.train_args(config_trainer.step_budget(cfg.training)), splits=[TRAIN_SPLIT]),
         eval_args=tfx.proto.EvalArgs(num_steps=cfg.training.eval_steps, splits=[cfg.data.trainer_eval_split]),
         custom_config=trainer_custom_config(cfg),
     )
-    trainer = (trainer_factory or tfx.components.Trainer)(**trainer_kwargs)
+    return (trainer_factory or tfx.components.Trainer)(**trainer_kwargs)
 
+
+def evaluation_components(cfg: PipelineConfig, data: DataComponents, transform, trainer, serving_dir: str,
+                          run_metrics: Optional[dict]) -> Tuple[Any, Any, Any]:
+    """The serving baseline, the Evaluator that blesses against it, and the Pusher."""
     # The baseline is the model serving now, resolved in a container component (not TFX's
     # Resolver, which compiles to executors open-source KFP cannot run): components/serving_baseline.py
     baseline = ServingBaseline(candidate_model=trainer.outputs["model"], serving_dir=serving_dir).with_id(BASELINE_ID)
     evaluator = GatedEvaluator(
-        examples=example_gen.outputs["examples"],
+        examples=data.example_gen.outputs["examples"],
         model=trainer.outputs["model"],
         baseline_model=baseline.outputs["baseline_model"],
         eval_config=build_eval_config(cfg.evaluation, cfg.features),
@@ -171,8 +226,8 @@ def create_pipeline(
         model=trainer.outputs["model"],
         model_blessing=evaluator.outputs["blessing"],
         evaluation=evaluator.outputs["evaluation"],
-        examples=training_examples,  # recorded: the spans the model was trained on
-        statistics=statistics_gen.outputs["statistics"],  # the next runs' drift reference
+        examples=data.training_examples,  # recorded: the spans the model was trained on
+        statistics=data.statistics_gen.outputs["statistics"],  # the next runs' drift reference
         serving_dir=serving_dir,
         keep_versions=cfg.serving.keep_versions,
         task=cfg.features.task,
@@ -180,20 +235,7 @@ def create_pipeline(
         # serving.tflite: the TFLite model is rebuilt from the Transform's graph and checked here
         transform_graph=transform.outputs["transform_graph"] if tflite_properties(cfg) else None,
         tflite=tflite_properties(cfg),
-        drift_anomalies=drift_gate.outputs["drift_anomalies"],  # the run's drift, for its metrics
+        drift_anomalies=data.drift_gate.outputs["drift_anomalies"],  # the run's drift, for its metrics
         monitoring=run_metrics,
     ).with_id("Pusher")
-    components = [example_gen] + ([window] if window else []) + [
-        statistics_gen, schema_gen, example_validator, anomalies_gate, drift_gate, transform, trainer,
-        baseline, evaluator, pusher]
-    for component in components:
-        if component.id in (component_beam_args or {}):
-            component.with_beam_pipeline_args(list(component_beam_args[component.id]))
-    return tfx.dsl.Pipeline(
-        pipeline_name=cfg.name,
-        pipeline_root=pipeline_root,
-        components=components,
-        enable_cache=enable_cache,
-        metadata_connection_config=metadata_connection_config,
-        beam_pipeline_args=list(beam_pipeline_args),
-    )
+    return baseline, evaluator, pusher

@@ -95,6 +95,54 @@ def test_train_steps_fits_the_configs_rounds_to_its_budget(argv, epochs):
         "steps", int(argv[2]), epochs)
 
 
+def test_train_steps_says_when_it_lowers_the_rounds(capsys):
+    """The rounds are lowered in the open: one note on stderr names the flag, both counts and the
+    key that picks another; none when the config's rounds fit or --set training.epochs chose them."""
+    from cli import common, main as cli
+
+    common.config_from_args(cli.build_parser().parse_args(["run", "--train-steps", "5"]))
+    assert capsys.readouterr().err == (
+        "note: --train-steps 5 lowers training.epochs from 10 to 5: in steps mode it counts the rounds the 5 "
+        "steps are split into, each ending with a validation pass; --set training.epochs=N picks another count\n")
+    for argv in (["--train-steps", "40"], ["--train-steps", "50", "--set", "training.epochs=2"], []):
+        common.config_from_args(cli.build_parser().parse_args(["run"] + argv))
+        assert capsys.readouterr().err == ""
+    with pytest.raises(ConfigError):  # a refused config: its error line alone
+        common.config_from_args(cli.build_parser().parse_args(["run", "--train-steps", "5", "--set", "name=a b"]))
+    assert capsys.readouterr().err == ""
+
+
+def test_each_section_checks_its_own_values():
+    """A section's rules sit beside its fields (problems()); the pipeline config names the section."""
+    import dataclasses
+
+    from pipeline.config import DataConfig, MonitoringConfig
+    from pipeline.config_trainer import RULES
+
+    cfg = load_config()
+    assert list(cfg.problems()) == []
+    assert [tuple(p) for p in DataConfig(format="xml").problems()] == [("format", "'xml'", "use one of csv, tfrecord")]
+    labels = MonitoringConfig(labels={"job": "a"})
+    assert [p.key for p in labels.problems()] == ["labels"] and list(labels.push_problems())
+    bad = dataclasses.replace(cfg, training=dataclasses.replace(cfg.training, batch_size=0))
+    assert [p.key for p in bad.problems()] == ["training.batch_size"]
+    assert all(list(rules(getattr(cfg, name))) == [] for name, rules in
+               (("model", RULES[type(cfg.model)]), ("training", RULES[type(cfg.training)]),
+                ("runtime", RULES[type(cfg.runtime)])))
+
+
+def test_a_refused_run_reports_with_its_checked_reporting_keys(tmp_path):
+    from pipeline.config_reporting import load_reporting_config
+
+    cfg = load_reporting_config(None, ["name=daily", "monitoring.labels={env: prod}", "model.dropout=7"],
+                                output_root=str(tmp_path))
+    assert (cfg.name, cfg.output_root, cfg.monitoring.labels) == ("daily", str(tmp_path), {"env": "prod"})
+    with pytest.raises(ConfigError, match=r"monitoring\.pushgateway_url: 'gw'; must start with http://"):
+        load_reporting_config(None, ["monitoring.pushgateway_url=gw"])
+    with pytest.raises(ConfigError, match=r"monitoring\.labels: 'job' is a label tfxline's metrics use already"):
+        load_reporting_config(None, ["monitoring.labels={job: a}"])
+
+
 def test_a_train_steps_flag_against_an_explicit_epochs_names_both():
     from cli import common, main as cli
 

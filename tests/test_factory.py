@@ -112,12 +112,23 @@ def test_without_a_validation_split_the_trainer_validates_on_eval(tmp_path):
     assert split_config(c["Trainer"], "eval_args", "splits") == ["eval"]
 
 
-def test_epochs_mode_gives_the_trainer_no_step_budget():
-    from pipeline.factory import train_steps_arg
+def test_epochs_mode_gives_the_trainer_no_step_budget(tmp_path):
+    from pipeline.config_trainer import step_budget
 
-    steps = load_config(overrides=["training.mode=steps"])
-    assert train_steps_arg(steps) == steps.training.train_steps
-    assert train_steps_arg(load_config()) == 0  # the default: passes over the data
+    steps = load_config(overrides=["training.mode=steps", "training.train_steps=37", "training.epochs=3"])
+    assert step_budget(steps.training) == 37
+    assert step_budget(load_config().training) == 0  # the default: passes over the data
+    _, _, c = build(steps, tmp_path)
+    assert json.loads(c["Trainer"].exec_properties["train_args"])["num_steps"] == 37  # TFX's name for it
+
+
+def test_train_steps_becomes_tfx_num_steps_in_one_place():
+    """training.train_steps is TrainArgs.num_steps in the factory's proto and in a compiled
+    pipeline's train_args parameter alike (its default and submit / run-compiled --train-steps)."""
+    from pipeline.config_trainer import train_args, train_args_json
+
+    assert train_args(7) == {"num_steps": 7}
+    assert train_args_json(7) == '{"num_steps": 7}'
 
 
 def test_eval_config_has_gates_and_slices(built):

@@ -12,6 +12,7 @@ shows the message as written, ``{...}`` standing for what the run fills in.
 from __future__ import annotations
 
 import ast
+import glob
 import os
 import sys
 from typing import Dict, List, Tuple
@@ -80,18 +81,42 @@ def collect() -> List[Tuple[str, str, int, str]]:
 
 
 def config_checks() -> List[Tuple[str, str, int, str]]:
-    """pipeline/config_loader.validate's table of (condition, key, fix): one raise, one line per key."""
-    path = os.path.join(ROOT, "pipeline", "config_loader.py")
-    tree = ast.parse(open(path).read(), path)
-    (validate,) = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "validate"]
+    """The config sections' rules (pipeline/config*.py): each ``bad(section, key, fix)`` or
+    ``Problem(key, shown, fix)`` in a section's ``problems()`` (a class) or in a rule function whose
+    first argument is the section (config_trainer.py) is one line, raised by config_parse.check."""
+    sections = config_section_names()
     rows = []
-    for node in ast.walk(validate):
-        if isinstance(node, ast.Assign) and [t.id for t in node.targets if isinstance(t, ast.Name)] == ["checks"]:
-            for item in node.value.elts:
-                _, key, fix = item.elts
-                rows.append(("ConfigError", os.path.relpath(path, ROOT), item.lineno,
-                             f"bad config value for {message_text(key)}: {{...}}; {message_text(fix)}"))
+    for path in sorted(glob.glob(os.path.join(ROOT, "pipeline", "config*.py"))):
+        tree = ast.parse(open(path).read(), path)
+        for owner in tree.body:
+            if isinstance(owner, ast.ClassDef):
+                section = sections.get(owner.name)
+            elif isinstance(owner, ast.FunctionDef) and owner.args.args and owner.args.args[0].annotation:
+                section = sections.get(ast.unparse(owner.args.args[0].annotation))
+            else:
+                continue
+            for node in ast.walk(owner) if section is not None else ():
+                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+                    continue
+                if node.func.id == "bad" and len(node.args) == 3:
+                    key, shown, fix = message_text(node.args[1]), "{...}", message_text(node.args[2])
+                elif node.func.id == "Problem" and len(node.args) == 3:
+                    key, shown, fix = (message_text(a) for a in node.args)
+                else:
+                    continue
+                key = f"{section}.{key}" if section else key
+                rows.append(("ConfigError", os.path.relpath(path, ROOT), node.lineno,
+                             f"bad config value for {key}: {shown}; {fix}"))
     return rows
+
+
+def config_section_names() -> Dict[str, str]:
+    """Section class -> its key in PipelineConfig (pipeline/config.py); PipelineConfig's own: ''."""
+    tree = ast.parse(open(os.path.join(ROOT, "pipeline", "config.py")).read())
+    (config,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "PipelineConfig"]
+    names = {ast.unparse(n.annotation): n.target.id for n in config.body
+             if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+    return dict(names, PipelineConfig="")
 
 
 def render() -> str:

@@ -1,0 +1,33 @@
+"""The keys a run refused for its config still reports with (local/outcome.py): its name, output
+root, serving location and monitoring section, each checked, over the packaged default config."""
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Dict, Mapping, Optional, Sequence
+
+from pipeline.config import MonitoringConfig, PipelineConfig
+from pipeline.config_loader import load_config, raw_config
+from pipeline.config_parse import check, from_yaml
+
+
+def load_reporting_config(path: Optional[str] = None, overrides: Sequence[str] = (),
+                          output_root: Optional[str] = None) -> PipelineConfig:
+    """What a refused run needs to report itself when the rest of its config is refused: the
+    config's name, output root, serving location and monitoring section, each checked, over the
+    packaged default config. Raises ConfigError when one of those is bad too."""
+    raw = raw_config(path, overrides)
+    base = load_config()
+    values: Dict[str, Any] = {key: from_yaml(str, raw[key], key) for key in ("name", "output_root") if key in raw}
+    if output_root:
+        values["output_root"] = output_root
+    if isinstance(raw.get("monitoring"), Mapping):
+        values["monitoring"] = from_yaml(MonitoringConfig, raw["monitoring"], "monitoring")
+    serving = raw.get("serving") if isinstance(raw.get("serving"), Mapping) else {}
+    where = {key: from_yaml(str, serving[key], f"serving.{key}") for key in ("serving_root", "model_name")
+             if key in serving}
+    values["serving"] = dataclasses.replace(base.serving, **where)
+    cfg = dataclasses.replace(base, **values)
+    cfg = dataclasses.replace(cfg, output_root=os.path.abspath(cfg.output_root))
+    check(cfg.monitoring.push_problems(), "monitoring")
+    return cfg
