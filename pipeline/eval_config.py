@@ -16,10 +16,11 @@ from __future__ import annotations
 import functools
 from typing import Callable, Dict, List, Optional
 
+from google.protobuf.wrappers_pb2 import BoolValue
+
 # The config protos from their own module: TFMA 0.47 (TFX 1.16) also re-exports them as
 # tfma.EvalConfig etc., TFMA 0.52 (TFX 1.21) no longer does (its __all__ still lists them).
 from tensorflow_model_analysis.proto import config_pb2 as tfma_pb2
-from google.protobuf.wrappers_pb2 import BoolValue
 
 import task_types
 from components import histogram_metrics, tfma_metrics

@@ -14,13 +14,12 @@ from typing import Dict, List, Optional, Sequence, TextIO
 import numpy as np
 
 import task_types
-from serving.native_stderr import stderr_filtered
-from serving.release import serving_version_dir
 from components.tfma_results import label_classes
 from pipeline import data_source
 from pipeline.config import PipelineConfig
 from pipeline.examples import read_csv_rows, serialize_rows
-from serving.native_stderr import TF_RUNTIME_NOISE
+from serving.native_stderr import TF_RUNTIME_NOISE, stderr_filtered
+from serving.release import serving_version_dir
 
 # Nothing here imports TensorFlow at module level: `tfxline predict` imports this module before
 # its checks, and TensorFlow after them, quietly (cli/quiet.py), so it prints its own lines only.

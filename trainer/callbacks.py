@@ -9,7 +9,9 @@ import tempfile
 from typing import Any, Dict, List, Optional, Tuple
 
 import task_types
-from trainer import profile as profile_lib, resume, strategy as strategy_lib
+from trainer import profile as profile_lib
+from trainer import resume
+from trainer import strategy as strategy_lib
 from trainer.keras_compat import keras
 from trainer.settings import TrainerSettings
 

@@ -9,7 +9,9 @@ from typing import Any, Dict, Optional
 
 import tensorflow_transform as tft
 
-from trainer import batch as batch_lib, data, resume, strategy as strategy_lib
+from trainer import batch as batch_lib
+from trainer import data, resume
+from trainer import strategy as strategy_lib
 from trainer.settings import TrainerSettings, TrainingConfig
 
 

@@ -19,12 +19,16 @@ from typing import Any, Dict, List, Optional
 import tensorflow as tf
 
 import task_types
-from trainer import (callbacks as callbacks_lib, data, export, model as model_lib, optimizer as optimizer_lib,
-                     precision, profile as profile_lib, resume, strategy as strategy_lib)
+from trainer import callbacks as callbacks_lib
+from trainer import data, export, precision, resume
+from trainer import model as model_lib
+from trainer import optimizer as optimizer_lib
+from trainer import profile as profile_lib
+from trainer import strategy as strategy_lib
 from trainer.inputs import Inputs, Sizes, input_data, plan_sizes
-from trainer.train_step import training_model
-from trainer.settings import TRAINING_RUN_FILE, TrainerSettings
 from trainer.keras_compat import keras, skip_autograph_for_tf_keras
+from trainer.settings import TRAINING_RUN_FILE, TrainerSettings
+from trainer.train_step import training_model
 from transforms import features as F
 
 
