@@ -1,46 +1,34 @@
 """What open-source KFP's v2 driver and launcher do around one task's container, as ``tfxline
-run-compiled`` does it, and no more leniently, for each KFP backend release from 2.0 to 2.17
-(``KFP_VERSIONS``; ``run-compiled --kfp-version``, default the newest). Read from
-kubeflow/pipelines at the tags named beside each behaviour (backend/src/v2/driver/driver.go
-``provisionOutputs``, backend/src/v2/component/launcher_v2.go, backend/src/v2/metadata/client.go
-and converter.go):
+run-compiled`` does it, and no more leniently, for each backend release from 2.0 to 2.17
+(kubeflow/kfp_backends.py: what differs between them). Read from kubeflow/pipelines at the tags
+each function cites (backend/src/v2/driver/driver.go ``provisionOutputs``,
+backend/src/v2/component/launcher_v2.go, backend/src/v2/metadata/client.go and converter.go):
 
 - parameters reach the task as ``parameterValues`` (plain JSON) only, the schema 2.1.0 form, with
   the component's declared defaults added for any not given (the launcher's ``addDefaultParams``);
-- a task's constant parameter is ``runtimeValue.constant``; schema 2.0's ``constantValue`` is
-  refused as the driver refuses it ("param runtime value spec of type ... not implemented");
-- upstream input artifacts come as the driver builds them from MLMD (``toRuntimeArtifact``):
-  name = the artifact's MLMD id, uri, metadata = its custom properties (what the executor wrote,
-  plus ``display_name`` and, from 2.3, ``store_session_info``, which the launcher records), and a
-  type whose ``instanceSchema`` is empty (``GetOutputArtifactsByExecutionId`` does not know it);
-  the task's own entrypoint has to restore the type (kubeflow/entrypoint.py);
-- output artifacts, as ``provisionOutputs`` makes them: the declared type and metadata, a URI
-  under ``<pipeline root>/<pipeline>/<run id>/<task>/`` (with a random salt directory from 2.4),
-  ``name`` = the output key from 2.15; **from 2.5 one more output, ``executor-logs``, typed
-  ``system.Artifact``, that no component declares** (the API server's PUBLISH_LOGS, "true" in
-  KFP's manifests and the driver's flag default), whose URI the 2.17 launcher suffixes with the
-  retry index (``-0``); output parameters' files under ``/tmp/kfp/outputs/``;
-- the output metadata file: ``/tmp/kfp_outputs/output_metadata.json``, from 2.15 under the task's
-  local root (``/gcs/...``, ``/minio/...``, ``/s3/...``) where the pipeline root has one of those
-  schemes (run-compiled's local root has none: the fixed path, as KFP falls back to);
-- what the executor writes back to that file is read as the launcher reads it (protojson, which
-  refuses unknown fields), merged into the outputs (``mergeRuntimeArtifacts``: URI replaced,
-  metadata fields added) except ``executor-logs`` from 2.17, which the launcher manages itself.
+  schema 2.0's ``constantValue`` is refused as the driver refuses it;
+- upstream input artifacts come as the driver builds them from MLMD (``toRuntimeArtifact``): named
+  by their MLMD id, their custom properties as metadata, and a type whose ``instanceSchema`` is
+  empty; the task's own entrypoint has to restore the type (kubeflow/entrypoint.py);
+- output artifacts, as ``provisionOutputs`` makes them for the release (``executor-logs`` from
+  2.5, which no component declares), output parameters' files under ``/tmp/kfp/outputs/``;
+- what the executor writes back to the output metadata file is read as the launcher reads it
+  (protojson, which refuses unknown fields) and merged into the outputs (``mergeRuntimeArtifacts``).
 
 Also KFP's command-line placeholders and importer tasks.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import posixpath
 import re
 import uuid
 from decimal import Decimal
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional
 
-from kubeflow.spec import SpecError
+# the releases, here too where run-compiled and the CLI find them
+from kubeflow.kfp_backends import KFP_VERSIONS, NEWEST, Backend, UnsupportedSpec, backend  # noqa: F401
 
 # launcher_v2.go:526 at 2.17.0 (:375 at 2.0.0): component.OutputMetadataFilepath.
 OUTPUT_METADATA_FILEPATH = "/tmp/kfp_outputs/output_metadata.json"
@@ -48,81 +36,9 @@ OUTPUT_PARAMETERS_DIR = "/tmp/kfp/outputs"  # driver.go:796 at 2.17.0, :1064 at 
 EXECUTOR_LOGS = "executor-logs"  # driver.go:761 at 2.17.0, :2031 at 2.5.0, :753 at HEAD
 GENERIC_TYPE = "system.Artifact"
 
-# The backend releases tagged in kubeflow/pipelines (after 2.5.0 the next is 2.14.0).
-KFP_VERSIONS = ("2.0", "2.1", "2.2", "2.3", "2.4", "2.5", "2.14", "2.15", "2.16", "2.17")
-NEWEST = KFP_VERSIONS[-1]
-
-
-class UnsupportedSpec(SpecError):
-    """The compiled spec uses a KFP feature that run-compiled's launcher does not implement."""
-
 
 class BadExecutorOutput(ValueError):
     """A task wrote an output metadata file KFP's launcher would refuse (the task fails)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Backend:
-    """What one KFP backend release's driver and launcher put in an ExecutorInput."""
-
-    version: str
-
-    @property
-    def _v(self) -> Tuple[int, int]:
-        major, minor = self.version.split(".")
-        return int(major), int(minor)
-
-    @property
-    def store_session_info(self) -> bool:
-        """RecordArtifact adds ``store_session_info`` (client.go:924-931 at 2.3.0; none at 2.2.0)."""
-        return self._v >= (2, 3)
-
-    @property
-    def output_uri_salt(self) -> bool:
-        """A random directory between the task and the output key (driver.go:1588 at 2.4.0;
-        ``[taskName, name]`` at 2.3.0:1242)."""
-        return self._v >= (2, 4)
-
-    @property
-    def executor_logs(self) -> bool:
-        """The ``executor-logs`` output (driver.go:2031 at 2.5.0; absent at 2.4.1). Added when
-        publish_logs is "true": the driver's flag default (cmd/driver/main.go:85 at 2.5.0, :102
-        at 2.17.0), PUBLISH_LOGS "true" in manifests/kustomize/base/pipeline/
-        ml-pipeline-apiserver-deployment.yaml (:24 at 2.5.0, :114 at 2.17.0), and at HEAD the
-        compiler's own default (argocompiler/container.go:144-149)."""
-        return self._v >= (2, 5)
-
-    @property
-    def output_names_and_task_root_file(self) -> bool:
-        """Output artifacts named by their key and the output file under the task's local root
-        (driver.go:700 and :720 at 2.15.0; :783 and :803 at 2.17.0; neither at 2.14.0)."""
-        return self._v >= (2, 15)
-
-    @property
-    def drops_capabilities(self) -> bool:
-        """The user's container runs with every capability dropped and no privilege escalation
-        (argocompiler/security_context.go:92-121 and :163-174, applied at container.go:568, all at
-        2.16.0; no security context at 2.15.0). Its user stays the image's (runAsNonRoot is not
-        set on executor containers unless an admin default says so)."""
-        return self._v >= (2, 16)
-
-    @property
-    def logs_retry_suffix(self) -> bool:
-        """The launcher appends the retry index to executor-logs' URI before the command runs
-        (qualifyExecutorLogsForRetry, launcher_v2.go:420, :538-604 at 2.17.0; default "0" at :595)."""
-        return self._v >= (2, 17)
-
-
-def backend(version: str = NEWEST) -> Backend:
-    """The Backend of a release named like ``2.17``, ``2.17.0`` or ``2.4.1``."""
-    m = re.fullmatch(r"v?(\d+)\.(\d+)(?:\.\d+)?", str(version).strip())
-    name = f"{m.group(1)}.{m.group(2)}" if m else ""
-    if name not in KFP_VERSIONS:
-        raise UnsupportedSpec(
-            f"--kfp-version {version}: not a Kubeflow Pipelines backend release this launcher knows; "
-            f"use one of {', '.join(KFP_VERSIONS)} (the installed cluster's, e.g. 2.17; 2.5 and later add "
-            "the executor-logs output)")
-    return Backend(name)
 
 
 def generate_output_uri(root: str, *paths: str) -> str:
@@ -171,7 +87,8 @@ def build_executor_input(body, component, values, produced, *, run_root: str, ta
     artifacts = {}
     for name, source in body.get("inputs", {}).get("artifacts", {}).items():
         if "taskOutputArtifact" not in source:
-            raise UnsupportedSpec(f"task {task} input {name}: only upstream task outputs are supported; recompile with 'tfxline compile' or run it on Vertex / KFP")
+            raise UnsupportedSpec(f"task {task} input {name}: only upstream task outputs are supported; "
+                                  "recompile with 'tfxline compile' or run it on Vertex / KFP")
         ref = source["taskOutputArtifact"]
         upstream = produced[ref["producerTask"]][ref["outputArtifactKey"]]
         artifacts[name] = {"artifacts": [driver_artifact(upstream)]}
@@ -238,7 +155,8 @@ def parameter_value(source: Mapping[str, Any], values, produced, task: str, name
             f"task {task} parameter {name}: param runtime value spec of type "
             f"{'ConstantValue' if 'constantValue' in runtime else sorted(runtime)} not implemented (KFP's driver "
             "reads schema 2.1.0's runtimeValue.constant only); recompile with 'tfxline compile'")
-    raise UnsupportedSpec(f"task {task} parameter {name}: unsupported source {sorted(source)}; recompile with 'tfxline compile' or run it on Vertex / KFP")
+    raise UnsupportedSpec(f"task {task} parameter {name}: unsupported source {sorted(source)}; "
+                          "recompile with 'tfxline compile' or run it on Vertex / KFP")
 
 
 _PLACEHOLDER = re.compile(r"\{\{\$(.*?)\}\}")
@@ -264,7 +182,8 @@ def fill_placeholders(arg: str, executor_input: Mapping[str, Any]) -> str:
             return placeholder_text(executor_input["inputs"]["parameterValues"][m.group(1)])
         if m := _OUTPUT_PARAMETER.match(path):
             return executor_input["outputs"]["parameters"][m.group(1)]["outputFile"]
-        raise UnsupportedSpec(f"unsupported placeholder {match.group(0)} in an executor's arguments; recompile with 'tfxline compile' or run it on Vertex / KFP")
+        raise UnsupportedSpec(f"unsupported placeholder {match.group(0)} in an executor's arguments; "
+                              "recompile with 'tfxline compile' or run it on Vertex / KFP")
 
     return _PLACEHOLDER.sub(one, arg)
 

@@ -3,7 +3,7 @@ each Kubeflow Pipelines backend release's driver and launcher make it, and what 
 entrypoint hands TFX's (the containerised runs themselves are in tests/test_containers.py).
 
 Every behaviour is checked against kubeflow/pipelines' source at the tag named beside it
-(/work/.mirror/kubeflow+pipelines; kubeflow/launcher.py cites the lines)."""
+(/work/.mirror/kubeflow+pipelines; kubeflow/launcher.py and kfp_backends.py cite the lines)."""
 import json
 import os
 import subprocess
