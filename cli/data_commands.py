@@ -12,9 +12,9 @@ def add_init(sub) -> None:
     init = sub.add_parser("init", help="write a config and a schema for your CSV, decided from its columns")
     init.add_argument("--data", required=True, metavar="CSV", help="the CSV (a file, .csv.gz, or a directory of them)")
     init.add_argument("--label", required=True, metavar="COLUMN", help="the column to predict")
-    from transforms.features import TASK_BINARY, TASK_MULTICLASS, TASK_REGRESSION  # no TensorFlow
+    from task_types import NAMES as TASKS  # no TensorFlow
 
-    init.add_argument("--task", choices=(TASK_BINARY, TASK_MULTICLASS, TASK_REGRESSION),
+    init.add_argument("--task", choices=TASKS,
                       help="default: from the label's values (two values: binary; text or a few whole numbers: "
                            "multiclass; other numbers: regression)")
     init.add_argument("--positive", metavar="VALUE",
