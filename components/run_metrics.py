@@ -1,24 +1,13 @@
-"""A run's metrics for Prometheus: the one list of names (``METRICS``), the bounded reasons a run
-ends for (``REASONS``), and the push with prometheus-client (the samples each part of a run
-yields: components/metric_samples.py).
-
-Every run reports, whatever its end (monitoring/alerts.yml relies on it):
-- a local run: the local runner at its end, complete, stopped or failed, and the CLI for a run
-  refused before it started (local/monitoring.py, from the run's summary);
-- a compiled run (Kubeflow / Vertex AI / run-compiled), from inside its containers when the
-  ``pushgateway_url`` pipeline parameter is set: the SafePusher at the run's end, pushed or not,
-  and when it fails (components/safe_pusher.py); the AnomaliesGate and the DriftGate when they
-  stop the run, since nothing after them runs (``metric_samples.report_stop``).
-They live with the components, below the orchestrator, so a task's container needs nothing else.
+"""A run's metrics for Prometheus: the one list of names (``METRICS``; monitoring/alerts.yml and
+dashboard.json use only these), the bounded reasons a run ends for (``REASONS``), and the push
+with prometheus-client; the samples each part of a run yields are components/metric_samples.py's.
+Every run reports, whatever its end: a local run from its runner or the CLI (local/monitoring.py),
+a compiled run from its containers (the SafePusher at its end, a gate that stops it). They live
+with the components so a task's container needs nothing else.
 
 Pushgateway: the grouping key is job = the pipeline's name plus the config's monitoring.labels
-(e.g. env), so each deployment of a pipeline keeps one series per metric however many runs it
-has, and a push (PUT) replaces that group's previous run, and only it. A gateway that is down or
-slow costs at most ``timeout`` seconds and one warning line; the caller's result never changes
-(``publish`` never raises).
-
-monitoring/alerts.yml and monitoring/dashboard.json may use only the names in ``METRICS``
-(tests/test_monitoring.py, tests/test_dashboard.py).
+(e.g. env), so a push (PUT) replaces that deployment's previous run, and only it. A gateway that
+is down or slow costs at most ``timeout`` seconds and one warning line (``publish`` never raises).
 """
 from __future__ import annotations
 

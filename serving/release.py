@@ -1,24 +1,19 @@
 """Which pushed versions serve: the label moves (``tfxline serving canary / promote / rollback /
 settle`` and the Pusher share them; no TFX or TensorFlow here), and the release's files written
-together (docs/serving.md, "Release labels"): release.json (serving/release_state.py, also where
-the release is read), TF Serving's files (serving/tf_serving_files.py) and KServe's
-(serving/kserve_files.py). The serving directory may be a local path or an object-store URI
-(serving/storage.py).
+together: release.json (serving/release_state.py, which also reads it), TF Serving's files
+(serving/tf_serving_files.py) and KServe's (serving/kserve_files.py); docs/serving.md, "Release
+labels", says what each holds. The serving directory may be a local path or an object-store URI.
 
-**Two phases.** TF Serving assigns a label only to a version it has loaded (server_core.cc:574-584
-at TF Serving 9d981c5c; tests/tf_serving_rules.py), and it reads the labels of a config *before*
-it loads the config's new versions; a config that fails leaves the new versions unloaded, so the
-same file fails at every poll after. So a move onto a version TF Serving has not loaded is written
-twice: first a models.config that loads it (added to ``specific``) with the labels where they were
-(the move is ``pending`` in release.json), then, once TF Serving reports it AVAILABLE, ``settle``
-moves the labels (and unloads what no label names). A move between loaded versions (a promote) is
-one write. The KServe manifest names the move's target at once.
+**Two phases.** TF Serving labels only a version it has loaded, and checks a config's labels
+before it loads its new versions (server_core.cc:574-584 at 9d981c5c; tests/tf_serving_rules.py).
+So a move onto a version not loaded yet is written twice: models.config loads it with the labels
+where they were (the move is ``pending``), then ``settle`` moves the labels once TF Serving
+reports it AVAILABLE. A move between loaded versions (a promote) is one write; the KServe
+manifest names the move's target at once.
 
-Writing: on a local disk ``release`` is a symbolic link to a hidden directory; a change writes a
-new hidden directory, then replaces the link in one rename, so a crash at any point leaves the old
-release whole (the next change removes the leftover directory). An object store has no links or
-renames: there each file is one object, whole or absent, written in ``WRITE_ORDER`` (release.json
-last), so a crash leaves the previous release.json, and the next change writes every file again.
+**Writing.** On a local disk ``release`` is a link to a hidden directory, replaced in one rename,
+so a crash leaves the old release whole; on an object store each file is one object, written in
+``WRITE_ORDER`` (release.json last), so a crash leaves the previous release.json.
 """
 from __future__ import annotations
 
