@@ -11,7 +11,8 @@ from pipeline.config_parse import FROM_YAML, ConfigError, Problem, bad
 from pipeline.data_source import FORMATS, has_span_spec
 from pipeline.labels import MISSING_LABELS
 from serving.release import RELEASES
-from serving.tflite import MODES as TFLITE_MODES, OFF as TFLITE_OFF
+from serving.tflite import MODES as TFLITE_MODES
+from serving.tflite import OFF as TFLITE_OFF
 
 # ExampleGen's split names (TFX's defaults for train and eval).
 TRAIN_SPLIT, VALIDATION_SPLIT, EVAL_SPLIT = "train", "validation", "eval"

@@ -9,8 +9,17 @@ import json
 from typing import Any, Dict, Iterator, Optional
 
 from pipeline.config_parse import Problem, bad
-from trainer.settings import (BATCH_SCALINGS, JIT_COMPILES, PRECISIONS, READERS, STRATEGIES, TRAINING_MODES,
-                              ModelConfig, RuntimeConfig, TrainingConfig)
+from trainer.settings import (
+    BATCH_SCALINGS,
+    JIT_COMPILES,
+    PRECISIONS,
+    READERS,
+    STRATEGIES,
+    TRAINING_MODES,
+    ModelConfig,
+    RuntimeConfig,
+    TrainingConfig,
+)
 
 
 def model_problems(model: ModelConfig) -> Iterator[Problem]:

@@ -12,8 +12,8 @@ from typing import Any, Mapping, NamedTuple, Optional, Sequence, Tuple
 from tfx import v1 as tfx
 from tfx.proto import example_gen_pb2, range_config_pb2, transform_pb2
 
-from components.anomalies_gate import AnomaliesGate
 from components import csv_example_gen
+from components.anomalies_gate import AnomaliesGate
 from components.csv_example_gen import CsvExampleGen
 from components.drift_gate import SPAN_LEDGER, DriftGate
 from components.safe_pusher import SafePusher
