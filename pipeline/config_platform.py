@@ -10,7 +10,7 @@ from typing import Dict, Iterator
 
 from pipeline.config_parse import Problem, bad
 
-# beam.engine's values (pipeline/beam_engines.py makes each one's Beam args).
+# The beam section's values (pipeline/beam_engines.py makes each engine's Beam args).
 ENGINES = ("direct", "dataflow", "flink", "spark", "portable")
 PORTABLE_ENGINES = ("flink", "spark", "portable")
 DIRECT_MODES = ("auto", "in_memory", "multi_processing", "multi_threading")
