@@ -16,7 +16,9 @@ from typing import List, Optional, Sequence
 
 import apache_beam as beam
 import numpy as np
-from tfx.components.example_gen import utils as example_gen_utils, write_split
+from google.protobuf import struct_pb2
+from tfx.components.example_gen import utils as example_gen_utils
+from tfx.components.example_gen import write_split
 from tfx.components.example_gen.component import FileBasedExampleGen
 from tfx.components.example_gen.csv_example_gen import executor as tfx_csv
 from tfx.components.util import examples_utils
@@ -27,7 +29,6 @@ from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import proto_utils
 from tfx.v1.components import CsvExampleGen as TfxCsvExampleGen
 from tfx_bsl.coders import csv_decoder
-from google.protobuf import struct_pb2
 
 from components import csv_records, example_encoder, example_splits
 from components.csv_records import DROPPED, read_header

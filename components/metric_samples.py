@@ -122,7 +122,6 @@ def drift_samples(drift_anomalies_uri: str) -> List[Sample]:
     """Every drift measurement the DriftGate recorded (nothing when it compared nothing); a
     feature compared with two references reports the larger."""
     from components.drift_gate import ANOMALIES_FILE, SPLIT
-
     from serving import storage
 
     path = storage.join(drift_anomalies_uri, f"Split-{SPLIT}", ANOMALIES_FILE) if drift_anomalies_uri else ""

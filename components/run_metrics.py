@@ -16,7 +16,6 @@ import logging
 import os
 from typing import Any, Dict, List, Mapping, Optional, Sequence, TextIO
 
-
 # name: (help, label names). One name per meaning: a count, a model metric and a time never share one.
 METRICS: Dict[str, tuple] = {
     # every invocation of `tfxline run` (refused before it started, failed, or complete) and every compiled run

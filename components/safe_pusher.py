@@ -25,19 +25,19 @@ import time
 from typing import Any, Dict, List
 
 from tfx import types
+from tfx.components.util import model_utils
 from tfx.dsl.components.base import base_component, base_executor, executor_spec
 from tfx.types import standard_artifacts
 from tfx.types.component_spec import ChannelParameter, ExecutionParameter
-from tfx.components.util import model_utils
 from tfx.utils import path_utils
 
 from components import metric_samples, run_metrics
+from components.spans import span_of, version_of
+from components.tfma_results import overall_diff, read_evaluation
 from serving import batch_latency
 from serving import push as serving_push
 from serving import release as serving_release
 from serving import tflite as tflite_export
-from components.spans import span_of, version_of
-from components.tfma_results import overall_diff, read_evaluation
 from transforms import features as F
 from transforms.analyzers import AnalyzerValuesError
 

@@ -18,12 +18,11 @@ import re
 from importlib import resources
 from typing import List, NamedTuple, Optional, Tuple
 
-from tensorflow_metadata.proto.v0 import schema_pb2
 from google.protobuf import text_format
+from tensorflow_metadata.proto.v0 import schema_pb2
 
 # the pre-flight check and its error, where the callers find them
-from pipeline.data_check import (DataError, check_csv, check_tfrecords, csv_lines, csv_reader,  # noqa: F401
-                                 read_columns)
+from pipeline.data_check import DataError, check_csv, check_tfrecords, csv_lines, csv_reader, read_columns  # noqa: F401
 
 FORMATS = ("csv", "tfrecord")
 DEFAULT_PATTERNS = {"csv": "*.csv", "tfrecord": "*"}

@@ -38,7 +38,9 @@ def local(path: str) -> str:
 
 def join(base: str, *parts: str) -> str:
     """``os.path.join`` that keeps a URI's ``//`` (posixpath does already; spelled out here)."""
-    return "/".join([base.rstrip("/")] + [p.strip("/") for p in parts]) if is_uri(base) else os.path.join(local(base), *parts)
+    if is_uri(base):
+        return "/".join([base.rstrip("/")] + [p.strip("/") for p in parts])
+    return os.path.join(local(base), *parts)
 
 
 def _gfile():
