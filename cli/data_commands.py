@@ -2,7 +2,6 @@
 schema draft`` and ``tfxline predict`` (raw rows through the pushed model)."""
 from __future__ import annotations
 
-import argparse
 from typing import TextIO
 
 from cli.common import EXIT_OK, BadInput, add_config_args, config_or_bad_input, quiet_tensorflow
@@ -42,7 +41,8 @@ def add_predict(sub) -> None:
     pr.add_argument("--input", required=True, metavar="CSV", help="raw rows (the label may be absent)")
     pr.add_argument("--predictions", required=True, metavar="FILE",
                     help="output: .csv, or .jsonl for JSON lines")
-    pr.add_argument("--model-dir", help="a SavedModel directory (default: the release's stable version, a pending move's included)")
+    pr.add_argument("--model-dir", help="a SavedModel directory (default: the release's stable version, a pending "
+                                        "move's included)")
     pr.set_defaults(func=cmd_predict)
 
 
@@ -68,9 +68,9 @@ def cmd_schema_draft(args, stream: TextIO) -> int:
 
 
 def cmd_predict(args, stream: TextIO) -> int:
-    from serving.release import ReleaseError
     from pipeline.data_source import DataError
     from pipeline.predict import predict_csv
+    from serving.release import ReleaseError
 
     cfg = config_or_bad_input(args)
     try:

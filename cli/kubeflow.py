@@ -109,13 +109,15 @@ def task_env(pairs) -> Dict[str, str]:
     for pair in pairs:
         name, has_value, value = pair.partition("=")
         if not name or (not has_value and name not in os.environ):
-            raise BadInput(f"--env {pair!r} names no value; fix: give NAME=VALUE, or NAME of a variable set in this shell")
+            raise BadInput(f"--env {pair!r} names no value; fix: give NAME=VALUE, or NAME of a variable set in "
+                           "this shell")
         out[name] = value if has_value else os.environ[name]
     return out
 
 
 def cmd_run_compiled(args, stream: TextIO) -> int:
-    from kubeflow import run_compiled as rc, spec
+    from kubeflow import run_compiled as rc
+    from kubeflow import spec
 
     try:
         result = rc.run_compiled(args.pipeline_json, parameters=params(args), train_steps=args.train_steps,
@@ -130,10 +132,10 @@ def cmd_run_compiled(args, stream: TextIO) -> int:
     evaluation = result.output("evaluation")
     if evaluation:  # TFMA's output, read as for a local run
         quiet_tensorflow()
-        from runs.console import format_metrics
-        from components.tfma_results import read_evaluation
-
         from tfx.utils import path_utils
+
+        from components.tfma_results import read_evaluation
+        from runs.console import format_metrics
 
         model = result.output("model")  # its label vocabulary names a multi-class run's classes
         overall, _, failed = read_evaluation(evaluation["uri"],

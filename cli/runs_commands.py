@@ -61,7 +61,8 @@ def _latest_run_dir(cfg) -> str:
 
     run_id = latest_run_id(open_store(cfg.metadata_store), cfg.name) if store_exists(cfg.metadata_store) else None
     if run_id is None:
-        raise BadInput(f"no recorded run of pipeline {cfg.name} in {describe_store(cfg.metadata_store)}; run the pipeline "
+        raise BadInput(f"no recorded run of pipeline {cfg.name} in {describe_store(cfg.metadata_store)}; run the "
+                       "pipeline "
                        "first (tfxline run), or pass a run directory")
     return os.path.join(cfg.output_root, "runs", run_id)
 

@@ -18,9 +18,9 @@ from typing import List, Optional, Sequence, TextIO
 from google.protobuf import text_format
 
 from pipeline import data_source
-from runs import files
 from pipeline.config import PipelineConfig
 from pipeline.data_source import DataError  # noqa: F401 - the CLI catches it from here
+from runs import files
 
 ENCODE_ROWS = 20_000  # rows typed and encoded at a time (the ExampleGen's batch)
 

@@ -45,10 +45,10 @@ def add_commands(sub) -> None:
 
 
 def cmd_serving(args, stream: TextIO) -> int:
-    from serving.push import RollbackError
-    from serving.release import ReleaseError
     from local.lock import one_run_at_a_time
     from runs import versions
+    from serving.push import RollbackError
+    from serving.release import ReleaseError
 
     cfg = config_or_bad_input(args, tensorflow=False)  # these commands read and copy files
     command = getattr(args, "serving_command", None)

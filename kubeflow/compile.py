@@ -103,8 +103,8 @@ def runtime_parameters(cfg: PipelineConfig, data_root: Optional[str] = None):
 
 def build_pipeline(cfg: PipelineConfig, pipeline_root: str, image: str, data_root: Optional[str] = None):
     """The KFP flavour of the pipeline: same factory, cluster paths and runtime parameters."""
-    from pipeline.factory import create_pipeline
     from kubeflow import vertex
+    from pipeline.factory import create_pipeline
 
     params = runtime_parameters(cfg, data_root)
     return create_pipeline(

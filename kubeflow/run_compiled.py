@@ -34,6 +34,7 @@ credentials for a bucket, for example.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import json
 import os
@@ -43,9 +44,9 @@ import subprocess
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, TextIO
 
-from serving import storage
 from kubeflow import launcher, spec
 from kubeflow.launcher import UnsupportedSpec, build_executor_input, fill_placeholders
+from serving import storage
 
 
 class RunCompiledError(RuntimeError):
@@ -181,7 +182,8 @@ def check_docker(docker: str, images: str) -> None:
     try:
         info = subprocess.run([docker, "info"], capture_output=True, text=True)
     except FileNotFoundError:
-        raise RunCompiledError(f"no {docker!r} command; install Docker (apt-get install docker.io) and start dockerd") from None
+        raise RunCompiledError(f"no {docker!r} command; install Docker (apt-get install docker.io) and start "
+                               "dockerd") from None
     if info.returncode != 0:
         raise RunCompiledError("the Docker engine does not answer; start it (dockerd &) or check DOCKER_HOST")
     for image in images.split(", "):
@@ -204,13 +206,14 @@ def run_task(job, task: str, values: Mapping[str, Any], produced, result: RunRes
              next_id: Optional[Callable[[], int]] = None, env: Optional[Mapping[str, str]] = None,
              network: str = "") -> TaskResult:
     release = release or launcher.backend()
-    next_id = next_id or (lambda ids=itertools.count(1): next(ids))
+    next_id = next_id or functools.partial(next, itertools.count(1))
     pipeline = spec.pipeline_spec(job)
     root = job.get("runtimeConfig", {}).get("gcsOutputDirectory", "")
     body = pipeline["root"]["dag"]["tasks"][task]
     for unsupported in ("triggerPolicy", "iteratorPolicy", "parameterIterator", "artifactIterator"):
         if unsupported in body:
-            raise UnsupportedSpec(f"task {task} uses {unsupported}, which run-compiled does not support; run that spec on Vertex / KFP")
+            raise UnsupportedSpec(f"task {task} uses {unsupported}, which run-compiled does not support; run that "
+                                  "spec on Vertex / KFP")
     component = pipeline["components"][body["componentRef"]["name"]]
     executor = pipeline["deploymentSpec"]["executors"][component["executorLabel"]]
     task_dir = os.path.join(result.run_dir, task)

@@ -60,7 +60,8 @@ def build_request(pipeline_json: str, *, target: str, parameters: Optional[Mappi
     if target == "vertex":
         missing = [n for n, v in (("--project", project), ("--region", region)) if not v]
         if missing:
-            raise SubmitError(f"Vertex AI submission needs {' and '.join(missing)}; pass them (the GCP project and region the pipeline runs in)")
+            raise SubmitError(f"Vertex AI submission needs {' and '.join(missing)}; pass them (the GCP project and "
+                              "region the pipeline runs in)")
     if target == "kfp" and not host:
         raise SubmitError("KFP submission needs --host; pass the KFP API endpoint, e.g. --host http://localhost:8080")
     if target == "kfp" and service_account and not _KUBERNETES_NAME.fullmatch(service_account):

@@ -14,8 +14,7 @@ import re
 import time
 from typing import Iterator, TextIO
 
-from serving.native_stderr import stderr_noise_to_file
-from serving.native_stderr import TF_RUNTIME_NOISE
+from serving.native_stderr import TF_RUNTIME_NOISE, stderr_noise_to_file
 
 _RUNNING = re.compile(r"Component (\S+) is running\.")
 _FINISHED = re.compile(r"Component (\S+) is finished\.")

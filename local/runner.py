@@ -26,6 +26,7 @@ from runs import store as store_lib
 from runs import summary as summary_lib
 from serving.native_stderr import stderr_to_file
 
+
 @dataclasses.dataclass
 class LocalPaths:
     data_root: str
@@ -46,7 +47,8 @@ def resolve_inputs(cfg: PipelineConfig, span: Optional[int] = None) -> LocalPath
     schema_columns = [f.name for f in schema.feature]
     cfg.features.validate(schema_columns)
     if cfg.data.format == "csv":
-        observed = labels.LabelValues(cfg.features.label.source) if cfg.features.label.transform != "ratio_threshold" else None
+        ratio = cfg.features.label.transform == "ratio_threshold"  # reads two columns: no one label column
+        observed = None if ratio else labels.LabelValues(cfg.features.label.source)
         data_source.check_csv(found.files, schema, required=cfg.features.raw_columns, label=observed)
         try:
             labels.check(cfg.features.label, observed, cfg.data.missing_labels)
@@ -76,8 +78,9 @@ def check_release(cfg: PipelineConfig) -> None:
 def check_tflite(cfg: PipelineConfig, schema) -> None:
     """serving.tflite: a mode this model can be converted in (int8 cannot calibrate string
     inputs), refused before the run rather than at its push."""
-    from serving import tflite
     from tensorflow_metadata.proto.v0 import schema_pb2
+
+    from serving import tflite
 
     if cfg.serving.tflite == tflite.OFF:
         return
@@ -144,6 +147,17 @@ def build_pipeline(cfg: PipelineConfig, paths: LocalPaths, enable_cache: bool = 
     )
 
 
+def reads_line(cfg: PipelineConfig, paths: LocalPaths, span: Optional[int]) -> str:
+    """What the run reads, for its first console line: the file, or how many files of which span."""
+    which = ""
+    if paths.span is not None:
+        window = f", training on the newest {cfg.data.window} spans" if cfg.data.window > 1 else ""
+        which = f" (span {paths.span}" + (" from --span" if span is not None else "") + window + ")"
+    if len(paths.data_files) == 1:
+        return paths.data_files[0] + which
+    return f"{len(paths.data_files)} {cfg.data.format.upper()} files{which} from {paths.data_root}"
+
+
 class RunFailed(Exception):
     """A component failed. The run was still recorded: ``summary`` (with ``error``) and the
     report at ``report_path``; the component's exception is the ``__cause__``."""
@@ -182,13 +196,8 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
         log_path = os.path.join(cfg.output_root, "logs", time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}.log")
         error = None
         with logging_to(log_path, stream):
-            which = "" if paths.span is None else f" (span {paths.span}" + (" from --span" if span is not None else "") + (
-                f", training on the newest {cfg.data.window} spans)" if cfg.data.window > 1 else ")")
-            reads = (paths.data_files[0] if len(paths.data_files) == 1 else
-                     f"{len(paths.data_files)} {cfg.data.format.upper()} files{which} from {paths.data_root}")
-            if len(paths.data_files) == 1 and which:
-                reads += which
-            print(f"pipeline {cfg.name}, run {run_id}: {reads}; log: {log_path}", file=stream, flush=True)
+            print(f"pipeline {cfg.name}, run {run_id}: {reads_line(cfg, paths, span)}; log: {log_path}", file=stream,
+                  flush=True)
             # Beam's worker processes write their libraries' start-up and shutdown noise to
             # stderr: into the run's log with the rest, the console keeps the progress lines.
             workers = any(beam_engines.starts_worker_processes(getattr(c.executor_spec, "beam_pipeline_args", ()))

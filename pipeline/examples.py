@@ -1,9 +1,12 @@
 """Raw CSV rows -> serialized tf.Examples, typed by the schema (as a serving client sends)."""
 from __future__ import annotations
 
-from typing import Dict, Iterable, Iterator, List, Sequence
+from typing import TYPE_CHECKING, Dict, Iterable, Iterator, List, Sequence
 
 from tensorflow_metadata.proto.v0 import schema_pb2
+
+if TYPE_CHECKING:
+    import tensorflow as tf
 
 # TensorFlow is imported where a row becomes a tf.Example, not with this module: `tfxline predict`
 # imports this module before its checks, and TensorFlow only after them, quietly (cli/quiet.py).

@@ -14,10 +14,9 @@ import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from components import task_metrics, tfma_results
-from serving import push as serving_push
 from runs import store as store_lib
 from runs import summary as summary_lib
-
+from serving import push as serving_push
 
 
 @dataclasses.dataclass
@@ -114,7 +113,8 @@ def row_of(summary: summary_lib.RunSummary) -> RunRow:
     if summary.blessed is None:
         blessed = "-"
     else:
-        blessed = "yes" if summary.blessed else "no" + (f": {summary.failed_thresholds[0]}" if summary.failed_thresholds else "")
+        refused = f": {summary.failed_thresholds[0]}" if summary.failed_thresholds else ""
+        blessed = "yes" if summary.blessed else "no" + refused
     started = datetime.datetime.fromtimestamp(summary.created_ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
     return RunRow(run_id=summary.run_id, started=started, spans=",".join(map(str, summary.spans)) or "-",
                   status=status_of(summary), metric=metric, metric_value=value, blessed=blessed,
@@ -188,4 +188,5 @@ def newer_refusal(output_root: str, than_ms: int = 0) -> Optional[Dict[str, Any]
 
 def refusal_line(refusal: Dict[str, Any]) -> str:
     at = datetime.datetime.fromtimestamp(float(refusal["at"])).strftime("%Y-%m-%d %H:%M:%S")
-    return f"the newest invocation, {at}, was refused before it started ({refusal.get('reason', '?')}): {refusal['error']}"
+    return (f"the newest invocation, {at}, was refused before it started ({refusal.get('reason', '?')}): "
+            f"{refusal['error']}")

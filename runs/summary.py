@@ -8,10 +8,19 @@ from typing import Any, Dict, List, Optional
 import ml_metadata as mlmd
 from ml_metadata.proto import metadata_store_pb2
 
-from serving import storage
 from components.tfma_results import overall_diff, read_evaluation, undefined_metrics
 from runs import files
-from runs.store import INPUT_EVENTS, cached_from_run, describe_store, execution_artifacts, latest_run_id, node_id_of, open_store, spans_of
+from runs.store import (
+    INPUT_EVENTS,
+    cached_from_run,
+    describe_store,
+    execution_artifacts,
+    latest_run_id,
+    node_id_of,
+    open_store,
+    spans_of,
+)
+from serving import storage
 from trainer.settings import TRAINING_RUN_FILE
 from transforms.features import FeatureSpec, FeatureSpecError
 

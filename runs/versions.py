@@ -19,11 +19,11 @@ import urllib.parse
 import urllib.request
 from typing import Dict, List, Optional, Tuple
 
-from serving import push as serving_push
-from serving import release as serving_release
 from pipeline.config import PipelineConfig
 from pipeline.pusher_settings import release_settings
 from runs.history import format_columns, metric_text
+from serving import push as serving_push
+from serving import release as serving_release
 
 HEADER = ("version", "pushed (UTC)", "run", "spans", "metric", "state")
 WAIT_S = 300  # --timeout's default: TF Serving's config poll (docs: 30 s), its file-system poll, the load
@@ -113,8 +113,8 @@ def _pending_line(release: serving_release.Release) -> str:
     stable, canary_version, percent = release.target
     target = f"stable {stable}" + (f", canary {canary_version} at {percent} %" if canary_version is not None else "")
     waiting = ", ".join(str(v) for v in release.labelled if v not in release.in_force)
-    return (f"pending: {release.pending['event']} ({target}): models.config loads version {waiting} beside the labelled "
-            f"ones; TF Serving assigns a label only to a version it has loaded, so the labels move with "
+    return (f"pending: {release.pending['event']} ({target}): models.config loads version {waiting} beside the "
+            f"labelled ones; TF Serving assigns a label only to a version it has loaded, so the labels move with "
             f"'{serving_release.SETTLE}' once it has (or {serving_release.NO_SERVER})")
 
 
@@ -213,9 +213,9 @@ def settle(cfg: PipelineConfig, server: str, timeout: float = WAIT_S, without_se
     settled = serving_release.settle(cfg.serving_dir, settings)
     checked = f"TF Serving at {server} has version {', '.join(map(str, versions))} AVAILABLE" if server else \
         "not checked with a server (--without-server)"
-    return "\n".join([f"settled: {release.pending['event']}: stable {settled.stable}"
-                      + (f", canary {settled.canary} at {settled.canary_percent} %" if settled.canary is not None else "")
-                      + f" ({checked})"] + _release_lines(cfg.serving_dir, settled))
+    canary = f", canary {settled.canary} at {settled.canary_percent} %" if settled.canary is not None else ""
+    return "\n".join([f"settled: {release.pending['event']}: stable {settled.stable}{canary} ({checked})"]
+                     + _release_lines(cfg.serving_dir, settled))
 
 
 def model_status(server: str, model_name: str) -> Dict[int, Tuple[str, str]]:
@@ -255,7 +255,8 @@ def wait_until_available(server: str, model_name: str, versions: List[int], time
             return
         if time.monotonic() >= deadline:
             seen = ", ".join(f"{v}: {states[v][0] if v in states else 'not seen'}" for v in versions)
-            raise ServerError(f"version {', '.join(map(str, versions))} of model {model_name} not AVAILABLE at {server} "
-                              f"after {timeout:g} s ({seen}); the move stays pending: check that TF Serving reads "
-                              "this release's models.config, then run 'tfxline serving settle --server URL' again")
+            raise ServerError(f"version {', '.join(map(str, versions))} of model {model_name} not AVAILABLE at "
+                              f"{server} after {timeout:g} s ({seen}); the move stays pending: check that TF Serving "
+                              "reads this release's models.config, then run 'tfxline serving settle --server URL' "
+                              "again")
         time.sleep(every)

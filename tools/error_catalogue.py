@@ -20,7 +20,7 @@ from typing import Dict, List, Tuple
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 OUTPUT = os.path.join(ROOT, "docs", "troubleshooting.md")
-PACKAGES = ("pipeline", "components", "transforms", "trainer", "kubeflow")
+from tools.measures import PACKAGES  # noqa: E402 - every product folder (the layers)
 # The errors a user sees as the `error:` line (exit 2 for input and config, 1 for a refused or
 # failed run), by class; where each is raised is collected from the code.
 USER_ERRORS = {

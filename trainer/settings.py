@@ -54,7 +54,8 @@ class TrainingConfig:
     # validation pass, a TensorBoard point, a checkpoint and a chance to stop early.
     mode: str = "epochs"
     train_steps: int = 1000         # steps mode: optimizer steps in all (--train-steps N sets it and the mode)
-    epochs: int = 10               # epochs mode: at most this many passes; steps mode: the rounds train_steps is split into
+    # epochs mode: at most this many passes; steps mode: the rounds train_steps is split into
+    epochs: int = 10
     # Average the gradients of N micro-batches before each update: the update of an N x
     # larger batch at the memory of one batch_size batch. 1 = off.
     gradient_accumulation_steps: int = 1

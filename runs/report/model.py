@@ -6,10 +6,10 @@ import json
 from typing import Any, Dict, List
 
 from components import gates, serving_baseline, task_metrics, tfma_metrics, tfma_results
-from serving import storage
 from runs import store as store_lib
 from runs import summary as summary_lib
 from runs.report.artifacts import RunArtifacts
+from serving import storage
 from trainer.settings import TRAINING_RUN_FILE
 
 
@@ -37,8 +37,8 @@ def training_section(run: RunArtifacts) -> Dict[str, Any]:
 def tensorboard_scalars(logdir: str) -> Dict[str, Dict[str, List[List[float]]]]:
     """{tag without 'epoch_': {'train' | 'validation': [[epoch, value], ...]}} from the
     TensorBoard event files the Trainer's Keras callback wrote."""
-    from tensorboard.backend.event_processing import event_accumulator
     import tensorflow as tf
+    from tensorboard.backend.event_processing import event_accumulator
 
     curves: Dict[str, Dict[str, List[List[float]]]] = {}
     for split in ("train", "validation"):

@@ -7,8 +7,8 @@ import json
 import os
 from typing import Any, Dict, List, Optional
 
-from serving import storage
 from runs.report.artifacts import RunArtifacts
+from serving import storage
 from trainer.export import SERVING_SIGNATURE
 
 

@@ -97,15 +97,8 @@ def line_chart(series: Dict[str, List[Tuple[float, float]]], title: str, width: 
     right, top, bottom = 12, 24, 32
     sx = lambda x: left + (x - x0) / (x1 - x0) * (width - left - right)
     sy = lambda y: top + (1 - (y - y0) / (y1 - y0)) * (height - top - bottom)
-    parts = [f'<text x="4" y="15" class="title">{escape(title)}</text>',
-             f'<line x1="{left}" y1="{top}" x2="{left}" y2="{height - bottom}" class="axis"/>',
-             f'<line x1="{left}" y1="{height - bottom}" x2="{width - right}" y2="{height - bottom}" class="axis"/>']
-    parts += [f'<text x="{left - 4}" y="{sy(v) + 4:.1f}" class="tick axis-value y" text-anchor="end">{label}</text>'
-              for v, label in y_ticks]
-    parts += [f'<text x="{left}" y="{height - bottom + 14}" class="tick axis-value x">{tick(x0)}</text>',
-              f'<text x="{width - right}" y="{height - bottom + 14}" class="tick axis-value x" '
-              f'text-anchor="end">{tick(x1)}</text>',
-              f'<text x="{(left + width) / 2:.0f}" y="{height - 4}" class="tick" text-anchor="middle">{escape(x_label)}</text>']
+    parts = [f'<text x="4" y="15" class="title">{escape(title)}</text>']
+    parts += _axes(left, top, width, height, bottom, right, (x0, x1), (y0, y1), x_label)
     for i, (name, pts) in enumerate(series.items()):
         color = PALETTE[i % len(PALETTE)]
         path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in pts)
@@ -178,19 +171,24 @@ def dag(nodes: List[dict], box_w: int = 150, box_h: int = 46, gap_x: int = 22, g
 
 
 def _axes(left: int, top: int, width: int, height: int, bottom: int, right: int,
-          x_range: Tuple[float, float], y_range: Tuple[float, float], x_label: str, y_label: str) -> List[str]:
+          x_range: Tuple[float, float], y_range: Tuple[float, float], x_label: str, y_label: str = "") -> List[str]:
+    """The axes, their end ticks and names (no y name: none drawn)."""
     (x0, x1), (y0, y1) = x_range, y_range
     sy = lambda y: top + (1 - (y - y0) / (y1 - y0)) * (height - top - bottom)
     parts = [f'<line x1="{left}" y1="{top}" x2="{left}" y2="{height - bottom}" class="axis"/>',
              f'<line x1="{left}" y1="{height - bottom}" x2="{width - right}" y2="{height - bottom}" class="axis"/>']
     parts += [f'<text x="{left - 4}" y="{sy(v) + 4:.1f}" class="tick axis-value y" text-anchor="end">{label}</text>'
               for v, label in _y_ticks(y0, y1)]
-    return parts + [
+    parts += [
         f'<text x="{left}" y="{height - bottom + 14}" class="tick axis-value x">{tick(x0)}</text>',
-        f'<text x="{width - right}" y="{height - bottom + 14}" class="tick axis-value x" text-anchor="end">{tick(x1)}</text>',
-        f'<text x="{(left + width) / 2:.0f}" y="{height - 4}" class="tick" text-anchor="middle">{escape(x_label)}</text>',
-        f'<text x="12" y="{(top + height - bottom) / 2:.0f}" class="tick" text-anchor="middle" '
-        f'transform="rotate(-90 12 {(top + height - bottom) / 2:.0f})">{escape(y_label)}</text>']
+        f'<text x="{width - right}" y="{height - bottom + 14}" class="tick axis-value x" '
+        f'text-anchor="end">{tick(x1)}</text>',
+        f'<text x="{(left + width) / 2:.0f}" y="{height - 4}" class="tick" '
+        f'text-anchor="middle">{escape(x_label)}</text>']
+    if y_label:
+        parts.append(f'<text x="12" y="{(top + height - bottom) / 2:.0f}" class="tick" text-anchor="middle" '
+                     f'transform="rotate(-90 12 {(top + height - bottom) / 2:.0f})">{escape(y_label)}</text>')
+    return parts
 
 
 def _left_margin(y_range: Tuple[float, float]) -> int:
@@ -278,7 +276,8 @@ def confusion_matrix(classes: Sequence[str], counts: Sequence[Sequence[float]], 
         x, y = label_w + j * cell + cell / 2, top - 6
         place = (f'x="{x + 4:.0f}" y="{y}" transform="rotate(-90 {x + 4:.0f} {y})"' if upright
                  else f'x="{x - 1:.0f}" y="{y}" text-anchor="middle"')
-        parts.append(f'<text {place} class="tick class-name column"><title>{escape(name)}</title>{escape(label)}</text>')
+        parts.append(f'<text {place} class="tick class-name column"><title>{escape(name)}</title>'
+                     f'{escape(label)}</text>')
     for i, (name, label) in enumerate(zip(names, shown)):
         total = sum(counts[i]) or 1
         y = top + i * cell
@@ -291,7 +290,8 @@ def confusion_matrix(classes: Sequence[str], counts: Sequence[Sequence[float]], 
                          f'fill="rgba({color},{0.08 + 0.8 * share:.2f})" class="cell" data-actual="{escape(name)}" '
                          f'data-predicted="{escape(names[j])}"><title>actual {escape(name)}, predicted '
                          f'{escape(names[j])}: {counts[i][j]:.0f} ({share:.0%} of the class)</title></rect>'
-                         f'<text x="{label_w + j * cell + cell / 2 - 1:.0f}" y="{y + cell / 2 + 3:.0f}" class="tick count" '
+                         f'<text x="{label_w + j * cell + cell / 2 - 1:.0f}" y="{y + cell / 2 + 3:.0f}" '
+                         f'class="tick count" '
                          f'text-anchor="middle"{WHITE if share > 0.5 else ""}>{counts[i][j]:.0f}</text>')
     return (f'<svg class="chart" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
             f'role="img" aria-label="{escape(title)}">{"".join(parts)}</svg>')
