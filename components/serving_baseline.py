@@ -32,13 +32,13 @@ from typing import Any, Dict, List, Optional
 
 from absl import logging
 from tfx import types
+from tfx import v1 as tfx
 from tfx.components.evaluator import executor as evaluator_executor
 from tfx.dsl.components.base import base_component, base_executor, executor_spec
-from tfx.types import standard_artifacts, standard_component_specs
 from tfx.dsl.io import fileio
+from tfx.types import standard_artifacts, standard_component_specs
 from tfx.types.component_spec import ChannelParameter, ExecutionParameter
 from tfx.utils import io_utils, path_utils
-from tfx import v1 as tfx
 
 from serving import push as serving_push
 from serving import release as serving_release
