@@ -83,7 +83,7 @@ def build_module(model_dir: str, transform_dir: str, spec: F.FeatureSpec):
         inputs = {c: Present(v, _present(v)) for c, v in zip(columns, values)}
         transformed = preprocess(inputs)
         outputs = tf.cast(module.model({n: transformed[n] for n in names}), tf.float32)
-        return {task.output_key: task.flat_output(outputs)}
+        return {task.output_key: task.serving_output(spec.label, outputs)}  # as serving_default: the label's unit
 
     module.serve = serve
     return module

@@ -86,3 +86,25 @@ def test_init_learns_a_skewed_non_negative_label_in_log_space(tmp_path):
         assert p.task == "regression" and bool(p.label.get("log")) is log, name
         assert ("learnt as log(1 + y)" in p.task_why) is log
         FeatureSpec.from_dict({"label": p.label, "inputs": p.inputs})  # the config loads
+
+
+def test_a_tflite_model_of_a_log_label_serves_in_the_labels_unit(analyzed, tmp_path):
+    """The TFLite model answers what serving_default answers (the label's unit, not log space):
+    its parity check compares the two on the eval rows."""
+    from serving import tflite
+    from trainer.export import export
+
+    _, output = analyzed
+    model = build_model([ModelInput("carat_xf")], Head("regression", label_mean=7.0, label_scale=1.5),
+                        hidden_units=(4,))
+    model_dir = export(model, tft.TFTransformOutput(output), SPEC, str(tmp_path / "model"))
+    records = [tf.train.Example(features=tf.train.Features(feature={
+        "price": tf.train.Feature(float_list=tf.train.FloatList(value=[p])),
+        "carat": tf.train.Feature(float_list=tf.train.FloatList(value=[c]))})).SerializeToString()
+        for p, c in zip(PRICES, CARATS)]
+    exported = tflite.export(model_dir, output, SPEC, "none", records)
+    assert exported.parity.ok, exported.parity.reason
+    lite = tflite.predict(tflite.Runner(exported.content), tflite.columns_from_examples(records, SPEC, output))
+    saved, _ = tflite.saved_model_outputs(model_dir, records, SPEC)
+    np.testing.assert_allclose(lite, saved, rtol=1e-4)
+    assert saved.min() > -1.0  # exp(x) - 1: in the price's unit
