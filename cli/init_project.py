@@ -130,7 +130,7 @@ def render_config(p: Plan, schema_path: str) -> str:
     lines = [
         f"# {p.name}: {p.task} on {os.path.basename(p.data_path)}, written by `tfxline init` from the data's columns.",
         "# Review it, then: tfxline run --config THIS_FILE. Every key is optional except `features`;",
-        "# omitted keys take the defaults in pipeline/config.py (docs/configuration.md lists them).",
+        "# omitted keys take their defaults (docs/configuration.md lists them).",
         f"name: {p.name}",
         f"output_root: {_quote(os.path.join(os.path.dirname(schema_path), 'output'))}   # beside this file: runs, "
         "metadata, serving (--output overrides)",

@@ -68,6 +68,9 @@ def training_length(training: TrainingConfig, budget: int, train_examples: Optio
         return "epochs", training.epochs, max(1, math.ceil(train_examples / global_batch))
     total_steps = budget or training.train_steps
     epochs = max(1, min(training.epochs, total_steps))
+    if epochs < training.epochs:  # a compiled run's train_args: the CLI's --train-steps says so itself
+        logging.warning("a budget of %d steps lowers training.epochs from %d to %d: in steps mode it counts the "
+                        "rounds the steps are split into", total_steps, training.epochs, epochs)
     return "steps", epochs, math.ceil(total_steps / epochs)
 
 
