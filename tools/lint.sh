@@ -8,7 +8,7 @@ RUFF_VERSION=0.17.6
 target=.roots/ruff
 if [[ "$(cat "$target/VERSION" 2>/dev/null)" != "$RUFF_VERSION" ]]; then
   rm -rf "$target"
-  python3 -m pip install -q --disable-pip-version-check --no-deps --target "$target" "ruff==$RUFF_VERSION"
+  python3 -m pip install -q --disable-pip-version-check --root-user-action=ignore --no-deps --target "$target" "ruff==$RUFF_VERSION"
   echo "$RUFF_VERSION" > "$target/VERSION"
 fi
 PYTHONPATH="$target" python3 -m ruff check "$@"
