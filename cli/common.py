@@ -4,6 +4,7 @@ cli/kubeflow.py (compile, submit, run-compiled); it imports neither."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
@@ -11,7 +12,8 @@ EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 def add_config_args(p: argparse.ArgumentParser, default=None) -> None:
     p.add_argument("--config", metavar="FILE", default=default,
-                   help="YAML config file, or a packaged config by name: taxi (default), penguin")
+                   help="YAML config file, or a packaged config by name: taxi, penguin (default: ./config.yaml, "
+                        "the project tfxline init wrote here, when there is one; else taxi)")
     p.add_argument("--data", metavar="PATH", default=default,
                    help="data file or directory, or package:PKG/PATH (data.path)")
     p.add_argument("--output", metavar="DIR", default=default, help="output root (output_root)")
@@ -31,6 +33,17 @@ def add_config_args(p: argparse.ArgumentParser, default=None) -> None:
 FLAG_KEYS = {"--data": ("data.path",), "--output": ("output_root",), "--schema": ("data.schema",),
              "--train-steps": ("training.train_steps", "training.mode"), "--strategy": ("runtime.strategy",),
              "--precision": ("runtime.precision",)}
+
+
+PROJECT_CONFIG = "config.yaml"  # what `tfxline init` writes (--dir, default: here)
+
+
+def config_file(args: argparse.Namespace):
+    """--config, else the project's config in the current directory (``tfxline init`` wrote it: a
+    command run there without --config means that project, not the packaged taxi), else None."""
+    if getattr(args, "config", None):
+        return args.config
+    return PROJECT_CONFIG if os.path.isfile(PROJECT_CONFIG) else None
 
 
 def config_from_args(args: argparse.Namespace):
@@ -53,7 +66,7 @@ def config_from_args(args: argparse.Namespace):
                 value = getattr(args, flag[2:].replace('-', '_'))
                 raise ConfigError(f"{flag} {value} and --set {key}={overrides[key]} disagree on {key}; "
                                   "keep one of them")
-    raw = raw_config(args.config, args.set, explicit)
+    raw = raw_config(config_file(args), args.set, explicit)
     note = fit_rounds_to_steps(raw, args.train_steps) if "training.epochs" not in overrides else None
     cfg = config_from_dict(raw)
     if note:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from cli.common import EXIT_OK, BadInput, add_config_args, config_or_bad_input, quiet_tensorflow
+from cli.common import EXIT_OK, BadInput, add_config_args, config_file, config_or_bad_input, quiet_tensorflow
 
 
 def add_init(sub) -> None:
@@ -79,6 +79,7 @@ def cmd_predict(args, stream: TextIO) -> int:
         raise BadInput(str(e)) from None
     except (DataError, FileNotFoundError) as e:
         # without --config the packaged taxi config is read: say so, most models are not taxi's
-        hint = "" if args.config else f" (read with the config of pipeline {cfg.name}: pass --config for your own)"
+        hint = ("" if config_file(args) else
+                f" (read with the config of pipeline {cfg.name}: pass --config for your own)")
         raise BadInput(f"{e}{hint}") from None
     return EXIT_OK

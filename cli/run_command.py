@@ -5,7 +5,15 @@ from __future__ import annotations
 import sys
 from typing import Optional, TextIO
 
-from cli.common import EXIT_FAILED, EXIT_OK, BadInput, add_config_args, config_or_bad_input, quiet_tensorflow
+from cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    BadInput,
+    add_config_args,
+    config_file,
+    config_or_bad_input,
+    quiet_tensorflow,
+)
 
 
 def add_commands(sub) -> None:
@@ -82,7 +90,7 @@ def monitoring_config_of(args):
             if item.partition("=")[0].strip().split(".")[0] in ("monitoring", "name", "output_root", "serving")]
     for sets in (keep, []):  # a refused --set monitoring.* value: the file's own section reports it
         try:
-            return load_reporting_config(args.config, sets, output_root=args.output)
+            return load_reporting_config(config_file(args), sets, output_root=args.output)
         except Exception:  # noqa: BLE001
             continue
     return None

@@ -19,8 +19,6 @@ from serving.native_stderr import TF_RUNTIME_NOISE, stderr_noise_to_file
 _RUNNING = re.compile(r"Component (\S+) is running\.")
 _FINISHED = re.compile(r"Component (\S+) is finished\.")
 _CACHED = re.compile(r"A cached execution \d+ is used\.")
-# local/runner.run's record of a run that raised: the components started and not finished failed
-_RUN_FAILED = re.compile(r"pipeline \S+ failed$")
 
 
 class ProgressHandler(logging.Handler):
@@ -48,10 +46,13 @@ class ProgressHandler(logging.Handler):
             seconds = time.monotonic() - self.started.pop(node, time.monotonic())
             tag = "cached" if self.cached else " done "
             self._print(f"[{tag} ] {node} ({seconds:.1f}s)")
-        elif record.levelno >= logging.ERROR and _RUN_FAILED.match(message):
-            for node, started in self.started.items():
-                self._print(f"[failed ] {node} ({time.monotonic() - started:.1f}s)")
-            self.started.clear()
+
+    def failed(self) -> None:
+        """The run raised: the components started and not finished failed (local/runner.py calls it;
+        LocalDagRunner logs nothing of its own when a component raises)."""
+        for node, started in self.started.items():
+            self._print(f"[failed ] {node} ({time.monotonic() - started:.1f}s)")
+        self.started.clear()
 
     def _print(self, line: str) -> None:
         print(line, file=self.stream, flush=True)

@@ -195,7 +195,7 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
         ir, run_id = compile_with_run_id(pipeline)
         log_path = os.path.join(cfg.output_root, "logs", time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}.log")
         error = None
-        with logging_to(log_path, stream):
+        with logging_to(log_path, stream) as progress:
             print(f"pipeline {cfg.name}, run {run_id}: {reads_line(cfg, paths, span)}; log: {log_path}", file=stream,
                   flush=True)
             # Beam's worker processes write their libraries' start-up and shutdown noise to
@@ -208,6 +208,7 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
                     tfx.orchestration.LocalDagRunner().run_with_ir(ir)
             except Exception as e:
                 logging.getLogger(__name__).exception("pipeline %s failed", cfg.name)
+                progress.failed()
                 error = e
             message = outcome.root_cause_message(error) if error else ""
             try:

@@ -1,11 +1,14 @@
 """CLI argument handling and the bad-input paths (all stop before any component runs)."""
 import os
+import pathlib
 
 import pytest
 
 from cli import common
 from cli import main as cli
 from tests.conftest import write_taxi_slice
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def run_cli(argv, capsys):
@@ -153,3 +156,14 @@ def test_a_backfill_of_a_span_that_is_not_there_stops_before_anything(tmp_path, 
     lines = [line for line in err.splitlines() if line.startswith("error:")]
     assert code == cli.EXIT_BAD_INPUT and len(lines) == 1 and message in lines[0], err
     assert not out_dir.exists()
+
+
+def test_a_command_in_a_project_folder_reads_its_config(tmp_path, monkeypatch):
+    """`tfxline init` then `tfxline run` in the same folder: without --config the command reads
+    ./config.yaml (the project), not the packaged taxi config; --config still picks another."""
+    (tmp_path / "config.yaml").write_text((ROOT / "pipeline" / "configs" / "penguin.yaml").read_text())
+    monkeypatch.chdir(tmp_path)
+    assert common.config_from_args(cli.build_parser().parse_args(["run"])).name == "penguin"
+    assert common.config_from_args(cli.build_parser().parse_args(["run", "--config", "taxi"])).name == "taxi"
+    (tmp_path / "config.yaml").unlink()
+    assert common.config_from_args(cli.build_parser().parse_args(["run"])).name == "taxi"

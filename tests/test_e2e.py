@@ -107,9 +107,10 @@ def test_second_run_with_unchanged_inputs_is_served_from_cache(pipeline_run):
 
 
 def test_schema_violations_stop_the_run_before_training(anomalies_run):
-    out_dir, code, _, err = anomalies_run
+    out_dir, code, out, err = anomalies_run
     assert code == cli.EXIT_FAILED
     assert "violates the schema" in err and "payment_type" in err
+    assert [line for line in out.splitlines() if line.startswith("[failed ]")][0].startswith("[failed ] AnomaliesGate (")
     assert len([l for l in err.splitlines() if l.startswith("error:")]) == 1
     assert not (out_dir / "serving").exists()
     ran = {c.node_id for c in collect_run(str(out_dir / "metadata.sqlite"), "taxi").components}

@@ -27,6 +27,7 @@ USER_ERRORS = {
     "ConfigError": "bad config (exit 2)",
     "DataError": "bad input data (exit 2)",
     "FeatureSpecError": "bad feature spec (exit 2)",
+    "LabelError": "the label column cannot train the task (exit 2)",
     "BadInput": "bad command line (exit 2)",
     "SpecError": "compiled pipeline (exit 2)",
     "UnsupportedSpec": "compiled pipeline (exit 2)",

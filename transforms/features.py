@@ -181,13 +181,14 @@ class FeatureSpec:
                 f"features.label: positive is the YAML boolean {str(self.label.positive).lower()} (yes, no, true, "
                 "false, on and off unquoted are booleans); quote the value as the data writes it, "
                 "e.g. positive: \"yes\"")
-        if self.label.positive is not None and self.label.transform != "binary":
+        task = task_types.for_label_transform(self.label.transform)  # an unknown transform was refused above
+        if self.label.positive is not None and not task.positive_label:
             raise FeatureSpecError(f"features.label: positive applies to transform binary, not "
                                    f"{self.label.transform!r}; remove positive: or use transform: binary")
-        if self.label.log is not False and (self.label.log is not True or self.label.transform != "regression"):
+        if self.label.log is not False and (self.label.log is not True or not task.log_label):
             raise FeatureSpecError(f"features.label: log applies to transform regression and is true or false, "
                                    f"not {self.label.log!r} with {self.label.transform!r}; remove log: or fix it")
-        for field in task_types.for_label_transform(self.label.transform).label_fields[self.label.transform]:
+        for field in task.label_fields[self.label.transform]:
             if not getattr(self.label, field):
                 raise FeatureSpecError(
                     f"features.label: transform {self.label.transform!r} needs '{field}'; "
