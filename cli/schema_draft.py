@@ -46,10 +46,21 @@ def csv_statistics(header: Sequence[str], columns: Sequence[Sequence[str]]):
 
 
 def csv_schema(header: Sequence[str], columns: Sequence[Sequence[str]]):
-    """TFDV's draft of the schema of CSV columns already read (``data_source.read_columns``)."""
+    """TFDV's draft of the schema of CSV columns already read (``data_source.read_columns``), every
+    column optional: no fixed shape and ``value_count {max: 1}`` (a cell holds one value or none).
+    TFDV gives a column without empty cells a fixed shape, which makes it required when an example
+    is parsed: the next day's CSV with one empty cell there was refused ("Feature shape dropped"),
+    and a serving request without it failed in the model's ParseExample. As in schema/taxi.pbtxt,
+    the model fills a missing value per transform; a column that must never be empty is made
+    required by hand (``value_count {min: 1 max: 1}``) in review."""
     import tensorflow_data_validation as tfdv
 
-    return tfdv.infer_schema(csv_statistics(header, columns))
+    schema = tfdv.infer_schema(csv_statistics(header, columns), infer_feature_shape=False)
+    for feature in schema.feature:
+        feature.ClearField("shape")
+        feature.value_count.Clear()
+        feature.value_count.max = 1
+    return schema
 
 
 def infer_schema(location: str, fmt: str = "csv", files: Optional[List[str]] = None):

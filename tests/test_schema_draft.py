@@ -77,6 +77,28 @@ def test_a_draft_accepts_its_own_csv(tmp_path, table):
             assert feature.value_count.min == 0
 
 
+def test_a_draft_accepts_the_next_files_empty_cells_and_serving_requests_without_them(tmp_path):
+    """Every drafted column is optional (no fixed shape, at most one value): a column full on the
+    first day may have empty cells on the next (the AnomaliesGate validates them against the draft),
+    and the model's parse spec, which the schema makes, takes a request that omits it."""
+    from tensorflow_transform.tf_metadata import schema_utils
+
+    header = ["n", "word", "x"]
+    full = [[str(i) for i in range(40)], ["yes", "no"] * 20, [f"{i / 3:.2f}" for i in range(40)]]
+    day1 = tmp_path / "day1"
+    day1.mkdir()
+    schema = schema_tools.infer_schema(write(day1 / "data.csv", header, full, False))
+    assert all(not f.HasField("shape") and (f.value_count.min, f.value_count.max) == (0, 1) for f in schema.feature)
+    day2 = tmp_path / "day2"
+    day2.mkdir()
+    gaps = [["" if i % 5 == k else c for i, c in enumerate(column)] for k, column in enumerate(full)]
+    write(day2 / "data.csv", header, gaps, False)
+    anomalies = tfdv.validate_statistics(pipeline_statistics(day2 / "data.csv"), schema)
+    assert not anomalies.anomaly_info, {k: v.description for k, v in anomalies.anomaly_info.items()}
+    spec = schema_utils.schema_as_feature_spec(schema).feature_spec
+    assert all(type(f).__name__ == "VarLenFeature" for f in spec.values()), spec
+
+
 def test_the_draft_reads_the_csvs_people_have(tmp_path):
     """BOM, CRLF, quoted commas, gzip: the column names and types CsvExampleGen gives."""
     import gzip
