@@ -1,6 +1,7 @@
 """End-to-end benchmark: this project's pipeline vs TFX's own taxi example, side by side.
 
-    .venv/bin/python bench/e2e.py [--rounds N] [--set section.key=value ...]
+    .venv/bin/python bench/e2e.py [--rounds N] [--set section.key=value ...] [--results FILE]
+    .venv/bin/python bench/e2e.py --smoke     # CI: 1,000 rows, a few training steps each side
 
 In one invocation, on the same machine and the same taxi CSV (the one inside tfx):
   1. this project's pipeline (`tfxline run`, a fresh output root: nothing cached);
@@ -12,10 +13,16 @@ Prints each pipeline's wall time and the ratio, each component's duration (from 
 execution records), and both models' AUC and accuracy on the same eval rows: the rows that
 both pipelines' hash splits hold out (each pipeline's own eval split contains rows the
 other trained on). Writes bench/results/e2e.json. A benchmark, not a test.
+
+--smoke runs the same, once, on every 15th row of the CSV (1,000 rows), ours with a few training
+steps (bench/smoke.py's SETTINGS) and a copy of the example with SMOKE_EXAMPLE_CHANGES (a few
+steps, Beam in one process), the two side by side, and writes its JSON to a temporary file
+(bench/smoke.py): it proves the bench runs; its times are no figures.
 """
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import glob
 import json
 import os
@@ -33,10 +40,17 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
+from bench import smoke  # noqa: E402
 from pipeline import data_source  # noqa: E402
 from runs.summary import collect_run  # noqa: E402
 
+RESULTS = os.path.join(HERE, "results", "e2e.json")
 EXAMPLE_NAME = "chicago_taxi_native_keras"
+# Lines of the example's script as it writes them, and the smoke run's: its Trainer's steps, and
+# Beam in the process (its worker processes start for each Beam component: minutes on 2 busy cores).
+SMOKE_EXAMPLE_CHANGES = {"TrainArgs(num_steps=1000)": "TrainArgs(num_steps=20)",
+                         "EvalArgs(num_steps=150)": "EvalArgs(num_steps=2)",
+                         "'--direct_running_mode=multi_processing'": "'--direct_running_mode=in_memory'"}
 
 
 def tfx_example_dir() -> str:
@@ -54,26 +68,44 @@ def timed(cmd, env, cwd, log_path) -> float:
     return time.monotonic() - started
 
 
-def run_ours(work: str, overrides) -> dict:
+def run_ours(work: str, overrides, data) -> dict:
+    """``tfxline run`` on ``data`` (None: the config's, the taxi CSV inside tfx)."""
     out = os.path.join(work, "ours")
     cmd = [os.path.join(os.path.dirname(sys.executable), "tfxline"), "run", "--output", out]
+    cmd += ["--data", data] if data else []
     for o in overrides:
         cmd += ["--set", o]
     wall = timed(cmd, dict(os.environ), ROOT, os.path.join(work, "ours.log"))
     return {"wall_seconds": wall, "metadata": os.path.join(out, "metadata.sqlite"), "name": "taxi"}
 
 
-def run_example(work: str) -> dict:
+def run_example(work: str, data, smoke_run: bool) -> dict:
     home = os.path.join(work, "home")
     taxi = os.path.join(home, "taxi")
     os.makedirs(os.path.join(taxi, "data", "simple"))
-    shutil.copy(data_source.default_data_path(), os.path.join(taxi, "data", "simple", "data.csv"))
+    shutil.copy(data or data_source.default_data_path(), os.path.join(taxi, "data", "simple", "data.csv"))
     shutil.copy(os.path.join(tfx_example_dir(), "taxi_utils_native_keras.py"), taxi)
     script = os.path.join(tfx_example_dir(), "taxi_pipeline_native_keras.py")
+    if smoke_run:
+        script = shortened_example(script, os.path.join(work, "taxi_pipeline_smoke.py"))
     env = dict(os.environ, HOME=home, TF_USE_LEGACY_KERAS="1")
     wall = timed([sys.executable, script], env, home, os.path.join(work, "example.log"))
     metadata = os.path.join(home, "tfx", "metadata", EXAMPLE_NAME, "metadata.db")
     return {"wall_seconds": wall, "metadata": metadata, "name": EXAMPLE_NAME}
+
+
+def shortened_example(script: str, dest: str) -> str:
+    """A copy of the example's script with SMOKE_EXAMPLE_CHANGES; each must be there once (a TFX
+    release that changes them fails the smoke run here, not silently)."""
+    with open(script) as f:
+        text = f.read()
+    for old, new in SMOKE_EXAMPLE_CHANGES.items():
+        if text.count(old) != 1:
+            sys.exit(f"error: {script} has {text.count(old)} '{old}', not one; update e2e.SMOKE_EXAMPLE_CHANGES")
+        text = text.replace(old, new)
+    with open(dest, "w") as f:
+        f.write(text)
+    return dest
 
 
 def components(run: dict) -> dict:
@@ -123,14 +155,26 @@ def main():
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         help="config override for this project's run (e.g. a lever under test)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    smoke.add_arguments(parser, RESULTS)
     args = parser.parse_args()
+    results_path = smoke.results_path(args, RESULTS)
+    overrides = [*smoke.SETTINGS, *args.set] if args.smoke else args.set
     results = {"date": time.strftime("%Y-%m-%d"), "machine": f"{os.cpu_count()} CPU cores, "
-               f"{platform.machine()}, no GPU", "overrides": args.set, "rounds": []}
+               f"{platform.machine()}, no GPU", "overrides": overrides, "rounds": []}
     work_root = tempfile.mkdtemp(prefix="tfxline-bench-e2e-")
-    for i in range(args.rounds):
+    data = None
+    if args.smoke:
+        data = smoke.taxi_rows(os.path.join(work_root, "taxi.csv"))
+        results["smoke"] = True
+    for i in range(1 if args.smoke else args.rounds):
         work = os.path.join(work_root, f"round{i}")
         os.makedirs(work)
-        ours, example = run_ours(work, args.set), run_example(work)
+        if args.smoke:  # side by side: each pipeline keeps about one core busy
+            with concurrent.futures.ThreadPoolExecutor(2) as pool:
+                ours, example = pool.submit(run_ours, work, overrides, data), pool.submit(run_example, work, data, True)
+                ours, example = ours.result(), example.result()
+        else:
+            ours, example = run_ours(work, overrides, data), run_example(work, data, False)
         s_ours, c_ours = components(ours)
         s_ex, c_ex = components(example)
         ours_eval, example_eval = eval_rows(s_ours), eval_rows(s_ex)
@@ -149,9 +193,7 @@ def main():
               f"{r['tfx_example']['wall_seconds']} s, ratio {r['ratio']}", flush=True)
     ratios = [r["ratio"] for r in results["rounds"]]
     results["median_ratio"] = sorted(ratios)[len(ratios) // 2]
-    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
-    with open(os.path.join(HERE, "results", "e2e.json"), "w") as f:
-        json.dump(results, f, indent=2)
+    smoke.write_json(results_path, results)
     last = results["rounds"][-1]
     print(f"\n{'component':32s} {'ours':>8s} {'example':>8s}")
     for node in sorted(set(last["ours"]["components"]) | set(last["tfx_example"]["components"])):
@@ -165,7 +207,7 @@ def main():
     print(f"ratio ours/example (median of {len(ratios)}): {results['median_ratio']}  (goal <= 0.7)")
     if not args.keep:
         shutil.rmtree(work_root, ignore_errors=True)
-    print(f"results: {os.path.join(HERE, 'results', 'e2e.json')}")
+    print(f"results: {results_path}")
 
 
 if __name__ == "__main__":

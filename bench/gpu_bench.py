@@ -2,6 +2,7 @@
 steps_per_execution, batch and model width; prints a table (not a test).
 
     python bench/gpu_bench.py [--output OUTPUT_ROOT] [--seconds 4] [--devices gpu,cpu] [--quick]
+    python bench/gpu_bench.py --output OUTPUT_ROOT --smoke     # CI: every row at batch <= 64, on the CPU
 
 It retrains the model a pipeline run trained (its ``training_run.json`` names the model
 inputs and cardinalities) on that run's train split as the model's features (GZIP TFRecords
@@ -27,7 +28,8 @@ launches (forward, backward, loss, metrics and the optimizer's update: every op 
 compiled step but constants, reads and plumbing; trainer.train_step.step_kernel_ops) and
 "vars" the variables the optimizer updates: what a launch-bound GPU pays per step, the figure
 the fused model and the fused optimizer were built to cut.
-Results: bench/results/gpu_bench.json.
+Results: bench/results/gpu_bench.json. --smoke runs every row at smoke_case's size (batch <= 64,
+<= 2 steps per call; rows that become alike, once), on --devices cpu unless given, to a temporary file.
 """
 from __future__ import annotations
 
@@ -44,6 +46,7 @@ os.environ["TF_USE_LEGACY_KERAS"] = "1"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+from bench import smoke  # noqa: E402
 from bench.results_table import HEADER, record, row_error  # noqa: E402
 from trainer.settings import TRAINING_RUN_FILE  # noqa: E402  (no TensorFlow: the parent process stays light)
 RESULTS = os.path.join(ROOT, "bench", "results", "gpu_bench.json")
@@ -88,6 +91,16 @@ ROWS = [
     case("matmul", 8192, "mixed_float16", spe=50, source="memory"),
 ]
 QUICK = [r for r in ROWS if r["model"] in ("input", "default") and r["precision"] == "float32" and not r["xla"]]
+SMOKE_BATCH, SMOKE_SPE, SMOKE_SECONDS = 64, 2, 0.1
+
+
+def smoke_case(row: dict) -> dict:
+    """A row at a smoke run's size: the same code path, a small batch, few steps per call."""
+    return dict(row, batch=min(row["batch"], SMOKE_BATCH),
+                steps_per_execution=min(row["steps_per_execution"], SMOKE_SPE))
+
+
+SMOKE = [dict(r) for r in {tuple(smoke_case(r).items()): None for r in ROWS}]  # each once, in ROWS' order
 
 
 def find_run(output_root: str):
@@ -244,7 +257,8 @@ def measure_matmul(row: dict, seconds: float, on_gpu: bool) -> dict:
             calls += 1
     elapsed = time.perf_counter() - start
     matmuls = calls * chain
-    return {**row, "examples_per_s": round(matmuls * batch / elapsed), "ms_per_step": round(1000 * elapsed / matmuls, 3),
+    return {**row, "examples_per_s": round(matmuls * batch / elapsed),
+            "ms_per_step": round(1000 * elapsed / matmuls, 3),
             "steps": matmuls, "gpu_util_percent": getattr(sampler, "mean", None), "variables": None,
             "step_ops": None, "tflops": round(2 * batch * n * n * matmuls / elapsed / 1e12, 2)}
 
@@ -307,7 +321,8 @@ def worker(args) -> None:
     models = {"input", *args.models.split(",")}
     if "wide" in models:
         models.add("matmul")  # the wide rows' ceiling
-    for row in [r for r in (QUICK if args.quick else ROWS) if r["model"] in models and matches(r, args.where)]:
+    rows = SMOKE if args.smoke else QUICK if args.quick else ROWS
+    for row in [r for r in rows if r["model"] in models and matches(r, args.where)]:
         if not on_gpu and row["source"] == "memory":
             continue  # on a CPU the model and the input pipeline share the cores: nothing to separate
         if not on_gpu and row["model"] == "wide":
@@ -325,33 +340,36 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--output", default="output", help="a pipeline run's output root")
     ap.add_argument("--seconds", type=float, default=4.0, help="timed training per row")
-    ap.add_argument("--devices", default="gpu,cpu")
+    ap.add_argument("--devices", default=None, help="gpu,cpu (--smoke: cpu)")
     ap.add_argument("--quick", action="store_true", help="float32 rows of the default model only")
     ap.add_argument("--models", default="default,wide", help="which models' rows to run")
     ap.add_argument("--where", default="", help="only the rows with these values, e.g. xla=true,batch=256")
-    ap.add_argument("--results", default=RESULTS)
+    smoke.add_arguments(ap, RESULTS)
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
         worker(args)
         return 0
+    results = smoke.results_path(args, RESULTS)
+    devices = args.devices or ("cpu" if args.smoke else "gpu,cpu")
+    seconds = SMOKE_SECONDS if args.smoke else args.seconds
     find_run(args.output)  # fail here, with the fix, not in every worker
     # Each row is printed, and the results file rewritten, as soon as it is measured: a run cut
     # off (the GPU machine's per-command limit) keeps every row it finished.
     rows = []
     print(HEADER, flush=True)
-    for device in args.devices.split(","):
+    for device in devices.split(","):
         env = dict(os.environ, **({"CUDA_VISIBLE_DEVICES": ""} if device == "cpu" else {}))
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", device, "--output", args.output,
-               "--seconds", str(args.seconds), "--models", args.models, "--where", args.where] + (
-               ["--quick"] if args.quick else [])
+               "--seconds", str(seconds), "--models", args.models, "--where", args.where] + (
+               ["--quick"] if args.quick else []) + (["--smoke"] if args.smoke else [])
         with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True) as proc:
             for line in proc.stdout:
                 if line.startswith("{"):
-                    record(rows, json.loads(line), args.results)
+                    record(rows, json.loads(line), results)
         if proc.returncode:
-            record(rows, {"device": device, "error": f"worker exited {proc.returncode}"}, args.results)
-    print(f"results: {args.results}")
+            record(rows, {"device": device, "error": f"worker exited {proc.returncode}"}, results)
+    print(f"results: {results}")
     return 0
 
 

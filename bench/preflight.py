@@ -3,6 +3,10 @@ fresh process as a user runs it: one line per case, with the exit code and the e
 check runs before TFX and TensorFlow load, so each case is the CLI's start plus reading the file.
 
     .venv/bin/python bench/preflight.py [--repeat 3]
+    .venv/bin/python bench/preflight.py --smoke    # CI: each case once, 200-row label tables; exit 1
+                                                   # when a case is not refused (exit 2 and an error line)
+
+It writes no results file (docs/performance.md quotes no figure of it in a table).
 """
 from __future__ import annotations
 
@@ -19,7 +23,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 
-def cases(d: str):
+SMOKE_LABEL_ROWS = 200
+REFUSED = 2  # tfxline's exit code for a run refused before it starts
+
+
+def cases(d: str, label_rows: int = 15_002):
     from pipeline import data_source
 
     with open(data_source.default_data_path(), newline="") as f:
@@ -43,7 +51,7 @@ def cases(d: str):
         "text in a numeric column, last row": write("text.csv", [header] + text),
         "semicolon-delimited": write("semi.csv", [[";".join(header)]]),
         "Latin-1 bytes": _latin1(d, header, body),
-    }.items()} | label_cases(d, write)
+    }.items()} | label_cases(d, write, label_rows)
 
 
 def label_cases(d, write, rows=15_002):
@@ -61,7 +69,8 @@ def label_cases(d, write, rows=15_002):
         return args + [a for s in sets for a in ("--set", s)]
 
     return {
-        "binary label, a third value": (table("l3.csv", ["yes", "no"], "maybe"), run("binary", 'features.label.positive="yes"')),
+        "binary label, a third value": (table("l3.csv", ["yes", "no"], "maybe"),
+                                        run("binary", 'features.label.positive="yes"')),
         "binary label, no positive: set": (table("lp.csv", ["yes", "no"], "no"), run("binary")),
         "multi-class label, one class": (table("l1.csv", ["a"], "a"), run("class_vocabulary")),
         "regression label, text": (table("lt.csv", ["1.5", "2"], "n/a"), run("regression")),
@@ -82,18 +91,25 @@ def _latin1(d, header, body):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--smoke", action="store_true", help="each case once on small label tables; exit 1 "
+                                                              "when one is not refused")
     args = parser.parse_args()
     tfxline = os.path.join(os.path.dirname(sys.executable), "tfxline")
+    not_refused = []
     with tempfile.TemporaryDirectory() as d:
-        for name, (path, extra) in cases(d).items():
+        for name, (path, extra) in cases(d, SMOKE_LABEL_ROWS if args.smoke else 15_002).items():
             times, out = [], None
-            for _ in range(args.repeat):
+            for _ in range(1 if args.smoke else args.repeat):
                 started = time.monotonic()
                 out = subprocess.run([tfxline, "run", "--data", path, "--output", os.path.join(d, "out"), *extra],
                                      capture_output=True, text=True)
                 times.append(time.monotonic() - started)
             line = (out.stderr.strip().splitlines() or ["(no error line)"])[-1]
             print(f"{name:38s} median {statistics.median(times):5.2f} s  exit {out.returncode}  {line[:110]}")
+            if out.returncode != REFUSED or not line.startswith("error: "):
+                not_refused.append(name)
+    if args.smoke and not_refused:
+        sys.exit(f"error: not refused before the run (exit {REFUSED} and an error line): {', '.join(not_refused)}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Model quality: the pipeline's model next to gradient-boosted trees, on the same split.
 
     .venv/bin/python bench/quality.py [--output DIR] [--config taxi] [--set key=value ...] [--rerun]
+    .venv/bin/python bench/quality.py --smoke [--output DIR]   # CI: a few trees, a temporary results file
 
 Runs the pipeline into DIR (default output/quality) unless a finished run is there already
 (``--rerun`` forces one), then scores, on the run's own eval split (ExampleGen's hash split):
@@ -22,6 +23,10 @@ The label of both is the one Transform computes (the transform graph applied to 
 rows). Prints AUC, PR-AUC, accuracy and log loss overall and AUC per value of the slice
 column (default: the first configured slice), and writes bench/results/quality.json.
 Binary tasks only. scikit-learn is a TFX dependency already (in the lock), nothing extra.
+
+--smoke: one point of the grid, SMOKE_TREE_ROUNDS rounds and SMOKE_BOOTSTRAP_ROUNDS resamples; the
+run in --output is read as always (CI gives the test suite's shared run); without --output, one is
+made beside the results file on 1,000 taxi rows with a few training steps.
 """
 from __future__ import annotations
 
@@ -38,12 +43,14 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
 
+from bench import smoke  # noqa: E402
 from pipeline.config import EVAL_SPLIT, TRAIN_SPLIT, VALIDATION_SPLIT  # noqa: E402
 from trainer.settings import TRAINING_RUN_FILE  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "quality.json")
 TREE_ROUNDS = 1000
 TREE_GRID = {"learning_rate": (0.03, 0.1), "max_leaf_nodes": (15, 31, 63), "min_samples_leaf": (20, 50)}
+SMOKE_TREE_ROUNDS, SMOKE_TREE_GRID, SMOKE_BOOTSTRAP_ROUNDS = 20, {k: v[:1] for k, v in TREE_GRID.items()}, 20
 
 
 def finished_run(cfg):
@@ -144,23 +151,23 @@ def tree_matrix(cols, names, categories=None):
     return np.asarray(matrix, dtype=np.float64).T, np.asarray(is_cat), categories
 
 
-def fit_trees(x_train, y_train, is_cat, x_val, y_val):
-    """The gradient-boosted trees with the best validation AUC over TREE_GRID and the number of
-    rounds (scored after every round, up to TREE_ROUNDS). Returns (predict_proba, settings)."""
+def fit_trees(x_train, y_train, is_cat, x_val, y_val, grid=TREE_GRID, max_rounds=TREE_ROUNDS):
+    """The gradient-boosted trees with the best validation AUC over ``grid`` and the number of
+    rounds (scored after every round, up to ``max_rounds``). Returns (predict_proba, settings)."""
     import itertools
 
     from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.metrics import roc_auc_score
 
     if x_val is None:  # no validation split: scikit-learn's own early stopping on 10% of train
-        trees = HistGradientBoostingClassifier(categorical_features=is_cat, max_iter=TREE_ROUNDS,
+        trees = HistGradientBoostingClassifier(categorical_features=is_cat, max_iter=max_rounds,
                                                learning_rate=0.05, early_stopping=True, random_state=0)
         trees.fit(x_train, y_train)
         return (lambda x: trees.predict_proba(x)[:, 1]), {"selection": "10% of train", "rounds": trees.n_iter_}
     best = None
-    for values in itertools.product(*TREE_GRID.values()):
-        params = dict(zip(TREE_GRID, values))
-        trees = HistGradientBoostingClassifier(categorical_features=is_cat, max_iter=TREE_ROUNDS,
+    for values in itertools.product(*grid.values()):
+        params = dict(zip(grid, values))
+        trees = HistGradientBoostingClassifier(categorical_features=is_cat, max_iter=max_rounds,
                                                early_stopping=False, random_state=0, **params)
         trees.fit(x_train, y_train)
         for rounds, p in enumerate(trees.staged_predict_proba(x_val), start=1):
@@ -251,8 +258,14 @@ def main(argv=None) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--rerun", action="store_true", help="run the pipeline even if a run is there")
     ap.add_argument("--slice", default=None, help="slice column (default: the first configured slice)")
-    ap.add_argument("--results", default=RESULTS)
+    smoke.add_arguments(ap, RESULTS)
     args = ap.parse_args(argv)
+    results_path = smoke.results_path(args, RESULTS)
+    sets = args.set
+    if args.smoke and args.output == ap.get_default("output"):  # a small run of its own, beside the results
+        folder = os.path.dirname(results_path)
+        args.output = os.path.join(folder, "run")
+        sets = [f"data.path={smoke.taxi_rows(os.path.join(folder, 'taxi.csv'))}", *smoke.SETTINGS, *args.set]
 
     from cli.quiet import import_tensorflow_quietly, quiet_libraries
 
@@ -262,7 +275,7 @@ def main(argv=None) -> int:
     from pipeline.config_loader import load_config
     from transforms import features as F
 
-    cfg = load_config(args.config, overrides=[f"output_root={args.output}", *args.set])
+    cfg = load_config(args.config, overrides=[f"output_root={args.output}", *sets])
     if cfg.features.task != F.TASK_BINARY:
         sys.exit(f"bench/quality.py compares binary classifiers; {cfg.name!r} is a {cfg.features.task} task")
     quiet_logs()
@@ -293,7 +306,8 @@ def main(argv=None) -> int:
     x_val = tree_matrix(columns(valid, tree_columns), tree_columns, cats)[0] if valid else None
     y_val = labels(valid, graph, label) if valid else None
     started = time.monotonic()
-    predict_trees, tree_settings = fit_trees(x_train, y_train, is_cat, x_val, y_val)
+    grid, rounds = (SMOKE_TREE_GRID, SMOKE_TREE_ROUNDS) if args.smoke else (TREE_GRID, TREE_ROUNDS)
+    predict_trees, tree_settings = fit_trees(x_train, y_train, is_cat, x_val, y_val, grid, rounds)
     tree_seconds = time.monotonic() - started
     p_trees = predict_trees(x_eval)
 
@@ -304,15 +318,16 @@ def main(argv=None) -> int:
         "eval_positive_rate": round(float(y_eval.mean()), 4),
         "model": metrics(y_eval, p_model, slice_values),
         "trees": metrics(y_eval, p_trees, slice_values),
-        "difference": paired_bootstrap(y_eval, p_model, p_trees),
+        "difference": paired_bootstrap(y_eval, p_model, p_trees,
+                                       SMOKE_BOOTSTRAP_ROUNDS if args.smoke else BOOTSTRAP_ROUNDS),
         "trees_settings": dict(tree_settings, columns=tree_columns), "trees_fit_seconds": round(tree_seconds, 1),
         "model_scoring_seconds": round(model_seconds, 1), "training": training_run(run),
     }
+    if args.smoke:
+        results["smoke"] = True
     print(report(results, slice_column))
-    os.makedirs(os.path.dirname(args.results), exist_ok=True)
-    with open(args.results, "w") as f:
-        json.dump(results, f, indent=2)
-    print(f"results: {args.results}")
+    smoke.write_json(results_path, results)
+    print(f"results: {results_path}")
     return 0
 
 

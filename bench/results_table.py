@@ -3,9 +3,10 @@ table line per row as soon as it is measured, and the results file rewritten who
 row, so a run cut off at the GPU machine's per-command limit keeps every row it finished."""
 from __future__ import annotations
 
-import json
 import os
 import platform
+
+from bench import smoke
 
 
 def record(rows: list, row: dict, results: str) -> None:
@@ -22,10 +23,7 @@ def row_error(e: Exception) -> str:
 
 def write_results(path: str, rows: list) -> None:
     """The results file with every row so far (replaced whole: never half-written)."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path + ".tmp", "w") as f:
-        json.dump({"machine": machine(), "rows": rows}, f, indent=2)
-    os.replace(path + ".tmp", path)
+    smoke.write_json(path, {"machine": machine(), "rows": rows})
 
 
 def machine() -> dict:

@@ -1,6 +1,7 @@
 """Scale benchmark: the full pipeline on taxi-like CSVs of 100k and 1M rows (not a test).
 
-    .venv/bin/python bench/scale.py [--rows 100000 1000000] [--epochs 2] [--set k=v ...]
+    .venv/bin/python bench/scale.py [--rows 100000 1000000] [--epochs 2] [--set k=v ...] [--results FILE]
+    .venv/bin/python bench/scale.py --smoke    # CI: one run of 1,000 rows, one epoch; a temporary results file
 
 The CSVs are made from the real taxi rows (the CSV inside tfx), resampled with replacement
 and a small deterministic jitter on the numeric columns, so the distributions stay
@@ -10,7 +11,7 @@ data (steps = rows x epochs / batch), never a fixed step budget.
 For each size it prints the wall time per component (from MLMD), the peak resident memory
 of the whole process tree (sampled every 0.5 s; also the run's own process and its Beam worker
 processes apart), and rows/s; then time(largest) /
-time(smallest) against the ratio of rows. Writes bench/results/scale.json.
+time(smallest) against the ratio of rows (with two sizes or more). Writes bench/results/scale.json.
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
+from bench import smoke  # noqa: E402
 from pipeline import data_source  # noqa: E402
 from runs.summary import collect_run  # noqa: E402
 from trainer.settings import TRAINING_RUN_FILE  # noqa: E402
@@ -41,6 +43,8 @@ RELATIVE = {"fare": 0.03, "tips": 0.03, "trip_miles": 0.03, "trip_seconds": 0.03
 ABSOLUTE = {"pickup_latitude": 2e-4, "pickup_longitude": 2e-4, "dropoff_latitude": 2e-4,
             "dropoff_longitude": 2e-4, "trip_start_timestamp": 600}
 INTEGER = {"trip_seconds", "trip_start_timestamp"}
+RESULTS = os.path.join(HERE, "results", "scale.json")
+SMOKE_ROWS, SMOKE_EPOCHS = 1000, 1
 
 
 def make_csv(path: str, rows: int, seed: int = 0) -> None:
@@ -115,13 +119,19 @@ def main():
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
     parser.add_argument("--work", help="work directory (default: a new temporary one)")
+    smoke.add_arguments(parser, RESULTS)
     args = parser.parse_args()
+    results_path = smoke.results_path(args, RESULTS)
+    if args.smoke:
+        args.rows, args.epochs = [SMOKE_ROWS], SMOKE_EPOCHS
     work = args.work or tempfile.mkdtemp(prefix="tfxline-bench-scale-")
     os.makedirs(work, exist_ok=True)
     overrides = ["training.mode=epochs", f"training.epochs={args.epochs}",
                  "training.early_stopping_patience=0", *args.set]
     results = {"date": time.strftime("%Y-%m-%d"), "machine": f"{os.cpu_count()} CPU cores, "
                f"{platform.machine()}, no GPU", "overrides": overrides, "runs": []}
+    if args.smoke:
+        results["smoke"] = True
     for rows in args.rows:
         data = os.path.join(work, f"taxi_{rows}.csv")
         if not os.path.exists(data):
@@ -149,10 +159,8 @@ def main():
         results["rows_ratio"] = large["rows"] / small["rows"]
         print(f"time({large['rows']}) / time({small['rows']}) = {results['time_ratio']} "
               f"(rows x{results['rows_ratio']:.0f}; goal <= 11 for 10x)")
-    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
-    with open(os.path.join(HERE, "results", "scale.json"), "w") as f:
-        json.dump(results, f, indent=2)
-    print(f"results: {os.path.join(HERE, 'results', 'scale.json')}; work dir: {work}")
+    smoke.write_json(results_path, results)
+    print(f"results: {results_path}; work dir: {work}")
 
 
 if __name__ == "__main__":

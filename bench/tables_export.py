@@ -38,18 +38,24 @@ def frame(source: str):
     raise ValueError(f"unknown source {source!r}")
 
 
+def export(table: dict, out: str) -> str:
+    """One table's CSV in ``out`` (bench/tables.py --smoke writes a scikit-learn one this way)."""
+    df = frame(table["source"])
+    for column in table.get("drop", ()):
+        df = df.drop(columns=column)
+    os.makedirs(out, exist_ok=True)
+    path = os.path.join(out, f"{table['name']}.csv")
+    df.to_csv(path, index=False)
+    print(f"{path}: {len(df)} rows, {df.shape[1]} columns, {int(df.isna().sum().sum())} empty cells")
+    return path
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="output/tables/csv")
     args = ap.parse_args(argv)
-    os.makedirs(args.out, exist_ok=True)
     for t in TABLES:
-        df = frame(t["source"])
-        for column in t.get("drop", ()):
-            df = df.drop(columns=column)
-        path = os.path.join(args.out, f"{t['name']}.csv")
-        df.to_csv(path, index=False)
-        print(f"{path}: {len(df)} rows, {df.shape[1]} columns, {int(df.isna().sum().sum())} empty cells")
+        export(t, args.out)
     return 0
 
 

@@ -5,16 +5,18 @@ exactly as a push with serving.tflite does, gate included).
 
     .venv/bin/python bench/tflite.py                         # the taxi default: runs it first
     .venv/bin/python bench/tflite.py --config penguin --config penguin_mass --write
+    .venv/bin/python bench/tflite.py --smoke --output DIR    # CI: a served run's model, 20 latency rows
 
-Each config is run once into bench/.tflite/<config> (kept, so a second bench reuses it);
+Each config is run once into bench/.tflite/<config> (kept, so a second bench reuses it;
+--output DIR: the run's output root, DIR/<config> with several configs);
 --write stores the figures in bench/results/tflite.json (tools/bench_tables.py renders the
-table in docs/serving.md from it).
+table in docs/serving.md from it), --results FILE elsewhere. --smoke times SMOKE_LATENCY_ROWS
+examples per format and writes to a temporary file (bench/smoke.py).
 """
 from __future__ import annotations
 
 import argparse
 import glob
-import json
 import os
 import platform
 import subprocess
@@ -24,19 +26,22 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from bench import smoke  # noqa: E402
 from cli.quiet import import_tensorflow_quietly, quiet_libraries  # noqa: E402
 
 LATENCY_ROWS = 300
+SMOKE_LATENCY_ROWS = 20
+RESULTS = os.path.join(ROOT, "bench", "results", "tflite.json")
 
 
-def ensure_run(config: str, output: str):
+def ensure_run(config: str, output: str, run_args=()):
     from serving import push as serving_push
     from pipeline.config_loader import load_config
 
     cfg = load_config(config, overrides=[f"output_root={output}"])
     if not serving_push.versions(cfg.serving_dir):
         print(f"[{config}] running the pipeline into {output} ...", flush=True)
-        subprocess.run([sys.executable, "-m", "cli.main", "run", "--config", config, "--output", output],
+        subprocess.run([sys.executable, "-m", "cli.main", "run", "--config", config, "--output", output, *run_args],
                        check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
     return cfg
 
@@ -58,7 +63,7 @@ def single_example_latency(call, rows):
     return percentiles(times)
 
 
-def bench_config(config: str, output: str) -> dict:
+def bench_config(config: str, output: str, latency_rows: int = LATENCY_ROWS, run_args=()) -> dict:
     import tensorflow as tf
 
     from serving import push as serving_push
@@ -66,7 +71,7 @@ def bench_config(config: str, output: str) -> dict:
     from serving.batch_latency import eval_records
     from trainer.export import SERVING_SIGNATURE
 
-    cfg = ensure_run(config, output)
+    cfg = ensure_run(config, output, run_args)
     version = serving_push.versions(cfg.serving_dir)[-1]
     model_dir = os.path.join(cfg.serving_dir, str(version))
     examples_uri = serving_push.read_metadata(cfg.serving_dir, version)["data"]["examples_uri"]
@@ -74,7 +79,7 @@ def bench_config(config: str, output: str) -> dict:
     evals = eval_records(examples_uri, T.PARITY_ROWS)
     train = eval_records(examples_uri, T.CALIBRATION_ROWS, split="train")
     serve = tf.saved_model.load(model_dir).signatures[SERVING_SIGNATURE]
-    rows = evals[:LATENCY_ROWS]
+    rows = evals[:latency_rows]
     saved_p50, saved_p99 = single_example_latency(lambda r: serve(examples=tf.constant([r])), rows)
     saved_bytes = sum(os.path.getsize(p) for p in glob.glob(os.path.join(model_dir, "**"), recursive=True)
                       if os.path.isfile(p) and not p.endswith((T.FILE, serving_push.METADATA_FILE)))
@@ -108,7 +113,19 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", action="append", help="a packaged config or YAML file (repeatable; default: taxi)")
     parser.add_argument("--write", action="store_true", help="store the figures in bench/results/tflite.json")
+    parser.add_argument("--output", default=None,
+                        help="the run's output root (several configs: DIR/<config>; default bench/.tflite/<config>)")
+    smoke.add_arguments(parser, RESULTS)
     args = parser.parse_args(argv)
+    results_path = smoke.results_path(args, RESULTS)
+    write = args.write or args.smoke or args.results is not None
+    configs = args.config or ["taxi"]
+    latency_rows = SMOKE_LATENCY_ROWS if args.smoke else LATENCY_ROWS
+    run_args = []
+    if args.smoke and not args.output:  # a small run of its own, served whatever it scores
+        args.output = os.path.join(os.path.dirname(results_path), "runs")
+        data = ["--data", smoke.taxi_rows(os.path.join(args.output, "taxi.csv"))] if configs == ["taxi"] else []
+        run_args = data + [a for s in smoke.SETTINGS + smoke.PUSHED for a in ("--set", s)]
     from trainer.keras_compat import select_legacy_keras
     select_legacy_keras()  # before TensorFlow is imported, as the CLI does
     quiet_libraries()
@@ -117,13 +134,17 @@ def main(argv=None) -> int:
 
     results = {"machine": {"cpu": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
                            "tensorflow": tf.__version__},
-               "latency": f"single example, {LATENCY_ROWS} eval rows after 10 warm-up calls", "models": {}}
-    for config in args.config or ["taxi"]:
-        results["models"][config] = bench_config(config, os.path.join(ROOT, "bench", ".tflite", config))
-    if args.write:
-        with open(os.path.join(ROOT, "bench", "results", "tflite.json"), "w") as f:
-            json.dump(results, f, indent=2, sort_keys=True)
-            f.write("\n")
+               "latency": f"single example, {latency_rows} eval rows after 10 warm-up calls", "models": {}}
+    for config in configs:
+        output = os.path.join(args.output or os.path.join(ROOT, "bench", ".tflite"), config)
+        if args.output and len(configs) == 1:
+            output = args.output
+        results["models"][config] = bench_config(config, output, latency_rows, run_args)
+    if args.smoke:
+        results["smoke"] = True
+    if write:
+        smoke.write_json(results_path, results, sort_keys=True, newline=True)
+        print(f"results: {results_path}")
     return 0
 
 

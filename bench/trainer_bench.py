@@ -1,6 +1,7 @@
 """Trainer benchmark on a run's taxi examples and Transform graph; prints figures (not a test).
 
-    .venv/bin/python bench/trainer_bench.py [OUTPUT_ROOT]      # default: ./output
+    .venv/bin/python bench/trainer_bench.py [OUTPUT_ROOT] [--results FILE]     # default: ./output
+    .venv/bin/python bench/trainer_bench.py OUTPUT_ROOT --smoke    # CI: a few batches and steps each
 
 Prints, in one run on the same files:
   1. input pipeline examples/s (trainer.data.make_dataset, cached and uncached) vs TFX's
@@ -8,8 +9,10 @@ Prints, in one run on the same files:
      read-parse-transform of the same files (the ceiling);
   2. training examples/s for float32 vs mixed_bfloat16 on this CPU;
   3. training steps/s with 1 and 2 logical CPU devices (MirroredStrategy), in subprocesses.
-Results are also written to bench/results/trainer.json.
+Results are also written to bench/results/trainer.json (--smoke: SMOKE_BATCHES and SMOKE_STEPS,
+one training process, SMOKE_TRAIN_RUN, for all four figures, to a temporary file).
 """
+import argparse
 import glob
 import json
 import os
@@ -19,9 +22,20 @@ import time
 
 os.environ["TF_USE_LEGACY_KERAS"] = "1"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from bench import smoke  # noqa: E402
 
 BATCH = 256
 STEPS = 200
+BATCHES = 300  # timed per input pipeline
+SMOKE_STEPS, SMOKE_BATCHES = 4, 3
+# run_fn in a fresh process, in this order: (precision, logical CPU devices); the first two give
+# examples/s per precision, the last two steps/s on 1 and 2 devices (MirroredStrategy)
+TRAIN_RUNS = [("float32", 1), ("mixed_bfloat16", 1), ("float32", 1), ("float32", 2)]
+SMOKE_TRAIN_RUN = ("mixed_bfloat16", 2)  # a precision set and the 2-device branch, in one process
+RESULTS = os.path.join(ROOT, "bench", "results", "trainer.json")
 
 
 def transform_dirs(output_root):
@@ -42,7 +56,7 @@ def examples_per_second(ds, batches):
     return batches * BATCH / (time.perf_counter() - start)
 
 
-def input_pipeline(graph, examples):
+def input_pipeline(graph, examples, batches=BATCHES):
     import tensorflow as tf
     import tensorflow_transform as tft
 
@@ -59,13 +73,13 @@ def input_pipeline(graph, examples):
     tfxio_ds = tfxio.TFExampleRecord(files, schema=output.raw_metadata.schema).TensorFlowDataset(
         tfxio.TensorFlowDatasetOptions(batch_size=BATCH, shuffle=True, shuffle_seed=1, num_epochs=None)).map(layer)
     raw = tf.data.TFRecordDataset(files, compression_type="GZIP").repeat().batch(BATCH).map(decode)
-    return {"input_examples_per_s": round(examples_per_second(ours, 300)),
-            "input_uncached_examples_per_s": round(examples_per_second(uncached, 300)),
-            "tfxio_examples_per_s": round(examples_per_second(tfxio_ds, 300)),
-            "raw_read_parse_examples_per_s": round(examples_per_second(raw, 300))}
+    return {"input_examples_per_s": round(examples_per_second(ours, batches)),
+            "input_uncached_examples_per_s": round(examples_per_second(uncached, batches)),
+            "tfxio_examples_per_s": round(examples_per_second(tfxio_ds, batches)),
+            "raw_read_parse_examples_per_s": round(examples_per_second(raw, batches))}
 
 
-def train_speed(graph, examples, precision, cpus=1):
+def train_speed(graph, examples, precision, cpus=1, steps=STEPS):
     """Run run_fn-equivalent training in a fresh process; return examples/s and steps/s."""
     # The split the pipeline's Trainer validates on: validation (eval in a run without one).
     validation = os.path.join(examples, "Split-validation")
@@ -82,37 +96,50 @@ from tfx.components.trainer.fn_args_utils import FnArgs
 from pipeline.config_loader import load_config
 from pipeline.factory import trainer_custom_config
 from trainer.run import run_fn
-cfg = load_config(overrides=["runtime.precision={precision}", "runtime.strategy={'mirrored' if cpus > 1 else 'default'}",
-                             "training.epochs=2", "training.early_stopping_patience=0", "training.batch_size={BATCH}"])
+cfg = load_config(overrides=["runtime.precision={precision}",
+                             "runtime.strategy={'mirrored' if cpus > 1 else 'default'}", "training.epochs=2",
+                             "training.early_stopping_patience=0", "training.batch_size={BATCH}"])
 out = tempfile.mkdtemp()
 run_fn(FnArgs(train_files=[{examples!r} + "/Split-train/*"], eval_files=[{validation!r} + "/*"],
        transform_output={graph!r}, serving_model_dir=out + "/serving", model_run_dir=out + "/run",
-       train_steps={STEPS}, eval_steps=5, custom_config=trainer_custom_config(cfg)))
+       train_steps={steps}, eval_steps=5, custom_config=trainer_custom_config(cfg)))
 print("RESULT", open(out + "/run/training_run.json").read().replace(chr(10), " "))
 """
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    info = json.loads(out.split("RESULT", 1)[1])
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    if proc.returncode:
+        sys.exit(f"training ({precision}, {cpus} CPU device(s)) failed (exit {proc.returncode}):\n"
+                 f"{proc.stderr[-3000:]}")
+    info = json.loads(proc.stdout.split("RESULT", 1)[1])
     return info
 
 
 def main():
-    output_root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "output")
-    graph, examples = transform_dirs(output_root)
-    results = input_pipeline(graph, examples)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("output", nargs="?", default="output", help="a pipeline run's output root")
+    smoke.add_arguments(parser, RESULTS)
+    args = parser.parse_args()
+    results_path = smoke.results_path(args, RESULTS)
+    batches, steps = (SMOKE_BATCHES, SMOKE_STEPS) if args.smoke else (BATCHES, STEPS)
+    graph, examples = transform_dirs(os.path.abspath(args.output))
+    results = input_pipeline(graph, examples, batches)
     results["input_ratio_to_raw"] = round(results["input_examples_per_s"] / results["raw_read_parse_examples_per_s"], 2)
-    for precision in ("float32", "mixed_bfloat16"):
-        info = train_speed(graph, examples, precision)
+    if args.smoke:  # one process runs every line of train_speed: the same code, no figures
+        info = train_speed(graph, examples, *SMOKE_TRAIN_RUN, steps)
+        runs = [(run, info) for run in TRAIN_RUNS]
+    else:
+        runs = [(run, train_speed(graph, examples, *run, steps)) for run in TRAIN_RUNS]
+    for (precision, _), info in runs[:2]:
         results[f"train_examples_per_s_{precision}"] = info["examples_per_second"]
-    for cpus in (1, 2):
-        info = train_speed(graph, examples, "float32", cpus)
+    for (_, cpus), info in runs[2:]:
         results[f"train_steps_per_s_{cpus}_devices"] = round(info["steps"] / info["train_seconds"], 1)
     results["note"] = ("train figures include the first epoch's tracing and the per-epoch validation; "
                        "2 logical devices share the same 2 physical cores")
-    os.makedirs(os.path.join(os.path.dirname(__file__), "results"), exist_ok=True)
-    with open(os.path.join(os.path.dirname(__file__), "results", "trainer.json"), "w") as f:
-        json.dump(results, f, indent=2)
+    if args.smoke:
+        results["smoke"] = True
+    smoke.write_json(results_path, results)
     for k, v in results.items():
         print(f"{k:40s} {v}")
+    print(f"results: {results_path}")
 
 
 if __name__ == "__main__":

@@ -9,17 +9,22 @@ never typed by hand. A page marks each table's place:
     .venv/bin/python tools/bench_tables.py --check    # exit 1 when a page's table differs from its JSON
 
 tests/test_docs.py runs --check and fails on a table outside the markers, so a figure in a table
-is always one a bench wrote (re-run the bench, then this).
+is always one a bench wrote (re-run the bench, then this). Each results file has one schema here,
+next to the table that reads it: what the table reads, checked on every load, so a bench that
+writes something else fails here, in one line per problem (tests/test_bench_smoke.py checks every
+bench's smoke output and the committed files against them, and renders the smoke output).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fnmatch
 import glob
 import json
 import os
 import re
 import sys
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, Iterator, List, Optional
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "bench", "results")
@@ -27,9 +32,112 @@ DOCS = os.path.join(ROOT, "docs")
 BLOCK = re.compile(r"^([ \t]*)(<!-- bench-table: ([\w-]+) -->\n)(.*?)^([ \t]*<!-- /bench-table -->)", re.S | re.M)
 
 
+# --- the results files' schemas: what the tables below read ------------------------------------------
+# A schema is a type or a tuple of types (None: null allowed), a dict (an object with at least these
+# keys; Opt(...) for one that may be absent), [item] (a list; NonEmpty([item]) when a table reads its
+# first), Map(value) (an object keyed by names), OneOf(...) (the first that fits) or None (null).
+
+class Opt:
+    def __init__(self, schema):
+        self.schema = schema
+
+
+class Map:
+    def __init__(self, schema):
+        self.schema = schema
+
+
+class NonEmpty:
+    def __init__(self, schema: list):
+        self.schema = schema
+
+
+class OneOf:
+    def __init__(self, *schemas):
+        self.schemas = schemas
+
+
+NUM = (int, float)
+NUM_OR_NULL = (int, float, None)
+
+
+def problems(data, schema, path: str = "") -> List[str]:
+    """What in ``data`` does not fit ``schema``, one line each (empty: it fits)."""
+    if schema is None:
+        return [] if data is None else [f"{path or '.'}: {json.dumps(data)[:40]} is not null"]
+    if isinstance(schema, OneOf):
+        found = [problems(data, s, path) for s in schema.schemas]
+        return [] if not all(found) else min(found, key=len)
+    if isinstance(schema, NonEmpty):
+        return problems(data, schema.schema, path) or ([] if data else [f"{path or '.'}: empty"])
+    if isinstance(schema, dict):
+        if not isinstance(data, dict):
+            return [f"{path or '.'}: {type(data).__name__}, not an object"]
+        out = []
+        for key, sub in schema.items():
+            if key not in data:
+                out += [] if isinstance(sub, Opt) else [f"{path}.{key}: missing"]
+            else:
+                out += problems(data[key], sub.schema if isinstance(sub, Opt) else sub, f"{path}.{key}")
+        return out
+    if isinstance(schema, Map):
+        if not isinstance(data, dict):
+            return [f"{path or '.'}: {type(data).__name__}, not an object"]
+        return [p for k, v in data.items() for p in problems(v, schema.schema, f"{path}.{k}")]
+    if isinstance(schema, list):
+        if not isinstance(data, list):
+            return [f"{path or '.'}: {type(data).__name__}, not a list"]
+        return [p for i, v in enumerate(data) for p in problems(v, schema[0], f"{path}[{i}]")]
+    types = schema if isinstance(schema, tuple) else (schema,)
+    if data is None and None in types:
+        return []
+    if isinstance(data, bool) != (bool in types) or not isinstance(data, tuple(t for t in types if t)):
+        want = " or ".join("null" if t is None else t.__name__ for t in types)
+        return [f"{path or '.'}: {json.dumps(data)[:40]} is not {want}"]
+    return []
+
+
+SCHEMAS: Dict[str, object] = {}  # results file (a glob, relative to bench/results) -> its schema
+
+
+def schema_of(name: str):
+    for pattern, schema in SCHEMAS.items():
+        if fnmatch.fnmatch(name, pattern):
+            return schema
+    raise KeyError(f"no schema for bench results {name!r}; known: {', '.join(SCHEMAS)}")
+
+
+def check(name: str, data) -> None:
+    """Raise ValueError naming every place where ``data`` does not fit the schema of results file ``name``."""
+    found = problems(data, schema_of(name))
+    if found:
+        raise ValueError(f"{name} does not fit the schema its table reads (tools/bench_tables.py): "
+                         + "; ".join(found[:20]) + (f"; and {len(found) - 20} more" if len(found) > 20 else ""))
+
+
+_reading = [RESULTS]  # where load() reads: bench/results, or a smoke run's folder (render)
+
+
+@contextlib.contextmanager
+def reading(results_dir: str) -> Iterator[None]:
+    _reading.append(results_dir)
+    try:
+        yield
+    finally:
+        _reading.pop()
+
+
 def load(name: str) -> dict:
-    with open(os.path.join(RESULTS, name)) as f:
-        return json.load(f)
+    with open(os.path.join(_reading[-1], name)) as f:
+        data = json.load(f)
+    check(name, data)
+    return data
+
+
+def render(name: str, results_dir: str) -> str:
+    """Table ``name`` rendered from the results files in ``results_dir`` (a smoke run's), as a string."""
+    with reading(results_dir):
+        return TABLES[name]()
 
 
 def table(header: List[str], rows: List[List[object]]) -> str:
@@ -61,6 +169,24 @@ def signed(d: dict) -> str:
 
 # --- model quality (bench/quality.py) ---------------------------------------------------------------
 
+METRICS = {"auc": NUM, "pr_auc": NUM, "accuracy": NUM, "log_loss": NUM}
+SCHEMAS["quality.json"] = {
+    "config": str, "overrides": [str], "run_id": str, "train_rows": int, "validation_rows": int, "eval_rows": int,
+    "model": dict(METRICS, slices=Map({"n": int, "positives": int, "auc": NUM_OR_NULL})),
+    "trees": dict(METRICS, slices=Map({"auc": NUM_OR_NULL})),
+    "difference": {k: {"difference": NUM, "low": NUM, "high": NUM} for k in METRICS},
+    "training": {"epochs": int, "best_epoch": (int, None), "steps": int, "global_batch": int},
+    "trees_settings": {"learning_rate": NUM, "max_leaf_nodes": int, "min_samples_leaf": int, "rounds": int,
+                       "validation_auc": NUM},
+}
+# bench/quality.py --results bench/results/batch_scaling/BATCH_RATE.json (the batch-scaling table)
+SCHEMAS["batch_scaling/*.json"] = {"overrides": [str], "model": METRICS}
+SCHEMAS["tables.json"] = {"tables": [{
+    "name": str, "source": str, "rows": int, "eval_rows": int, "task": str, "label": str, "log_label": Opt(bool),
+    "metric": str, "model": NUM, "trees": NUM, "ratio": NUM, "goal_met": bool, "blessed": bool,
+    "note": Opt((str, None))}]}
+
+
 def quality() -> str:
     q = load("quality.json")
     rows = []
@@ -78,9 +204,11 @@ def quality_setup() -> str:
     q = load("quality.json")
     t, trees = q["training"], q["trees_settings"]
     return table(["", "value"], [
-        ["run", f"`{q['config']}` config{', ' + ', '.join(q['overrides']) if q['overrides'] else ''}, {q['run_id'][:10]}"],
+        ["run", f"`{q['config']}` config{', ' + ', '.join(q['overrides']) if q['overrides'] else ''}, "
+                f"{q['run_id'][:10]}"],
         ["rows: train / validation / eval", f"{q['train_rows']:,} / {q['validation_rows']:,} / {q['eval_rows']:,}"],
-        ["model: epochs run, best (kept) epoch, steps", f"{t['epochs']}, {t['best_epoch']}, {t['steps']} (batch {t['global_batch']})"],
+        ["model: epochs run, best (kept) epoch, steps",
+         f"{t['epochs']}, {t['best_epoch']}, {t['steps']} (batch {t['global_batch']})"],
         ["trees: learning rate, leaves, rows per leaf, rounds",
          f"{trees['learning_rate']}, {trees['max_leaf_nodes']}, {trees['min_samples_leaf']}, {trees['rounds']}"],
         ["trees' validation AUC (what selected them)", f"{trees['validation_auc']:.4f}"],
@@ -105,9 +233,9 @@ def tables() -> str:
 
 def batch_scaling() -> str:
     rows = []
-    for path in sorted(glob.glob(os.path.join(RESULTS, "batch_scaling", "*.json")),
+    for path in sorted(glob.glob(os.path.join(_reading[-1], "batch_scaling", "*.json")),
                        key=lambda p: [float(x) for x in os.path.basename(p)[:-5].split("_")]):
-        q = json.load(open(path))
+        q = load(os.path.join("batch_scaling", os.path.basename(path)))
         sets = dict(o.split("=", 1) for o in q["overrides"])
         m = q["model"]
         rows.append([sets.get("training.batch_size", "256"), sets.get("model.learning_rate", "default"),
@@ -127,18 +255,35 @@ def _variant(r: dict) -> str:
 
 
 MODELS = ("input", "default", "wide", "matmul")
+ROW = {"source": Opt(str), "metrics": Opt(bool), "strategy": Opt(str)}  # _variant's
+# A row that could not run: its error (a worker's exit, XLA without ptxas), or a device skipped.
+UNMEASURED = OneOf({"error": str}, {"skipped": str, "why": str})
+TRAINER_ROW = OneOf(dict(ROW, device=str, model=str, batch=int, precision=str, steps_per_execution=int, xla=bool,
+                         examples_per_s=NUM, tflops=Opt(NUM_OR_NULL), step_ops=Opt((int, None)),
+                         variables=Opt((int, None)), input_pipeline=Opt(str)), UNMEASURED)
+SCHEMAS["gpu_bench.json"] = SCHEMAS["gpu_bench_h100.json"] = {"rows": [TRAINER_ROW]}
+SCHEMAS["fused_optimizer_cpu.json"] = {
+    "kernel_ops_per_step": {k: {"metrics": int, "no_metrics": int} for k in ("keras_adamw", "fused_adamw")},
+    "rows": Map({"before_median": NUM, "after_median": NUM})}
+SCHEMAS["step_profile.json"] = SCHEMAS["step_profile_h100.json"] = {"rows": [OneOf(dict(
+    ROW, name=str, batch=int, steps_per_execution=int, xla=bool, ms_per_step=NUM, host_ops_per_step=NUM_OR_NULL,
+    host_op_busy_fraction=NUM_OR_NULL, input_wait_fraction=NUM_OR_NULL, verdict=str,
+    devices=Opt(OneOf([{"device": str, "kernels_per_step": Opt(NUM), "busy_fraction": Opt(NUM_OR_NULL),
+                        "copies_per_step": Opt(Map(NUM))}], None))), {"name": str, "error": str})]}
+SCHEMAS["trainer.json"] = {k: NUM for k in (
+    "input_examples_per_s", "input_uncached_examples_per_s", "tfxio_examples_per_s", "raw_read_parse_examples_per_s",
+    "train_examples_per_s_float32", "train_examples_per_s_mixed_bfloat16", "train_steps_per_s_1_devices",
+    "train_steps_per_s_2_devices")}
 
 
 def trainer_rows(rows: List[dict]) -> str:
     """One line per measured row, in a reading order (GPU first; then model, batch, precision,
     steps per call, XLA, input), whatever order the bench measured them in."""
-    rows = sorted((r for r in rows if r.get("model") in MODELS),
+    rows = sorted((r for r in rows if r.get("model") in MODELS and "examples_per_s" in r),
                   key=lambda r: (r["device"] != "gpu", MODELS.index(r["model"]), r["batch"], r["precision"],
                                  r["steps_per_execution"], r["xla"], _variant(r)))
     out = []
     for r in rows:
-        if "model" not in r or "examples_per_s" not in r:
-            continue
         out.append([r["device"], r["model"], r["batch"], r["precision"], r["steps_per_execution"],
                     "on" if r["xla"] else "off", _variant(r), rate(r["examples_per_s"]),
                     r.get("tflops"), r.get("step_ops"), r.get("variables")])
@@ -176,7 +321,7 @@ def fused_optimizer() -> str:
 def _profile(name: str) -> str:
     d = load(name)
     rows = []
-    for r in d["rows"]:
+    for r in (r for r in d["rows"] if "error" not in r):  # a row that could not run: no figures
         gpu = next((d for d in r.get("devices") or [] if "GPU" in d.get("device", "")), None)
         if gpu:
             work, busy = f"{gpu['kernels_per_step']:.0f}", pct(gpu["busy_fraction"])
@@ -217,6 +362,16 @@ def trainer_input() -> str:
 # --- the pipeline (bench/e2e.py, bench/scale.py) ---------------------------------------------------
 
 STAGES = ("CsvExampleGen", "StatisticsGen", "Transform", "Trainer", "Evaluator")
+E2E_RUN = {"wall_seconds": NUM, "components": Map(NUM), "shared_eval": {"auc": NUM, "accuracy": NUM}}
+SCHEMAS["e2e.json"] = {"rounds": NonEmpty([{"ours": E2E_RUN, "tfx_example": E2E_RUN, "shared_eval_rows": int}]),
+                       "median_ratio": NUM}
+SCHEMAS["scale.json"] = {"runs": NonEmpty([{
+    "rows": int, "wall_seconds": NUM, "rows_per_second": NUM, "peak_rss_gb": NUM, "train_steps": int,
+    "components": Map(NUM)}]), "time_ratio": Opt(NUM), "rows_ratio": Opt(NUM)}  # no ratio: one size
+SCHEMAS["tflite.json"] = {"models": Map({
+    "task": str, "eval_rows": int, "savedmodel": {"bytes": int, "p50_ms": NUM, "p99_ms": NUM},
+    "modes": Map(OneOf({"refused": str}, {"bytes": int, "p50_ms": NUM, "p99_ms": NUM, "metric": str,
+                                          "tflite_metric": NUM, "saved_model_metric": NUM, "max_abs_diff": NUM}))})}
 
 
 def _stages(components: Dict[str, float]) -> str:
@@ -240,7 +395,8 @@ def scale() -> str:
     d = load("scale.json")
     rows = [[f"{r['rows']:,}", f"{r['wall_seconds']:.0f} s", r["rows_per_second"], f"{r['peak_rss_gb']} GB",
              f"{r['train_steps']:,}", _stages(r["components"])] for r in d["runs"]]
-    rows.append(["time ratio", d["time_ratio"], f"for {d['rows_ratio']}× the rows", "", "", ""])
+    if "time_ratio" in d:  # one size alone has none
+        rows.append(["time ratio", d["time_ratio"], f"for {d['rows_ratio']}× the rows", "", "", ""])
     return table(["rows", "wall", "rows/s", "peak RSS (process tree)", "train steps",
                   "s: " + " / ".join(STAGES)], rows)
 
@@ -250,8 +406,8 @@ def tflite() -> str:
     rows = []
     for name, m in d["models"].items():
         saved = m["savedmodel"]
-        rows.append([f"{name} ({m['task']}, {m['eval_rows']:,} eval rows)", "SavedModel", f"{saved['bytes'] / 1024:,.0f} KB",
-                     f"{saved['p50_ms']:.3f} / {saved['p99_ms']:.3f}", "", ""])
+        rows.append([f"{name} ({m['task']}, {m['eval_rows']:,} eval rows)", "SavedModel",
+                     f"{saved['bytes'] / 1024:,.0f} KB", f"{saved['p50_ms']:.3f} / {saved['p99_ms']:.3f}", "", ""])
         for mode in ("none", "dynamic", "float16", "int8"):  # serving.tflite's modes, in the manual's order
             r = m["modes"].get(mode)
             if r is None:
@@ -267,6 +423,14 @@ def tflite() -> str:
                   "largest output difference (regression: in prediction std)"], rows)
 
 
+# The results file each table reads (the tables' and the schemas' one list of files).
+SOURCES: Dict[str, str] = {
+    "quality": "quality.json", "quality-setup": "quality.json", "tables": "tables.json",
+    "batch-scaling": "batch_scaling/*.json", "gpu-bench-cpu": "gpu_bench.json", "gpu-bench-h100": "gpu_bench_h100.json",
+    "gpu-bench-h100-before": "gpu_bench_h100.json", "fused-optimizer": "fused_optimizer_cpu.json",
+    "step-profile-cpu": "step_profile.json", "step-profile-h100": "step_profile_h100.json",
+    "trainer-input": "trainer.json", "e2e": "e2e.json", "scale": "scale.json", "tflite": "tflite.json",
+}
 TABLES: Dict[str, Callable[[], str]] = {
     "quality": quality, "quality-setup": quality_setup, "tables": tables, "batch-scaling": batch_scaling,
     "gpu-bench-cpu": gpu_bench_cpu, "gpu-bench-h100": gpu_bench_h100,
