@@ -1,6 +1,8 @@
 """trainer/profile.py (runtime.profile_steps) and bench/step_profile.py: the per-step summary of
 a profiler trace, on a hand-built trace with a GPU plane (known answers) and on real CPU
-traces of the model; the bench on the TF-only path the GPU machine has."""
+traces of the model; the bench on the TF-only path the GPU machine has. The two GPU machine
+benches' smoke modes run here (tests/test_bench_smoke.py has the others): their JSON fits the
+schema tools/bench_tables.py renders from, and renders."""
 import json
 import os
 import signal
@@ -12,6 +14,7 @@ import pytest
 import tensorflow as tf
 from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
+from bench import step_profile
 from bench.step_profile import profile_fit
 from trainer import profile as X
 from trainer.keras_compat import skip_autograph_for_tf_keras
@@ -181,16 +184,31 @@ def gpu_run(pipeline_run, tmp_path_factory):
     return str(root)
 
 
+def rendered(results, table):
+    """The results file checked against its schema and rendered as the docs' table (a string)."""
+    from tools import bench_tables
+
+    bench_tables.check(results.name, json.loads(results.read_text()))
+    text = bench_tables.render(table, str(results.parent))
+    assert len(text.splitlines()) >= 3, text
+    return text
+
+
 @pytest.mark.e2e
 def test_the_gpu_path_runs_with_tensorflow_alone(gpu_run, tmp_path):
-    """bench/step_profile.py (with gpu_bench's model and input code, the trainer modules they
-    import) on the shared run's features, every non-TensorFlow package of the stack blocked."""
-    results = tmp_path / "profile.json"
-    proc = tf_only("bench/step_profile.py", "--output", gpu_run, "--device", "cpu", "--rows", "b256",
-                   "--steps", "3", "--results", str(results), "--traces", str(tmp_path / "traces"))
+    """bench/step_profile.py --smoke (every row at a small batch, with gpu_bench's model and input
+    code, the trainer modules they import) on the shared run's features, every non-TensorFlow
+    package of the stack blocked."""
+    results = tmp_path / "step_profile.json"
+    proc = tf_only("bench/step_profile.py", "--smoke", "--output", gpu_run, "--device", "cpu",
+                   "--results", str(results), "--traces", str(tmp_path / "traces"))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    (row,) = json.loads(results.read_text())["rows"]
-    assert row["steps"] == 3 and row["host_ops_per_step"] > 50 and row["verdict"], row
+    rows = json.loads(results.read_text())["rows"]
+    assert [r["name"] for r in rows] == list(step_profile.ROWS) and not [r for r in rows if "error" in r], rows
+    for row in rows:  # each execution of the train function profiled is steps_per_execution steps
+        assert row["steps"] >= 2 and row["steps"] % row["steps_per_execution"] == 0 and row["verdict"], row
+        assert row["xla"] or row["host_ops_per_step"] > 50, row  # XLA's cluster is one op to the tracer
+    assert "| b256-1dev |" in rendered(results, "step-profile-cpu")
     # control: the block is real
     script = tmp_path / "uses_tft.py"
     script.write_text("import tensorflow_transform\n")
@@ -198,33 +216,40 @@ def test_the_gpu_path_runs_with_tensorflow_alone(gpu_run, tmp_path):
 
 
 @pytest.mark.e2e
-def test_gpu_bench_cut_off_keeps_the_rows_it_measured(gpu_run, tmp_path):
-    """bench/gpu_bench.py on the shared run's features with every non-TensorFlow package blocked in
-    all its processes (a sitecustomize on PYTHONPATH reaches the worker processes too): the GPU
-    rows are skipped with their line, and killed after its third measured row (as the GPU
-    machine's per-command limit would), it has printed those rows and its results file holds them."""
+def test_gpu_bench_smoke_keeps_each_row_it_prints(gpu_run, tmp_path):
+    """bench/gpu_bench.py --smoke (every row once at a small batch) on the shared run's features
+    with every non-TensorFlow package blocked in all its processes (a sitecustomize on PYTHONPATH
+    reaches the worker processes too): the GPU rows are skipped with their line, the CPU's run,
+    and each row is in the results file by the time its line is printed, so a run cut off at any
+    point (the GPU machine's per-command limit) keeps every row it printed."""
     site = tmp_path / "site"
     site.mkdir()
     (site / "sitecustomize.py").write_text(BLOCK)
-    results = tmp_path / "bench.json"
+    results = tmp_path / "gpu_bench.json"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), ROOT]))
-    cmd = [sys.executable, "bench/gpu_bench.py", "--output", gpu_run, "--quick", "--seconds", "0.3",
+    cmd = [sys.executable, "bench/gpu_bench.py", "--smoke", "--devices", "gpu,cpu", "--output", gpu_run,
            "--results", str(results)]
     proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True, start_new_session=True)
-    lines = []
+    lines, held = [], []
     try:
         for line in proc.stdout:
             lines.append(line.rstrip())
-            if sum(x.startswith("cpu ") for x in lines) == 3:
-                break
+            if len(lines) > 1 and not line.startswith("results: "):
+                held.append(len(json.loads(results.read_text())["rows"]))
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)
+        if proc.poll() is None:  # the test failed while it ran
+            os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+    assert proc.returncode == 0 and lines[-1] == f"results: {results}", lines
     assert lines[0].startswith("device") and lines[1].startswith("gpu: skipped (TensorFlow sees no GPU"), lines
+    assert held == sorted(held) and all(n >= i + 1 for i, n in enumerate(held)), held  # printed => in the file
     rows = json.loads(results.read_text())["rows"]
-    assert [r.get("model") for r in rows] == [None, "input", "input", "default"], rows
-    assert all(r["examples_per_s"] > 0 for r in rows[1:]) and rows[3]["step_ops"] > 50, rows
-    assert len(lines) == 5  # the header, the skipped line and the three rows: nothing after the kill
+    cpu = [r for r in rows[1:] if r["device"] == "cpu"]
+    assert len(cpu) == len(rows) - 1 and not [r for r in cpu if "error" in r], rows
+    # on a CPU the "memory" rows and the 16-bit wide rows are left out (bench/gpu_bench.py's worker)
+    assert {r["model"] for r in cpu} == {"input", "default", "wide"} and all(r["examples_per_s"] > 0 for r in cpu)
+    assert all(r["step_ops"] > 50 for r in cpu if r["model"] != "input" and not r["xla"]), cpu
+    assert "| cpu | wide | 64 |" in rendered(results, "gpu-bench-cpu")
 
 
 def test_the_trainer_callback_keeps_the_profile_inside_one_epoch(tmp_path):
