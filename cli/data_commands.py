@@ -59,11 +59,12 @@ def cmd_init(args, stream: TextIO) -> int:
 
 def cmd_schema_draft(args, stream: TextIO) -> int:
     from cli import schema_draft
+    from pipeline.data_source import DataError
 
     cfg = config_or_bad_input(args)
     try:
         return schema_draft.draft(cfg, out_path=args.schema_output, diff=args.diff, stream=stream)
-    except schema_draft.DataError as e:
+    except DataError as e:
         raise BadInput(str(e)) from None
 
 

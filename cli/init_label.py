@@ -11,6 +11,7 @@ import task_types
 from cli import column_profile as cp
 from cli.column_profile import ColumnProfile
 from pipeline import labels
+from task_types.binary import positive_value
 from transforms import features as F
 
 LEAK_CORRELATION = 0.95   # |r| with a numeric label (or a binary one as 0/1) at or above: suspect
@@ -65,12 +66,12 @@ def choose_positive(spec: Dict[str, Any], values: labels.LabelValues, positive: 
         shown = " and ".join(repr(v) for v in values.distinct[:2]) if len(values.counts) == 2 else values.shown()
         raise InitError(f"label column {name!r} holds {shown}: which is the positive class? pass "
                         f"--positive VALUE (e.g. --positive {shlex.quote(values.distinct[-1])})")
-    if positive is not None and labels.binary_positive(
+    if positive is not None and positive_value(
             F.Label(name=name, transform=spec["transform"], positive=positive), values) not in values.counts:
         raise InitError(f"--positive {shlex.quote(positive)} is not a value of column {name!r}, which holds "
                         f"{values.shown()}; pass one of them as the data writes it")
     if chosen is not None and not numeric01:
-        spec["positive"] = labels.binary_positive(F.Label(name=name, transform=spec["transform"], positive=chosen),
+        spec["positive"] = positive_value(F.Label(name=name, transform=spec["transform"], positive=chosen),
                                                   values)
         how = " (--positive)" if positive is not None else " (its usual spelling)"
         return f"; positive {spec['positive']!r}" + how

@@ -19,7 +19,7 @@ from google.protobuf import text_format
 
 from pipeline import data_source
 from pipeline.config import PipelineConfig
-from pipeline.data_source import DataError  # noqa: F401 - the CLI catches it from here
+from pipeline.data_source import DataError
 from runs import files
 
 ENCODE_ROWS = 20_000  # rows typed and encoded at a time (the ExampleGen's batch)

@@ -19,7 +19,6 @@ from typing import List, Optional, Tuple
 
 import task_types
 from task_types.base import LabelError  # noqa: F401 - raised here and by the task types' check_label
-from task_types.binary import positive_value as binary_positive  # noqa: F401 - tfxline init names it here
 from transforms import features as F
 
 MISSING_LABELS = ("drop", "fail")
