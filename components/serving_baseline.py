@@ -32,7 +32,7 @@ from typing import Any, Dict, List, Optional
 
 from absl import logging
 from tfx import types
-from tfx import v1 as tfx
+from tfx.components import Evaluator
 from tfx.components.evaluator import executor as evaluator_executor
 from tfx.dsl.components.base import base_component, base_executor, executor_spec
 from tfx.dsl.io import fileio
@@ -126,5 +126,5 @@ class EvaluatorExecutor(evaluator_executor.Executor):
         super().Do(input_dict, output_dict, exec_properties)
 
 
-class GatedEvaluator(tfx.components.Evaluator):
+class GatedEvaluator(Evaluator):
     EXECUTOR_SPEC = executor_spec.BeamExecutorSpec(EvaluatorExecutor)

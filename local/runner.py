@@ -180,7 +180,7 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
     # The pre-flight check first, before TFX and TensorFlow load (~6 s): a bad CSV is refused
     # in about a second (bench/preflight.py).
     paths = paths or resolve_inputs(cfg, span)
-    from tfx import v1 as tfx
+    from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 
     from trainer.keras_compat import skip_autograph_for_tf_keras
     # Every component runs in this process: spare TFMA's tf_keras metric wrappers the
@@ -205,7 +205,7 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
             try:
                 with beam_packaging.no_sdist_for_local_runners(), frozen_heap(), \
                         (stderr_to_file(log_path) if workers else contextlib.nullcontext()):
-                    tfx.orchestration.LocalDagRunner().run_with_ir(ir)
+                    LocalDagRunner().run_with_ir(ir)
             except Exception as e:
                 logging.getLogger(__name__).exception("pipeline %s failed", cfg.name)
                 progress.failed()

@@ -9,8 +9,16 @@ from __future__ import annotations
 import posixpath
 from typing import Any, Mapping, NamedTuple, Optional, Sequence, Tuple
 
-from tfx import v1 as tfx
-from tfx.proto import example_gen_pb2, range_config_pb2, transform_pb2
+# TFX's own modules, not ``tfx.v1``: that package also imports the Google Cloud extensions
+# (google.cloud.aiplatform: ~3 s of a local run's start for nothing it uses).
+from tfx.components import ExampleValidator, ImportExampleGen, StatisticsGen, Trainer, Transform
+from tfx.components.schema_gen.import_schema_gen.component import ImportSchemaGen
+from tfx.dsl.components.common.resolver import Resolver
+from tfx.dsl.input_resolution.strategies.span_range_strategy import SpanRangeStrategy
+from tfx.orchestration.pipeline import Pipeline
+from tfx.proto import example_gen_pb2, range_config_pb2, trainer_pb2, transform_pb2
+from tfx.types import standard_artifacts
+from tfx.types.channel import Channel
 
 from components import csv_example_gen
 from components.anomalies_gate import AnomaliesGate
@@ -52,11 +60,11 @@ def span_window(example_gen, window: int):
     """The newest ``window`` spans that ExampleGen has ingested in this and earlier runs: TFX's
     Resolver with a rolling RangeConfig. LocalDagRunner only: TFX's Kubeflow V2 compiler does not
     compile this resolver strategy, and ``kubeflow.compile`` refuses a window in one line."""
-    resolver = tfx.dsl.Resolver(
-        strategy_class=tfx.dsl.experimental.SpanRangeStrategy,
+    resolver = Resolver(
+        strategy_class=SpanRangeStrategy,
         config={"range_config": range_config_pb2.RangeConfig(
             rolling_range=range_config_pb2.RollingRange(num_spans=window))},
-        examples=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Examples,
+        examples=Channel(type=standard_artifacts.Examples,
                                  producer_component_id=example_gen.id),
     ).with_id(WINDOW_ID)
     resolver.add_upstream_node(example_gen)  # today's span first
@@ -107,7 +115,7 @@ def create_pipeline(
     run_metrics: Optional[dict] = None,
     component_beam_args: Optional[Mapping[str, Sequence[str]]] = None,
     data_digest: str = "",
-) -> tfx.dsl.Pipeline:
+) -> Pipeline:
     """Build the pipeline.
 
     ``data_root`` and ``train_args`` may be RuntimeParameters (Kubeflow sets them at
@@ -131,7 +139,7 @@ def create_pipeline(
     for component in components:
         if component.id in (component_beam_args or {}):
             component.with_beam_pipeline_args(list(component_beam_args[component.id]))
-    return tfx.dsl.Pipeline(
+    return Pipeline(
         pipeline_name=cfg.name,
         pipeline_root=pipeline_root,
         components=components,
@@ -145,7 +153,7 @@ def example_gen_component(cfg: PipelineConfig, data_root: str, data_pattern: str
                           data_digest: str):
     input_config, output_config = example_gen_configs(cfg, data_pattern)
     example_gen_class = {"csv": CsvExampleGen,  # TFX's, reading headers as CSV (BOM, spaces, gzip)
-                         "tfrecord": tfx.components.ImportExampleGen}[cfg.data.format]
+                         "tfrecord": ImportExampleGen}[cfg.data.format]
     extra = {}
     if cfg.data.format == "csv":  # rows without a label: left out; the data's content: in the cache key
         drop = cfg.features.label.source_columns if cfg.data.missing_labels == "drop" else ()
@@ -160,9 +168,9 @@ def data_components(cfg: PipelineConfig, *, data_root: str, data_pattern: str, s
     example_gen = example_gen_component(cfg, data_root, data_pattern, span, data_digest)
     # The data checks look at today's span; Transform and Trainer read the window of spans.
     window = span_window(example_gen, cfg.data.window) if cfg.data.window > 1 else None
-    statistics_gen = tfx.components.StatisticsGen(examples=example_gen.outputs["examples"])
-    schema_gen = tfx.components.ImportSchemaGen(schema_file=schema_path)
-    example_validator = tfx.components.ExampleValidator(
+    statistics_gen = StatisticsGen(examples=example_gen.outputs["examples"])
+    schema_gen = ImportSchemaGen(schema_file=schema_path)
+    example_validator = ExampleValidator(
         statistics=statistics_gen.outputs["statistics"], schema=schema_gen.outputs["schema"])
     # the gates and the Pusher report a compiled run's end to Prometheus (run_metrics: None for a local run)
     anomalies_gate = AnomaliesGate(anomalies=example_validator.outputs["anomalies"],
@@ -177,7 +185,7 @@ def data_components(cfg: PipelineConfig, *, data_root: str, data_pattern: str, s
 
 
 def transform_component(cfg: PipelineConfig, data: DataComponents):
-    transform = tfx.components.Transform(
+    transform = Transform(
         examples=data.training_examples, schema=data.schema_gen.outputs["schema"],
         preprocessing_fn=PREPROCESSING_FN, custom_config={"features": cfg.features.to_dict()},
         disable_statistics=not cfg.runtime.transform_statistics,
@@ -201,12 +209,12 @@ def trainer_component(cfg: PipelineConfig, data: DataComponents, transform, trai
         schema=data.schema_gen.outputs["schema"],
         # Fit on train, early-stop on validation; eval is the Evaluator's alone. (A runtime
         # train_args names no splits: TFX's default is train.)
-        train_args=train_args or tfx.proto.TrainArgs(
+        train_args=train_args or trainer_pb2.TrainArgs(
             **config_trainer.train_args(config_trainer.step_budget(cfg.training)), splits=[TRAIN_SPLIT]),
-        eval_args=tfx.proto.EvalArgs(num_steps=cfg.training.eval_steps, splits=[cfg.data.trainer_eval_split]),
+        eval_args=trainer_pb2.EvalArgs(num_steps=cfg.training.eval_steps, splits=[cfg.data.trainer_eval_split]),
         custom_config=trainer_custom_config(cfg),
     )
-    return (trainer_factory or tfx.components.Trainer)(**trainer_kwargs)
+    return (trainer_factory or Trainer)(**trainer_kwargs)
 
 
 def evaluation_components(cfg: PipelineConfig, data: DataComponents, transform, trainer, serving_dir: str,
