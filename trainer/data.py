@@ -32,7 +32,8 @@ from __future__ import annotations
 
 import os
 import tempfile
-from typing import Callable, Dict, List, Optional, Sequence
+import weakref
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import tensorflow as tf
 
@@ -45,17 +46,24 @@ def parser(feature_spec) -> Decode:
     return lambda serialized: tf.io.parse_example(serialized, feature_spec)
 
 
+_TRAINER_LAYERS: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+
+
 def transform_layer(tf_transform_output):
     """The Transform graph as a Keras layer of the Trainer's own: not the one the exported
     model tracks (``transform_features_layer()``, one per output), since Keras saves a layer's
     call for the inputs it saw first, and the model's must see the serving signature's. Made
     under the float32 policy: under a mixed one (runtime.precision) Keras would hand the graph
-    bfloat16 / float16 values where it takes float32."""
+    bfloat16 / float16 values where it takes float32. One per Transform output: the train and
+    validation datasets and the label's moments share it (each layer loads the Transform's
+    SavedModel, about a second)."""
     import tensorflow_transform as tft
 
     from trainer.precision import precision_policy
-    with precision_policy("float32"):
-        return tft.TransformFeaturesLayer(tf_transform_output)
+    if tf_transform_output not in _TRAINER_LAYERS:
+        with precision_policy("float32"):
+            _TRAINER_LAYERS[tf_transform_output] = tft.TransformFeaturesLayer(tf_transform_output)
+    return _TRAINER_LAYERS[tf_transform_output]
 
 
 def transformed_decoder(tf_transform_output) -> Decode:
