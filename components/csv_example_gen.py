@@ -12,11 +12,13 @@ in docs/scale.md.
 from __future__ import annotations
 
 import itertools
+import os
 from typing import List, Optional, Sequence
 
 import apache_beam as beam
 import numpy as np
 from google.protobuf import struct_pb2
+from tfx.components import CsvExampleGen as TfxCsvExampleGen
 from tfx.components.example_gen import utils as example_gen_utils
 from tfx.components.example_gen import write_split
 from tfx.components.example_gen.component import FileBasedExampleGen
@@ -27,7 +29,6 @@ from tfx.dsl.io import fileio
 from tfx.proto import example_gen_pb2
 from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import proto_utils
-from tfx.v1.components import CsvExampleGen as TfxCsvExampleGen
 from tfx_bsl.coders import csv_decoder
 
 from components import csv_records, example_encoder, example_splits
@@ -166,13 +167,19 @@ class _CsvToExample(tfx_csv._CsvToExample):  # pylint: disable=protected-access
         for path in csv_files[1:]:
             if read_header(path) != column_names:
                 raise RuntimeError(f"Files in same split {self._csv_pattern} have different header.")
-        batches = (pipeline
-                   | "CreateFilenames" >> beam.Create(csv_files)
-                   | "ReadCsvBatches" >> beam.ParDo(
-                       csv_records.ReadCsvBatches(column_names, required=self._required)))
+        # Two passes over the files: the column types (TFX infers them over every row), then the
+        # records typed by them. One read feeding both held every row in memory between them (the
+        # DirectRunner keeps a stage's output until the next stage runs; docs/scale.md).
         column_infos = beam.pvalue.AsSingleton(
-            batches | "InferColumnTypes" >> beam.CombineGlobally(_ColumnTypes(column_names, skip_blank_lines=True)))
-        return batches | "ToTFExample" >> beam.ParDo(_EncodeBatch(), column_infos)
+            pipeline
+            | "CreateFilenamesForTypes" >> beam.Create(csv_files)
+            | "ReadCsvForTypes" >> beam.ParDo(
+                csv_records.ReadCsvBatches(column_names, required=self._required, count_dropped=False))
+            | "InferColumnTypes" >> beam.CombineGlobally(_ColumnTypes(column_names, skip_blank_lines=True)))
+        return (pipeline
+                | "CreateFilenames" >> beam.Create(csv_files)
+                | "ReadCsvBatches" >> beam.ParDo(csv_records.ReadCsvBatches(column_names, required=self._required))
+                | "ToTFExample" >> beam.ParDo(_EncodeBatch(), column_infos))
 
 
 class Executor(tfx_csv.Executor):
@@ -202,15 +209,20 @@ class Executor(tfx_csv.Executor):
         buckets = list(itertools.accumulate(s.hash_buckets for s in output_config.split_config.splits))
         sources = [_CsvToExample(exec_properties, split.pattern) for split in input_config.splits]
         shards = example_splits.shard_count([p for source in sources for p in source.csv_files])
-        with self._make_beam_pipeline() as pipeline:
-            keyed = [pipeline
-                     | f"InputToRecord[{split.name}]" >> source
-                     | f"SplitData[{split.name}]" >> beam.ParDo(example_splits.SplitBatch(
-                         shards, buckets=buckets or None, split=None if buckets else index))
-                     for index, (split, source) in enumerate(zip(input_config.splits, sources))]
-            _ = (keyed | "Flatten" >> beam.Flatten()
-                 | "GroupByShard" >> beam.GroupByKey()
-                 | "WriteShards" >> beam.ParDo(example_splits.WriteShard(split_uris, shards)))
+        pieces_dir = os.path.join(artifact_utils.get_single_uri(examples), example_splits.PIECES_DIR)
+        fileio.makedirs(pieces_dir)
+        try:
+            with self._make_beam_pipeline() as pipeline:
+                keyed = [pipeline
+                         | f"InputToRecord[{split.name}]" >> source
+                         | f"SplitData[{split.name}]" >> beam.ParDo(example_splits.SplitBatch(
+                             shards, pieces_dir, buckets=buckets or None, split=None if buckets else index))
+                         for index, (split, source) in enumerate(zip(input_config.splits, sources))]
+                _ = (keyed | "Flatten" >> beam.Flatten()
+                     | "GroupByShard" >> beam.GroupByKey()
+                     | "WriteShards" >> beam.ParDo(example_splits.WriteShard(split_uris, shards)))
+        finally:
+            example_splits.remove_pieces(pieces_dir)
         example_splits.write_empty_splits(split_uris)
         dropped = pipeline.result.metrics().query(beam.metrics.MetricsFilter().with_name(DROPPED))["counters"]
         for artifact in examples:

@@ -78,8 +78,10 @@ class ReadCsvBatches(beam.DoFn):
     iterable"), so a .csv.gz failed. Found by tests/test_csv_input.py. Yields the records
     ``BATCH_ROWS`` at a time, parsed into columns."""
 
-    def __init__(self, column_names: List[str], batch_rows: Optional[int] = None, required: Sequence[str] = ()):
+    def __init__(self, column_names: List[str], batch_rows: Optional[int] = None, required: Sequence[str] = (),
+                 count_dropped: bool = True):
         self._column_names, self._batch_rows = column_names, batch_rows or BATCH_ROWS
+        self._count_dropped = count_dropped  # False: a second pass over the same files (column types)
         missing = [c for c in required if c not in column_names]
         if missing:
             raise ValueError(f"the CSV lacks column(s) {', '.join(missing)}, whose empty cells leave rows out")
@@ -88,7 +90,7 @@ class ReadCsvBatches(beam.DoFn):
 
     def _parse(self, records: List[str]):
         columns, dropped = parse_records(records, self._column_names, self._required)
-        if dropped:
+        if dropped and self._count_dropped:
             self._dropped.inc(dropped)
         return columns
 

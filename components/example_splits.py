@@ -9,12 +9,16 @@ Beam element is a batch:
 - ``SplitBatch`` hashes each record as TFX's ``_PartitionFn`` does (sha256 of its bytes
   modulo the total hash buckets, the split by ``bisect``), so every split holds exactly what
   TFX's executor puts there; other bits of the same hash pick the record's shard and its
-  place in the shard.
-- ``WriteShard`` writes a shard's records ordered by that hash: a shuffle, as TFX's
-  ``Reshuffle`` is, so a CSV sorted by date or label does not reach the trainer sorted, but a
-  deterministic one (the same data gives the same files), where TFX's order changes per run.
-  It writes to a temporary name and renames, so a retried bundle on a distributed runner
-  leaves one whole file.
+  place in the shard. It writes the records to piece files, one per (split, shard) and bundle,
+  and passes on only their names: the shuffle between the two stages carries file names, not
+  records. (It carried the records: Beam's DirectRunner holds a stage's whole output in the
+  runner's memory until the next stage runs, so a 1M-row day's ExampleGen peaked at 3.4 GB and
+  grew with the rows; docs/scale.md.)
+- ``WriteShard`` reads a shard's pieces and writes its records ordered by that hash: a shuffle,
+  as TFX's ``Reshuffle`` is, so a CSV sorted by date or label does not reach the trainer sorted,
+  but a deterministic one (the same data gives the same files), where TFX's order changes per
+  run. It writes to a temporary name and renames, so a retried bundle on a distributed runner
+  leaves one whole file; the pieces go when the pipeline is done (``remove_pieces``).
 
 Shards: one per ``SHARD_INPUT_BYTES`` of input (counted uncompressed; gzip files x4), so a
 shard's records fit a worker's memory and large days write in parallel on distributed runners.
@@ -22,14 +26,15 @@ shard's records fit a worker's memory and large days write in parallel on distri
 from __future__ import annotations
 
 import bisect
-import collections
 import hashlib
 import math
 import os
+import uuid
 from typing import Dict, List, Optional, Sequence
 
 import apache_beam as beam
 import tensorflow as tf
+from apache_beam.transforms.window import GlobalWindows
 from tfx.components.example_gen import write_split
 
 SHARD_INPUT_BYTES = 32 << 20
@@ -51,40 +56,64 @@ def shard_name(shard: int, shards: int) -> str:
     return f"{FILE_PREFIX}-{shard:05d}-of-{shards:05d}.gz"
 
 
-class SplitBatch(beam.DoFn):
-    """A batch of records as ``((split index, shard), [(order, record), ...])`` groups:
-    ``buckets`` are the splits' cumulative hash buckets (TFX's output split config), or
-    ``split`` the one split every record goes to (TFX's input splits)."""
+PIECES_DIR = ".pieces"  # under the examples artifact's URI, beside its split folders
+ORDER_BYTES = 16  # a record's place in its shard: the top 128 bits of its sha256
 
-    def __init__(self, shards: int, buckets: Optional[List[int]] = None, split: Optional[int] = None):
-        self._shards, self._buckets, self._split = shards, buckets, split
+
+class SplitBatch(beam.DoFn):
+    """Batches of records into piece files, one per (split index, shard) in a bundle, each entry
+    the record's order key (``ORDER_BYTES``) then the record; yields ``((split, shard), piece
+    path)`` once the bundle is done. ``buckets`` are the splits' cumulative hash buckets (TFX's
+    output split config), or ``split`` the one split every record goes to (TFX's input splits)."""
+
+    def __init__(self, shards: int, pieces_dir: str, buckets: Optional[List[int]] = None,
+                 split: Optional[int] = None):
+        self._shards, self._pieces_dir, self._buckets, self._split = shards, pieces_dir, buckets, split
+
+    def start_bundle(self):
+        self._writers: Dict[tuple, tuple] = {}
 
     def process(self, records: List[bytes]):
-        groups: Dict[tuple, list] = collections.defaultdict(list)
         total = self._buckets[-1] if self._buckets else 1
         for record in records:
-            h = int.from_bytes(hashlib.sha256(record).digest(), "big")
-            split = bisect.bisect(self._buckets, h % total) if self._buckets else self._split
-            groups[(split, (h >> 64) % self._shards)].append((h >> 128, record))
-        yield from groups.items()
+            digest = hashlib.sha256(record).digest()
+            h = int.from_bytes(digest, "big")
+            key = (bisect.bisect(self._buckets, h % total) if self._buckets else self._split, (h >> 64) % self._shards)
+            if key not in self._writers:
+                path = os.path.join(self._pieces_dir, f"{key[0]}-{key[1]}-{uuid.uuid4().hex}.tfrecord")
+                self._writers[key] = (path, tf.io.TFRecordWriter(path))
+            self._writers[key][1].write(digest[:ORDER_BYTES] + record)
+
+    def finish_bundle(self):
+        for key, (path, writer) in self._writers.items():
+            writer.close()
+            yield GlobalWindows.windowed_value((key, path))
+        self._writers = {}
 
 
 class WriteShard(beam.DoFn):
-    """One shard's records, in hash order, to ``<split dir>/data_tfrecord-SSSSS-of-NNNNN.gz``."""
+    """One shard's records, read from its pieces, in hash order (then by their bytes: entries
+    sorted whole), to ``<split dir>/data_tfrecord-SSSSS-of-NNNNN.gz``."""
 
     def __init__(self, split_uris: List[str], shards: int):
         self._split_uris, self._shards = split_uris, shards
 
     def process(self, element):
-        (split, shard), groups = element
-        records = sorted(r for group in groups for r in group)
+        (split, shard), pieces = element
+        entries = sorted(record for batch in tf.data.TFRecordDataset(sorted(pieces)).batch(65536)
+                         for record in batch.numpy())
         path = os.path.join(self._split_uris[split], shard_name(shard, self._shards))
         partial = path + ".partial"
         with _gzip_writer(partial) as writer:
-            for _, record in records:
-                writer.write(record)
+            for entry in entries:
+                writer.write(entry[ORDER_BYTES:])
         tf.io.gfile.rename(partial, path, overwrite=True)
-        yield split, len(records)
+        yield split, len(entries)
+
+
+def remove_pieces(pieces_dir: str) -> None:
+    if tf.io.gfile.exists(pieces_dir):
+        tf.io.gfile.rmtree(pieces_dir)
 
 
 def write_empty_splits(split_uris: Sequence[str]) -> None:
