@@ -3,6 +3,7 @@ gives exactly TFX's examples: the same column types, and every record byte for b
 tf.Example serialized deterministically, which is what TFX hashes to pick a record's split.
 So the splits, and everything downstream, are what TFX's own CsvExampleGen gives."""
 import csv
+import hashlib
 import os
 
 import apache_beam as beam
@@ -14,7 +15,7 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 from tfx.components.example_gen.csv_example_gen import executor as tfx_csv
 from tfx_bsl.coders import csv_decoder
 
-from components import csv_example_gen, csv_records, example_encoder
+from components import csv_example_gen, csv_records, example_encoder, example_splits
 from pipeline import data_source
 
 # Cells at the edges of TFX's type inference: signs, spaces and underscores that int() reads,
@@ -177,6 +178,44 @@ def test_the_executor_writes_tfxs_splits_in_a_deterministic_shuffled_order(tmp_p
         assert sorted(records) == want and len(records) > 100
         assert [position[r] for r in records] != sorted(position[r] for r in records)  # shuffled
     assert sum(len(ours[s][1]) for s in ours) == len(in_csv_order) == 2000
+    for out in ("ours", "again", "workers"):  # the piece files went with the pipeline
+        assert not os.path.exists(tmp_path / out / example_splits.PIECES_DIR)
+
+
+def test_the_shuffle_between_the_stages_carries_file_names_not_records(tmp_path):
+    """SplitBatch writes a bundle's records to one piece file per (split, shard) and passes on
+    only the file names, so what Beam holds between the two stages does not grow with the rows;
+    WriteShard writes a shard from its pieces in hash order, whichever bundle wrote them."""
+    records = [f"record {i}".encode() for i in range(600)]
+    split_dirs = [tmp_path / name for name in ("train", "eval")]
+    for d in split_dirs:
+        d.mkdir()
+    pieces_dir = tmp_path / "pieces"
+    pieces_dir.mkdir()
+    fn = example_splits.SplitBatch(shards=2, pieces_dir=str(pieces_dir), buckets=[3, 4])
+    pieces = []
+    for bundle in (records[:250], records[250:]):  # two bundles: two pieces per (split, shard)
+        fn.start_bundle()
+        assert fn.process(bundle) is None  # nothing passes on per batch
+        pieces += [wv.value for wv in fn.finish_bundle()]
+    assert len(pieces) == 8 and all(isinstance(path, str) and os.path.exists(path) for _, path in pieces)
+    grouped = {}
+    for key, path in pieces:
+        grouped.setdefault(key, []).append(path)
+    write = example_splits.WriteShard([str(d) for d in split_dirs], 2)
+    written = [count for key in sorted(grouped) for _, count in write.process((key, grouped[key]))]
+    assert sum(written) == 600
+
+    def order(r):
+        return hashlib.sha256(r).digest()
+
+    for split, d in enumerate(split_dirs):
+        for shard in range(2):
+            path = d / example_splits.shard_name(shard, 2)
+            got = [r.numpy() for r in tf.data.TFRecordDataset(str(path), compression_type="GZIP")]
+            assert got == sorted(got, key=order) and got
+    example_splits.remove_pieces(str(pieces_dir))
+    assert not pieces_dir.exists()
 
 
 def test_rows_without_a_label_are_left_out(tmp_path):
