@@ -51,6 +51,8 @@ def training_problems(training: TrainingConfig) -> Iterator[Problem]:
                                       "split into, so it must be <= training.train_steps: lower one or raise the other")
     if not training.gradient_accumulation_steps >= 1:
         yield bad(training, "gradient_accumulation_steps", "must be >= 1 (1 turns accumulation off)")
+    if not training.cache_max_gb > 0:
+        yield bad(training, "cache_max_gb", "must be > 0 (training.cache: false caches nothing)")
     if not training.eval_steps >= 1:
         yield bad(training, "eval_steps", "must be >= 1")
 

@@ -51,6 +51,7 @@ def test_overrides_and_explicit_values_are_typed():
     ("training", "section.key=value"),
     ("training.mode=forever", "training.mode"),
     ("training.gradient_accumulation_steps=0", "training.gradient_accumulation_steps"),
+    ("training.cache_max_gb=0", "training.cache_max_gb"),
     ("drift.numeric_threshold=0", "drift.numeric_threshold"),
     ("model.weight_decay=-0.1", "model.weight_decay"),
     ("runtime.steps_per_execution=-1", "runtime.steps_per_execution"),

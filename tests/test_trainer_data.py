@@ -31,9 +31,13 @@ def test_decompressed_size_is_estimated_from_a_sample(tmp_path):
 
 def test_the_cache_is_used_only_when_the_records_fit():
     gib = 1 << 30
-    assert data.cache_fits(2 * gib, available=8 * gib)
-    assert not data.cache_fits(2 * gib + 1, available=8 * gib)
+    big = 64 * gib  # training.cache_max_gb set above the machine's quarter
+    assert data.cache_fits(2 * gib, available=8 * gib, max_bytes=big)
+    assert not data.cache_fits(2 * gib + 1, available=8 * gib, max_bytes=big)
     assert data.cache_fits(gib, available=None) and not data.cache_fits(gib + 1, available=None)
+    # training.cache_max_gb caps it whatever the machine has: a larger split streams (flat memory)
+    assert data.cache_fits(gib, available=64 * gib) and not data.cache_fits(gib + 1, available=64 * gib)
+    assert data.cache_fits(3 * gib, available=64 * gib, max_bytes=4 * gib)
     assert data.available_memory() is None or data.available_memory() > 0
 
 

@@ -9,7 +9,7 @@ Two readers (``training.reader``):
 
 ``tfrecord`` (default), two shapes:
 
-* the training split when it fits in memory (``cache_fits``; the taxi data is 7 MB): read
+* the training split when it fits its memory budget (``cache_fits``; the taxi data is 7 MB): read
   (parallel, GZIP TFRecords) -> decode every record once, as columns -> cache the columns ->
   per epoch, a seeded permutation of all rows -> batches gathered from the columns ->
   prefetch. Every step of the repeated part works on whole batches, so the input keeps up
@@ -137,11 +137,11 @@ def available_memory() -> Optional[int]:
     return None
 
 
-def cache_fits(data_bytes: int, available: Optional[int]) -> bool:
-    """``training.cache``: the records are cached in memory when they take at most a quarter
-    of the available memory (1 GiB where that is unknown); larger data streams from the files
-    every epoch instead of running the Trainer out of memory."""
-    budget = available // 4 if available else 1 << 30
+def cache_fits(data_bytes: int, available: Optional[int], max_bytes: int = 1 << 30) -> bool:
+    """``training.cache``: the records are cached in memory when they take at most ``max_bytes``
+    (``training.cache_max_gb``) and a quarter of the available memory (1 GiB where that is
+    unknown); larger data streams from the files every epoch, in memory that does not grow with it."""
+    budget = min(available // 4 if available else 1 << 30, max_bytes)
     return data_bytes <= budget
 
 

@@ -92,10 +92,11 @@ def input_data(fn_args, settings: TrainerSettings, sizes: Sizes, state: Dict[str
     cache, data_bytes = False, None
     if training.cache and training.reader == "tfrecord":
         data_bytes = data.decompressed_bytes(fn_args.train_files)
-        cache = data.cache_fits(data_bytes, data.available_memory())
+        cache = data.cache_fits(data_bytes, data.available_memory(), int(training.cache_max_gb * 2**30))
         if not cache:
-            logging.warning("training.cache: the train split's ~%.1f GB do not fit in a quarter of the "
-                            "available memory; reading the files every epoch", data_bytes / 1e9)
+            logging.warning("training.cache: the train split's ~%.1f GB do not fit training.cache_max_gb (%s) "
+                            "or a quarter of the available memory; reading the files every epoch",
+                            data_bytes / 1e9, training.cache_max_gb)
     train_ds = input_dataset(fn_args, settings, fn_args.train_files, sizes.tf_transform_output, sizes.global_batch,
                              shuffle=True, cache=cache).skip(resume.skip_batches(state, sizes.steps_per_epoch))
     # fn_args.eval_files: the validation split (the pipeline's EvalArgs), never the split the
