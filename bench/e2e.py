@@ -68,14 +68,19 @@ def timed(cmd, env, cwd, log_path) -> float:
     return time.monotonic() - started
 
 
-def run_ours(work: str, overrides, data) -> dict:
-    """``tfxline run`` on ``data`` (None: the config's, the taxi CSV inside tfx)."""
-    out = os.path.join(work, "ours")
-    cmd = [os.path.join(os.path.dirname(sys.executable), "tfxline"), "run", "--output", out]
+def run_ours(work: str, overrides, data, code: str = "", label: str = "ours") -> dict:
+    """``tfxline run`` on ``data`` (None: the config's, the taxi CSV inside tfx); ``code``: a
+    checkout of another commit to run instead (--before), with this venv's packages."""
+    out = os.path.join(work, label)
+    if code:
+        cmd = [sys.executable, "-c", "import sys; from cli.main import main; sys.exit(main())", "run", "--output", out]
+    else:
+        cmd = [os.path.join(os.path.dirname(sys.executable), "tfxline"), "run", "--output", out]
     cmd += ["--data", data] if data else []
     for o in overrides:
         cmd += ["--set", o]
-    wall = timed(cmd, dict(os.environ), ROOT, os.path.join(work, "ours.log"))
+    env = dict(os.environ, PYTHONPATH=code) if code else dict(os.environ)
+    wall = timed(cmd, env, code or ROOT, os.path.join(work, f"{label}.log"))
     return {"wall_seconds": wall, "metadata": os.path.join(out, "metadata.sqlite"), "name": "taxi"}
 
 
@@ -155,6 +160,9 @@ def main():
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE",
                         help="config override for this project's run (e.g. a lever under test)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    parser.add_argument("--before", metavar="REV",
+                        help="also run this project at git commit REV in each round (a worktree, the same venv): "
+                             "the before / after figures of a change, measured in the same rounds")
     smoke.add_arguments(parser, RESULTS)
     args = parser.parse_args()
     results_path = smoke.results_path(args, RESULTS)
@@ -166,6 +174,13 @@ def main():
     if args.smoke:
         data = smoke.taxi_rows(os.path.join(work_root, "taxi.csv"))
         results["smoke"] = True
+    before_code = ""
+    if args.before:
+        before_code = os.path.join(work_root, "before-code")
+        subprocess.run(["git", "-C", ROOT, "worktree", "add", "--detach", before_code, args.before], check=True,
+                       stdout=subprocess.DEVNULL)
+        results["before_commit"] = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", args.before],
+                                                  check=True, capture_output=True, text=True).stdout.strip()
     for i in range(1 if args.smoke else args.rounds):
         work = os.path.join(work_root, f"round{i}")
         os.makedirs(work)
@@ -174,6 +189,7 @@ def main():
                 ours, example = pool.submit(run_ours, work, overrides, data), pool.submit(run_example, work, data, True)
                 ours, example = ours.result(), example.result()
         else:
+            before = run_ours(work, overrides, data, before_code, "before") if before_code else None
             ours, example = run_ours(work, overrides, data), run_example(work, data, False)
         s_ours, c_ours = components(ours)
         s_ex, c_ex = components(example)
@@ -188,11 +204,18 @@ def main():
             "shared_eval_rows": len(shared),
             "ratio": round(ours["wall_seconds"] / example["wall_seconds"], 3),
         })
+        if args.before and not args.smoke:
+            results["rounds"][-1]["before"] = {"wall_seconds": round(before["wall_seconds"], 1),
+                                               "components": components(before)[1]}
+            results["rounds"][-1]["before_ratio"] = round(before["wall_seconds"] / example["wall_seconds"], 3)
         r = results["rounds"][-1]
         print(f"round {i + 1}: ours {r['ours']['wall_seconds']} s, TFX example "
               f"{r['tfx_example']['wall_seconds']} s, ratio {r['ratio']}", flush=True)
     ratios = [r["ratio"] for r in results["rounds"]]
     results["median_ratio"] = sorted(ratios)[len(ratios) // 2]
+    if args.before and not args.smoke:
+        before_ratios = sorted(r["before_ratio"] for r in results["rounds"])
+        results["median_before_ratio"] = before_ratios[len(before_ratios) // 2]
     smoke.write_json(results_path, results)
     last = results["rounds"][-1]
     print(f"\n{'component':32s} {'ours':>8s} {'example':>8s}")
@@ -204,7 +227,11 @@ def main():
         own = {k: round(v, 4) for k, v in last[who]['own_eval'].items() if k in ('auc', 'binary_accuracy', 'accuracy')}
         print(f"{who:12s} wall {last[who]['wall_seconds']:7.1f} s   shared eval {last[who]['shared_eval']}"
               f"   own eval {json.dumps(own)}")
-    print(f"ratio ours/example (median of {len(ratios)}): {results['median_ratio']}  (goal <= 0.7)")
+    print(f"ratio ours/example (median of {len(ratios)}): {results['median_ratio']}  (goal <= 0.35)")
+    if "median_before_ratio" in results:
+        print(f"before ({results['before_commit']}): median ratio {results['median_before_ratio']}")
+    if before_code:
+        subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", before_code], check=False)
     if not args.keep:
         shutil.rmtree(work_root, ignore_errors=True)
     print(f"results: {results_path}")

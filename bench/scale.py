@@ -1,6 +1,7 @@
 """Scale benchmark: the full pipeline on taxi-like CSVs of 100k and 1M rows (not a test).
 
     .venv/bin/python bench/scale.py [--rows 100000 1000000] [--epochs 2] [--set k=v ...] [--results FILE]
+                                    [--runs-from FILE]
     .venv/bin/python bench/scale.py --smoke    # CI: one run of 1,000 rows, one epoch; a temporary results file
 
 The CSVs are made from the real taxi rows (the CSV inside tfx), resampled with replacement
@@ -10,8 +11,9 @@ data (steps = rows x epochs / batch), never a fixed step budget.
 
 For each size it prints the wall time per component (from MLMD), the peak resident memory
 of the whole process tree (sampled every 0.5 s; also the run's own process and its Beam worker
-processes apart), and rows/s; then time(largest) /
-time(smallest) against the ratio of rows (with two sizes or more). Writes bench/results/scale.json.
+processes apart, and each component's peak over its window in MLMD), and rows/s; then
+time(largest) / time(next smaller) against the ratio of rows (with two sizes or more). Writes
+bench/results/scale.json; --runs-from adds an earlier invocation's runs (a 10M-row run alone).
 """
 from __future__ import annotations
 
@@ -20,11 +22,13 @@ import csv
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from typing import Dict, List, Tuple
 
 import numpy as np
 import psutil
@@ -72,12 +76,14 @@ def make_csv(path: str, rows: int, seed: int = 0) -> None:
 
 
 class PeakRSS(threading.Thread):
-    """Peak resident memory of a process and all its descendants."""
+    """Peak resident memory of a process and all its descendants; every sample kept (wall
+    clock, the whole tree), so each component's own peak can be read from its window."""
 
     def __init__(self, pid: int):
         super().__init__(daemon=True)
         self.root, self.peak, self.running = psutil.Process(pid), 0, True
         self.peak_main = self.peak_workers = 0  # the run's own process; its children (Beam workers)
+        self.samples: List[Tuple[float, int]] = []
 
     def run(self):
         while self.running:
@@ -89,11 +95,29 @@ class PeakRSS(threading.Thread):
                     except psutil.Error:
                         rss.append(0)
                 self.peak = max(self.peak, sum(rss))
+                self.samples.append((time.time(), sum(rss)))
                 self.peak_main = max(self.peak_main, rss[0])
                 self.peak_workers = max(self.peak_workers, sum(rss[1:]))
             except psutil.Error:
                 return
             time.sleep(0.5)
+
+
+def component_peaks(metadata_path: str, summary, samples) -> Dict[str, float]:
+    """Each component's peak (GB, the whole process tree) over its execution's window in MLMD
+    (a component shorter than the 0.5 s sampling may hold no sample: left out)."""
+    from runs.store import open_store
+
+    store = open_store(metadata_path)
+    ids = [c.execution_id for c in summary.components]
+    peaks = {}
+    for execution in store.get_executions_by_id(ids):
+        start, end = execution.create_time_since_epoch / 1000, execution.last_update_time_since_epoch / 1000
+        inside = [rss for t, rss in samples if start <= t <= end]
+        if inside:
+            node = next(c.node_id for c in summary.components if c.execution_id == execution.id)
+            peaks[node] = round(max(inside) / 2**30, 2)
+    return peaks
 
 
 def run_pipeline(data: str, out: str, overrides, log_path: str):
@@ -119,6 +143,9 @@ def main():
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
     parser.add_argument("--work", help="work directory (default: a new temporary one)")
+    parser.add_argument("--runs-from", metavar="FILE",
+                        help="a results file of an earlier invocation on the same code and overrides: its runs join "
+                             "this one's (a 10M-row run takes most of an hour; measure it alone, then the rest)")
     smoke.add_arguments(parser, RESULTS)
     args = parser.parse_args()
     results_path = smoke.results_path(args, RESULTS)
@@ -139,6 +166,7 @@ def main():
             make_csv(data, rows)
             print(f"generated {rows} rows in {time.monotonic() - started:.0f} s: {data}", flush=True)
         out = os.path.join(work, f"out_{rows}")
+        shutil.rmtree(out, ignore_errors=True)  # a --work reused: a fresh output root, nothing served from cache
         wall, rss = run_pipeline(data, out, overrides, os.path.join(work, f"run_{rows}.log"))
         summary = collect_run(os.path.join(out, "metadata.sqlite"), "taxi")
         with open(os.path.join(summary.model_uri, "..", "..", "model_run",
@@ -150,11 +178,19 @@ def main():
                "rows_per_second": round(rows / wall), "train_steps": training["steps"],
                "epochs": training["epochs"],
                "components": {c.node_id: round(c.seconds, 1) for c in summary.components},
+               "peak_rss_gb_by_component": component_peaks(os.path.join(out, "metadata.sqlite"), summary,
+                                                           rss.samples),
                "auc": summary.metrics.get("auc")}
         results["runs"].append(run)
         print(json.dumps(run), flush=True)
-    if len(results["runs"]) > 1:
-        small, large = results["runs"][0], results["runs"][-1]
+    if args.runs_from:
+        with open(args.runs_from) as f:
+            earlier = json.load(f)
+        if earlier["overrides"] != overrides:
+            sys.exit(f"error: {args.runs_from} was measured with {earlier['overrides']}, not {overrides}")
+        results["runs"] = sorted(earlier["runs"] + results["runs"], key=lambda r: r["rows"])
+    if len(results["runs"]) > 1:  # the largest size against the next smaller one (10M vs 1M)
+        small, large = results["runs"][-2], results["runs"][-1]
         results["time_ratio"] = round(large["wall_seconds"] / small["wall_seconds"], 2)
         results["rows_ratio"] = large["rows"] / small["rows"]
         print(f"time({large['rows']}) / time({small['rows']}) = {results['time_ratio']} "

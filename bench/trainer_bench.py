@@ -36,6 +36,7 @@ SMOKE_STEPS, SMOKE_BATCHES = 4, 3
 TRAIN_RUNS = [("float32", 1), ("mixed_bfloat16", 1), ("float32", 1), ("float32", 2)]
 SMOKE_TRAIN_RUN = ("mixed_bfloat16", 2)  # a precision set and the 2-device branch, in one process
 RESULTS = os.path.join(ROOT, "bench", "results", "trainer.json")
+INPUT = "ExampleGen's raw examples, parsed and run through the Transform graph (trainer/data.py)"
 
 
 def transform_dirs(output_root):
@@ -134,6 +135,8 @@ def main():
         results[f"train_steps_per_s_{cpus}_devices"] = round(info["steps"] / info["train_seconds"], 1)
     results["note"] = ("train figures include the first epoch's tracing and the per-epoch validation; "
                        "2 logical devices share the same 2 physical cores")
+    results["date"] = time.strftime("%Y-%m-%d")
+    results["input"] = INPUT  # what the Trainer reads: a change of it makes these figures stale
     if args.smoke:
         results["smoke"] = True
     smoke.write_json(results_path, results)

@@ -274,6 +274,7 @@ SCHEMAS["trainer.json"] = {k: NUM for k in (
     "input_examples_per_s", "input_uncached_examples_per_s", "tfxio_examples_per_s", "raw_read_parse_examples_per_s",
     "train_examples_per_s_float32", "train_examples_per_s_mixed_bfloat16", "train_steps_per_s_1_devices",
     "train_steps_per_s_2_devices")}
+SCHEMAS["trainer.json"].update(date=Opt(str), input=Opt(str))  # input: what the Trainer read when measured
 
 
 def trainer_rows(rows: List[dict]) -> str:
@@ -356,6 +357,7 @@ def trainer_input() -> str:
          f"{rate(d['train_examples_per_s_float32'])} / {rate(d['train_examples_per_s_mixed_bfloat16'])}"],
         ["MirroredStrategy, 1 / 2 logical devices on the same cores (steps/s)",
          f"{d['train_steps_per_s_1_devices']} / {d['train_steps_per_s_2_devices']}"],
+        ["measured on", f"{d.get('date', 'an earlier round')}: {d.get('input', 'the input of that round')}"],
     ])
 
 
@@ -363,11 +365,16 @@ def trainer_input() -> str:
 
 STAGES = ("CsvExampleGen", "StatisticsGen", "Transform", "Trainer", "Evaluator")
 E2E_RUN = {"wall_seconds": NUM, "components": Map(NUM), "shared_eval": {"auc": NUM, "accuracy": NUM}}
-SCHEMAS["e2e.json"] = {"rounds": NonEmpty([{"ours": E2E_RUN, "tfx_example": E2E_RUN, "shared_eval_rows": int}]),
-                       "median_ratio": NUM}
+# before: e2e.py --before REV, the same rounds run at an earlier commit too
+SCHEMAS["e2e.json"] = {"rounds": NonEmpty([{"ours": E2E_RUN, "tfx_example": E2E_RUN, "shared_eval_rows": int,
+                                            "ratio": NUM, "before": Opt({"wall_seconds": NUM, "components": Map(NUM)}),
+                                            "before_ratio": Opt(NUM)}]),
+                       "median_ratio": NUM, "median_before_ratio": Opt(NUM), "before_commit": Opt(str)}
 SCHEMAS["scale.json"] = {"runs": NonEmpty([{
     "rows": int, "wall_seconds": NUM, "rows_per_second": NUM, "peak_rss_gb": NUM, "train_steps": int,
-    "components": Map(NUM)}]), "time_ratio": Opt(NUM), "rows_ratio": Opt(NUM)}  # no ratio: one size
+    "components": Map(NUM), "peak_rss_gb_run_process": Opt(NUM), "peak_rss_gb_beam_workers": Opt(NUM),
+    "peak_rss_gb_by_component": Opt(Map(NUM))}]),
+    "time_ratio": Opt(NUM), "rows_ratio": Opt(NUM)}  # no ratio: one size
 SCHEMAS["tflite.json"] = {"models": Map({
     "task": str, "eval_rows": int, "savedmodel": {"bytes": int, "p50_ms": NUM, "p99_ms": NUM},
     "modes": Map(OneOf({"refused": str}, {"bytes": int, "p50_ms": NUM, "p99_ms": NUM, "metric": str,
@@ -382,23 +389,33 @@ def e2e() -> str:
     d = load("e2e.json")
     rows = []
     for i, r in enumerate(d["rounds"], 1):
+        if "before" in r:
+            rows.append([i, f"this project before ({d['before_commit']})", f"{r['before']['wall_seconds']:.0f} s",
+                         _stages(r["before"]["components"]), ""])
         for who, name in (("ours", "this project"), ("tfx_example", "TFX `taxi_pipeline_native_keras.py`")):
             x = r[who]
             rows.append([i, name, f"{x['wall_seconds']:.0f} s", _stages(x["components"]),
                          f"{x['shared_eval']['auc']:.3f} / {x['shared_eval']['accuracy']:.3f}"])
+    if "median_before_ratio" in d:
+        rows.append(["", "median wall-time ratio before (before / TFX's)", d["median_before_ratio"], "", ""])
     rows.append(["", "median wall-time ratio (this / TFX's)", d["median_ratio"], "", ""])
     return table(["round", "pipeline", "wall", "s: " + " / ".join(STAGES),
                   f"AUC / accuracy on the {d['rounds'][0]['shared_eval_rows']:,} eval rows both hold out"], rows)
 
 
+def _peaks(by_component: Dict[str, float]) -> str:
+    return " / ".join(f"{by_component[s]:.2f}" if s in by_component else "–" for s in STAGES)
+
+
 def scale() -> str:
     d = load("scale.json")
     rows = [[f"{r['rows']:,}", f"{r['wall_seconds']:.0f} s", r["rows_per_second"], f"{r['peak_rss_gb']} GB",
-             f"{r['train_steps']:,}", _stages(r["components"])] for r in d["runs"]]
+             f"{r['train_steps']:,}", _stages(r["components"]), _peaks(r.get("peak_rss_gb_by_component", {}))]
+            for r in d["runs"]]
     if "time_ratio" in d:  # one size alone has none
-        rows.append(["time ratio", d["time_ratio"], f"for {d['rows_ratio']}× the rows", "", "", ""])
+        rows.append(["time ratio", d["time_ratio"], f"for {d['rows_ratio']:.0f}× the rows", "", "", "", ""])
     return table(["rows", "wall", "rows/s", "peak RSS (process tree)", "train steps",
-                  "s: " + " / ".join(STAGES)], rows)
+                  "s: " + " / ".join(STAGES), "peak RSS in each, GB"], rows)
 
 
 def tflite() -> str:
