@@ -4,9 +4,10 @@ VENV := $(or $(TFXLINE_VENV),.venv)
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 RUN_ARGS ?=
+NOTEBOOK_ARGS ?=
 IMAGE ?= tfxline:local
 
-.PHONY: setup run test test-fast lint measures test-tfx121 shell-tfx121 image lock lock-tfx121 docs clean
+.PHONY: setup run test test-fast notebook notebook-strip lint measures test-tfx121 shell-tfx121 image lock lock-tfx121 docs clean
 
 setup:
 	@bash tools/bootstrap.sh $(VENV)
@@ -20,6 +21,18 @@ test: setup
 # Unit tests only (skips the pipeline runs), for a quick local loop.
 test-fast: setup
 	$(BIN)/python -m pytest -m "not e2e" $(PYTEST_ARGS)
+
+# JupyterLab on the project's venv with the notebooks open (docs/notebooks.md): the whole pipeline,
+# then compiled for a cluster (quickstart), and one component at a time (components).
+# NOTEBOOK_ARGS passes flags, e.g. "--no-browser --ip 0.0.0.0" on a remote machine. As root (a
+# container, the Debian 13 root of make shell-tfx121) Jupyter refuses to start without --allow-root.
+notebook: setup
+	$(BIN)/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) $(NOTEBOOK_ARGS) \
+	    notebooks/quickstart.ipynb notebooks/components.ipynb
+
+# The notebooks' outputs stripped before a commit (tests/test_notebooks.py fails on outputs).
+notebook-strip:
+	python3 tools/strip_notebooks.py
 
 # ruff on the product folders (rules: pyproject.toml), and the tree's measures (tools/measures.py:
 # layer order, folder shares, file and function sizes; tests/test_layers.py checks them too).

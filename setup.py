@@ -13,7 +13,7 @@ setup(
     packages=[p for p in find_packages(include=[f"{p}*" for p in PACKAGES])],
     package_data={
         "pipeline": ["configs/*.yaml"],
-        "runs": ["report/templates/*.j2"],
+        "runs": ["report/templates/*.j2", "report/templates/*.css", "report/templates/sections/*.j2"],
         "schema": ["*.pbtxt"],
     },
     # The stack is pinned in requirements/*.lock.txt and installed from there (tools/bootstrap.sh);

@@ -1,7 +1,7 @@
 """What a local run does to its own process while the components run in it: one console line
 per component event (``ProgressHandler``), the libraries' logging into the run's log file
-(``logging_to``), and the memory a finished component freed handed back (``MemoryReleaser``,
-``frozen_heap``).
+(``logging_to``), the memory a finished component freed handed back (``MemoryReleaser``,
+``frozen_heap``), and in a Jupyter kernel, Beam's notebook scripts off (``interactive_beam_off``).
 """
 from __future__ import annotations
 
@@ -119,7 +119,11 @@ class logging_to:
                       if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler)]
         for logger, h in self.muted:
             logger.removeHandler(h)
+        # absl's verbosity as its flag and its logger's own level (NOTSET: the root's) had them
         self.previous_level = root.level
+        self.previous_verbosity = absl_logging.get_verbosity(), logging.getLogger("absl").level
+        # Python's warnings already logged (a notebook's, cli/notebook.py) stay so after the run
+        self.captured_warnings = getattr(logging, "_warnings_showwarning", None) is not None
         root.setLevel(logging.INFO)
         absl_logging.set_verbosity(absl_logging.INFO)
         root.addHandler(self.file_handler)
@@ -132,8 +136,12 @@ class logging_to:
         return self.progress
 
     def __exit__(self, *exc) -> None:
+        from absl import logging as absl_logging
+
         self.native.__exit__(*exc)
-        logging.captureWarnings(False)
+        logging.captureWarnings(self.captured_warnings)
+        absl_logging.set_verbosity(self.previous_verbosity[0])
+        logging.getLogger("absl").setLevel(self.previous_verbosity[1])
         logging.getLogger("absl").removeHandler(self.progress)
         logging.getLogger("absl").removeHandler(self.releaser)
         root = logging.getLogger()
@@ -142,3 +150,28 @@ class logging_to:
         for logger, h in self.muted:
             logger.addHandler(h)
         self.file_handler.close()
+
+
+def interactive_beam_off() -> None:
+    """In a Jupyter kernel (notebooks/), Beam makes its Interactive Beam environment when the first
+    pipeline is built (``apache_beam.utils.interactive_utils.alter_label_if_ipython``), and in a
+    notebook that environment displays a script in the running cell that loads jQuery and
+    DataTables from two CDNs, and sends Beam's log into the cells. TFX's components use no
+    Interactive Beam feature: make the environment first, as Beam makes it in a kernel without a
+    notebook (nothing displayed; its warnings about that, and about the Interactive Beam extras
+    not installed, not logged). Outside IPython, and once the environment exists: nothing."""
+    from apache_beam.utils import interactive_utils
+
+    if not interactive_utils.is_in_ipython():
+        return
+    from apache_beam.runners.interactive import interactive_environment as ie
+
+    logger, in_notebook = logging.getLogger(ie.__name__), ie.is_in_notebook
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    ie.is_in_notebook = lambda: False
+    try:
+        ie.current_env()
+    finally:
+        ie.is_in_notebook = in_notebook
+        logger.setLevel(level)

@@ -18,7 +18,7 @@ from typing import Optional, TextIO
 
 from local import monitoring, outcome
 from local.lock import one_run_at_a_time
-from local.process import frozen_heap, logging_to
+from local.process import frozen_heap, interactive_beam_off, logging_to
 from pipeline import beam_engines, beam_packaging, data_source, labels, stack_compat
 from pipeline.config import TRAIN_SPLIT, PipelineConfig
 from runs import files
@@ -186,6 +186,7 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
     # Every component runs in this process: spare TFMA's tf_keras metric wrappers the
     # AutoGraph conversion too, not only the Trainer (see trainer/keras_compat.py).
     skip_autograph_for_tf_keras()
+    interactive_beam_off()  # in a notebook (notebooks/quickstart.ipynb): no CDN script in its cells
     os.makedirs(cfg.output_root, exist_ok=True)
     pipeline = build_pipeline(cfg, paths, enable_cache)
     with one_run_at_a_time(cfg, stream):

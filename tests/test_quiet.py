@@ -127,3 +127,34 @@ print("ok")
         assert "Error in PredictCost() for the op: op: \"Softmax\"" in log
     else:
         assert "PredictCost" not in log
+
+
+def test_a_notebooks_libraries_log_to_a_file_also_after_a_run(tmp_path):
+    """cli/notebook.start_notebook in a session TensorFlow takes for an interactive one (sys.ps1
+    set, as in a Jupyter kernel: TensorFlow then logs INFO lines to stdout): TensorFlow's, absl's
+    and Python's warnings go to <work>/logs/notebook.log, not into the cells (stdout, stderr), and
+    still do after a run (local/process.logging_to gives back absl's verbosity and the warnings
+    capture it found)."""
+    code = f"""
+import io, sys, warnings
+sys.ps1 = ">>> "
+from cli.notebook import start_notebook
+path = start_notebook({str(tmp_path)!r})
+import tensorflow as tf
+from absl import logging as absl_logging
+from local.process import logging_to
+tf.get_logger().info("tensorflow info line")
+absl_logging.warning("absl warning line")
+with logging_to({str(tmp_path / "run.log")!r}, io.StringIO()):
+    absl_logging.info("absl info inside the run")
+absl_logging.info("absl info after the run")
+warnings.warn("a library warning")
+print(path)
+"""
+    done = run(code)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [str(tmp_path / "logs" / "notebook.log")] and done.stderr == ""
+    log = (tmp_path / "logs" / "notebook.log").read_text()
+    for line in ("tensorflow info line", "absl warning line", "absl info after the run", "a library warning"):
+        assert line in log
+    assert "absl info inside the run" in (tmp_path / "run.log").read_text()

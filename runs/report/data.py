@@ -14,16 +14,22 @@ TOP_VALUES = 3
 
 
 def data_section(run: RunArtifacts) -> Dict[str, Any]:
-    stats = run.artifact("StatisticsGen", "statistics")
-    section: Dict[str, Any] = {"splits": [], "examples": {}, "features": [], "anomalies": [], "schema_path": "",
-                               "schema_text": "", "available": stats is not None}
     schema = run.artifact("ImportSchemaGen", "schema") or run.artifact("SchemaGen", "schema")
+    return statistics_section(run.artifact("StatisticsGen", "statistics"), schema,
+                              run.artifact("ExampleValidator", "anomalies"))
+
+
+def statistics_section(stats, schema=None, anomalies=None) -> Dict[str, Any]:
+    """The section from the artifacts themselves (TFX Artifacts, each may be None): a
+    StatisticsGen's statistics, a schema, ExampleValidator's anomalies. A notebook that runs
+    components one at a time shows it with ``render.fragment({"data": ...}, ["data"])``."""
+    section: Dict[str, Any] = {"splits": [], "examples": {}, "features": [], "anomalies": [], "schema_path": "",
+                               "schema_text": "", "available": stats is not None, "validated": anomalies is not None}
     if schema is not None:
         from google.protobuf import text_format
 
         section["schema_path"] = os.path.join(schema.uri, SCHEMA_FILE)
         section["schema_text"] = text_format.MessageToString(data_source.load_schema(section["schema_path"]))
-    anomalies = run.artifact("ExampleValidator", "anomalies")
     if anomalies is not None:
         section["anomalies"] = anomaly_records(anomalies)
     if stats is None:

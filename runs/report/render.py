@@ -1,8 +1,11 @@
-"""Fill the report template and write one self-contained HTML file (no external resource)."""
+"""Fill the report template and write one self-contained HTML file (no external resource); or
+render some of its sections as one fragment for a notebook cell (``fragment``)."""
 from __future__ import annotations
 
+import json
 import os
-from typing import Any, Dict, List, Optional
+import re
+from typing import Any, Dict, List, Optional, Sequence
 
 import jinja2
 import markupsafe
@@ -13,6 +16,8 @@ from runs.report import svg
 
 REPORT_FILE = "report.html"
 DATA_FILE = "report.json"
+SECTIONS = ("pipeline", "data", "training", "evaluation", "serving", "lineage")  # in page order
+FRAGMENT_CLASS = "tfxline-report"  # a fragment's element, which its CSS is scoped to
 HISTOGRAM_WIDTH = 90  # a statistics table cell's histogram (three splits fit 1400 px)
 
 
@@ -32,7 +37,7 @@ def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(os.path.join(os.path.dirname(__file__), "templates")),
         autoescape=jinja2.select_autoescape(["html", "j2"]),
-        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["num"] = _number
     env.filters["short"] = lambda v: "–" if v is None else svg.tick(v)  # a number in a few characters: 12.3k
     env.filters["clip"] = lambda v, limit=32: svg.clip(str(v), limit)  # a long value, shortened
@@ -42,26 +47,35 @@ def _environment() -> jinja2.Environment:
 
 
 def charts(data: Dict[str, Any]) -> Dict[str, Any]:
-    """The SVGs the template places, built from the collected data."""
-    out: Dict[str, Any] = {"dag": svg.dag(data["pipeline"]["nodes"]), "histograms": {}, "curves": []}
-    for feature in data["data"]["features"]:
+    """The SVGs the template places, built from the collected data (of the sections ``data`` holds:
+    a fragment may have only some)."""
+    out: Dict[str, Any] = {"dag": "", "histograms": {}, "curves": [], "slices": "", "task": [], "history": ""}
+    if "pipeline" in data:
+        out["dag"] = svg.dag(data["pipeline"]["nodes"])
+    for feature in data["data"]["features"] if "data" in data else ():
         for split, stats in feature["splits"].items():
             counts = [b["count"] for b in stats["histogram"]]
             out["histograms"][(feature["name"], split)] = svg.mini_histogram(
                 counts, width=HISTOGRAM_WIDTH, title=f"{feature['name']} ({split}) histogram")
-    for metric, series in sorted(data["training"]["curves"].items(), key=lambda kv: kv[0] != "loss"):
+    curves = data["training"]["curves"] if "training" in data else {}
+    for metric, series in sorted(curves.items(), key=lambda kv: kv[0] != "loss"):
         if metric == "learning_rate":
             continue
         out["curves"].append(svg.line_chart(series, title=f"{metric} per epoch"))
-    ev = data["evaluation"]
+    if "evaluation" in data:
+        out.update(evaluation_charts(data["evaluation"]))
+    return out
+
+
+def evaluation_charts(ev: Dict[str, Any]) -> Dict[str, Any]:
+    """The metric per slice, worst first; the task's own charts; the main metric over the last runs."""
+    out: Dict[str, Any] = {"slices": ""}
     metric = ev["slice_metric"]
     if ev["slices"]:
         items = [(s["slice"], s["metrics"][metric], f"(n={s['metrics'].get('example_count', 0):.0f})")
                  for s in ev["slices"]]
         hi = max(1.0, max(v for _, v, _ in items)) if metric not in ("auc", "accuracy") else 1.0
         out["slices"] = svg.bar_chart(items, title=f"{metric} per slice, worst first", hi=hi)
-    else:
-        out["slices"] = ""
     out["task"] = task_charts(ev)
     history = [h for h in ev.get("history", []) if h["value"] is not None]
     out["history"] = svg.line_chart(
@@ -91,6 +105,47 @@ def task_charts(ev: Dict[str, Any]) -> List[str]:
 
 def render(data: Dict[str, Any]) -> str:
     return _environment().get_template("report.html.j2").render(d=data, charts=charts(data))
+
+
+def fragment(data: Dict[str, Any], sections: Sequence[str] = SECTIONS) -> str:
+    """Sections of the report as one HTML fragment, for a notebook cell (``IPython.display.HTML``):
+    the page's own section templates and charts, its CSS scoped to the fragment (the notebook keeps
+    its own look), no script, nothing fetched. ``data``: ``collect``'s or ``read_data``'s; it needs
+    only the parts the sections named show (e.g. ``{"data": data.statistics_section(...)}``)."""
+    unknown = [s for s in sections if s not in SECTIONS]
+    if unknown:
+        raise ValueError(f"no report section {', '.join(unknown)}; the sections are {', '.join(SECTIONS)}")
+    data = {"run": {}, **data}
+    env = _environment()
+    # The class twice: a notebook's own style sheet reaches into outputs with two classes (JupyterLab
+    # right-aligns their table cells with ':not(.jp-RenderedMarkdown).jp-RenderedHTMLCommon td');
+    # as specific, the report's rules come later in the page and win.
+    css = scoped_css(env.loader.get_source(env, "report.css")[0], f".{FRAGMENT_CLASS}" * 2)
+    return env.get_template("fragment.html.j2").render(
+        d=data, charts=charts(data), sections=list(sections), css=css, scope=FRAGMENT_CLASS)
+
+
+def scoped_css(css: str, scope: str) -> str:
+    """Each rule of ``css`` limited to the elements inside ``scope`` (``body`` becomes ``scope``
+    itself): the report's style sheet inside a page that has its own."""
+    css = re.sub(r"/\*.*?\*/", "", css, flags=re.S)
+
+    def scoped(selector: str) -> str:
+        selector = selector.strip()
+        return scope if selector == "body" else f"{scope} {selector}"
+
+    return "".join(f"{', '.join(scoped(s) for s in selectors.split(','))} {{{body}}}\n"
+                   for selectors, body in re.findall(r"([^{}]+)\{([^{}]*)\}", css))
+
+
+def read_data(run_dir: str) -> Dict[str, Any]:
+    """What a run's report shows: the data its page was written from (``report.json``), or
+    collected again from the run's artifacts when that file is absent."""
+    path = os.path.join(run_dir, DATA_FILE)
+    if not os.path.isfile(path):
+        return collect_lib.collect(run_dir)
+    with open(path) as f:
+        return json.load(f)
 
 
 def write_report(run_dir: str, data: Optional[Dict[str, Any]] = None) -> str:
