@@ -108,15 +108,13 @@ def component_peaks(metadata_path: str, summary, samples) -> Dict[str, float]:
     (a component shorter than the 0.5 s sampling may hold no sample: left out)."""
     from runs.store import open_store
 
-    store = open_store(metadata_path)
-    ids = [c.execution_id for c in summary.components]
+    nodes = {c.execution_id: c.node_id for c in summary.components}
     peaks = {}
-    for execution in store.get_executions_by_id(ids):
+    for execution in open_store(metadata_path).get_executions_by_id(list(nodes)):
         start, end = execution.create_time_since_epoch / 1000, execution.last_update_time_since_epoch / 1000
         inside = [rss for t, rss in samples if start <= t <= end]
         if inside:
-            node = next(c.node_id for c in summary.components if c.execution_id == execution.id)
-            peaks[node] = round(max(inside) / 2**30, 2)
+            peaks[nodes[execution.id]] = round(max(inside) / 2**30, 2)
     return peaks
 
 
