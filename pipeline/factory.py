@@ -193,7 +193,11 @@ def transform_component(cfg: PipelineConfig, data: DataComponents):
         # Transform graph on the raw examples as it reads them (trainer/data.py), as the
         # exported model does for serving and the Evaluator.
         materialize=False,
-        splits_config=transform_pb2.SplitsConfig(analyze=[TRAIN_SPLIT]))
+        splits_config=transform_pb2.SplitsConfig(analyze=[TRAIN_SPLIT]),
+        # No analyzer cache: nothing here feeds one back in (TFX reads it only through an
+        # `analyzer_cache` input), and writing it is TFT's largest cost on small data: its Beam
+        # graph 1321 -> 810 transforms, the Transform ~6 s faster on 10k rows (docs/performance.md).
+        disable_analyzer_cache=True)
     transform.add_upstream_node(data.anomalies_gate)  # no training on data that fails validation
     transform.add_upstream_node(data.drift_gate)      # ... or that drifted from the serving model's data
     return transform
