@@ -19,5 +19,5 @@ setup(
     # The stack is pinned in requirements/*.lock.txt and installed from there (tools/bootstrap.sh);
     # these are the direct dependencies, for a plain `pip install .` into a prepared env.
     install_requires=["tfx>=1.16,<1.22", "PyYAML", "Jinja2", "prometheus-client"],
-    entry_points={"console_scripts": ["tfxline = cli.main:main"]},
+    entry_points={"console_scripts": ["tfxline = cli.main:entry"]},
 )

@@ -73,7 +73,7 @@ def run_ours(work: str, overrides, data, code: str = "", label: str = "ours") ->
     checkout of another commit to run instead (--before), with this venv's packages."""
     out = os.path.join(work, label)
     if code:
-        cmd = [sys.executable, "-c", "import sys; from cli.main import main; sys.exit(main())", "run", "--output", out]
+        cmd = [sys.executable, "-c", "import sys, cli.main as m; m.entry() if hasattr(m, 'entry') else sys.exit(m.main())", "run", "--output", out]
     else:
         cmd = [os.path.join(os.path.dirname(sys.executable), "tfxline"), "run", "--output", out]
     cmd += ["--data", data] if data else []

@@ -167,3 +167,41 @@ def test_a_command_in_a_project_folder_reads_its_config(tmp_path, monkeypatch):
     assert common.config_from_args(cli.build_parser().parse_args(["run", "--config", "taxi"])).name == "taxi"
     (tmp_path / "config.yaml").unlink()
     assert common.config_from_args(cli.build_parser().parse_args(["run"])).name == "taxi"
+
+
+FAST_EXIT_SCRIPT = """
+import atexit, logging, sys, threading, time
+from cli.main import fast_exit
+out = sys.argv[1]
+atexit.register(lambda: open(out + '/atexit', 'w').write('ran'))
+handler = logging.FileHandler(out + '/log')
+logging.getLogger('x').addHandler(handler)
+logging.getLogger('x').warning('buffered until logging shuts down')
+def late():
+    time.sleep(0.3)
+    open(out + '/thread', 'w').write('finished')
+threading.Thread(target=late).start()
+sys.stdout.write('no newline, still buffered')
+fast_exit(3)
+"""
+
+
+def test_fast_exit_keeps_what_a_normal_exit_does(tmp_path):
+    """The console command ends with cli.main.fast_exit (no interpreter teardown, ~2 s after a
+    run): the exit code, a non-daemon thread's work, the atexit handlers and buffered output
+    survive it."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", FAST_EXIT_SCRIPT, str(tmp_path)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stdout == "no newline, still buffered"
+    assert (tmp_path / "thread").read_text() == "finished"
+    assert (tmp_path / "atexit").read_text() == "ran"
+    assert (tmp_path / "log").read_text() == "buffered until logging shuts down\n"
+
+
+def test_console_command_is_the_fast_exit_entry():
+    text = (ROOT / "setup.py").read_text()
+    assert '"tfxline = cli.main:entry"' in text
