@@ -356,3 +356,17 @@ def test_a_damaged_release_is_one_line_naming_the_file_and_changes_nothing(model
                                  "release (the versions stay; the next push, or 'tfxline serving rollback --to "
                                  "VERSION', labels one stable)")
     assert snapshot(d) == before and not os.path.exists(tmp_path / "p.csv")
+
+
+def test_batch_latency_times_at_least_5_and_at_most_30_calls_per_batch_size():
+    """The push-time latency measurement (serving/batch_latency.py): a fast signature stops at 30
+    timed calls, a slow one at the budget but never below 5 calls."""
+    import time
+
+    from serving.batch_latency import MAX_CALLS, MIN_CALLS, timed_calls
+
+    calls = []
+    times = timed_calls(lambda: calls.append(1))
+    assert len(times) == len(calls) == MAX_CALLS == 30
+    slow = timed_calls(lambda: time.sleep(0.02), budget_s=0.0)
+    assert len(slow) == MIN_CALLS == 5 and min(slow) >= 0.02
