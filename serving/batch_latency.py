@@ -8,6 +8,7 @@ large ones at the budget; the whole measurement ~1 s at push).
 """
 from __future__ import annotations
 
+import functools
 import os
 import time
 from typing import Any, Callable, Dict, List, Sequence
@@ -44,7 +45,7 @@ def measure(model_dir: str, records: Sequence[bytes], batch_sizes: Sequence[int]
         batch = tf.constant([records[i % len(records)] for i in range(b)])
         for _ in range(2):
             serve(examples=batch)
-        times = timed_calls(lambda: serve(examples=batch))
+        times = timed_calls(functools.partial(serve, examples=batch))
         latency[str(b)] = round(float(np.median(times)) * 1000, 3)
     return {"latency_ms": latency, "rows": len(records), "cpus": os.cpu_count()}
 
