@@ -106,3 +106,30 @@ def quiet_tensorflow() -> None:
     from cli.quiet import import_tensorflow_quietly
 
     import_tensorflow_quietly()
+
+
+class ReaderMayLeave:
+    """The console stream of a command that must finish whoever reads it: once the reader has
+    gone (``tfxline run | head -3``), writes are dropped instead of raising BrokenPipeError in
+    the middle of a run, which then went unrecorded (a run directory without run.json)."""
+
+    def __init__(self, stream):
+        self.stream, self.gone = stream, False
+
+    def _guard(self, call, *args) -> None:
+        if self.gone:
+            return
+        try:
+            call(*args)
+        except BrokenPipeError:
+            self.gone = True
+
+    def write(self, text: str) -> int:
+        self._guard(self.stream.write, text)
+        return len(text)
+
+    def flush(self) -> None:
+        self._guard(self.stream.flush)
+
+    def __getattr__(self, name):  # isatty, encoding, fileno: the stream's own
+        return getattr(self.stream, name)

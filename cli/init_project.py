@@ -28,7 +28,7 @@ from typing import Any, Dict, List, Optional, TextIO, Tuple
 from cli import column_profile as cp
 from cli.init_inputs import Decision, choose_inputs, feature_name, out_specs
 from cli.init_label import InitError, choose_label, leaks
-from pipeline import data_source
+from pipeline import data_source, names
 from runs import files
 
 CONFIG_FILE, SCHEMA_FILE = "config.yaml", "schema.pbtxt"
@@ -103,7 +103,7 @@ def plan(data_path: str, label: str, task: Optional[str] = None,
     # one pipeline per table and label: two projects on one CSV never share runs or a serving model
     stem = (os.path.basename(files[0]).split(".")[0] if os.path.isfile(data_path)
             else os.path.basename(os.path.normpath(data_path)))
-    name = feature_name(f"{stem}_{label}", set()).lower()
+    name = names.portable(f"{stem}-{label}")  # one that compile takes too (pipeline/names.py)
     return Plan(name=name, data_path=os.path.abspath(data_path), rows=len(label_cells), labelled=labelled,
                 label=label_spec, task=chosen_task, task_why=task_why, inputs=inputs, decisions=decisions,
                 slices=slices, buckets=size["buckets"], batch_size=size["batch_size"], epochs=size["epochs"],

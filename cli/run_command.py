@@ -9,6 +9,7 @@ from cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     BadInput,
+    ReaderMayLeave,
     add_config_args,
     config_file,
     config_or_bad_input,
@@ -35,6 +36,7 @@ def cmd_run(args, stream: TextIO) -> int:
     from pipeline.config import ConfigError
 
     started, cfg = time.time(), None
+    stream = ReaderMayLeave(stream)  # `tfxline run | head`: the run goes on and is recorded
     try:
         cfg = config_or_bad_input(args, tensorflow=False)  # a CSV's pre-flight check needs no TensorFlow
         return _run(args, cfg, stream)

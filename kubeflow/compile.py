@@ -22,7 +22,7 @@ from typing import Any, Dict, Optional, Tuple
 from components import run_metrics
 from kubeflow import entrypoint
 from kubeflow.spec import PUSHGATEWAY_PARAM, TRAIN_ARGS_PARAM
-from pipeline import beam_engines, stack_compat
+from pipeline import beam_engines, names, stack_compat
 from pipeline.config import ConfigError, PipelineConfig
 from pipeline.data_source import DEFAULT_PATTERNS, PACKAGE_PREFIX
 
@@ -135,6 +135,9 @@ def compile_pipeline(cfg: PipelineConfig, *, image: str, pipeline_root: str, out
             "latest-artifact and latest-blessed-model resolvers); compile with --set data.spans=latest "
             "(each run ingests the newest span)")
 
+    problem = names.kfp_name_problem(cfg.name)
+    if problem:
+        raise ConfigError(problem)
     check_location(pipeline_root, "pipeline root")
     pipeline = build_pipeline(cfg, pipeline_root, image, data_root)
     defaults = {name: p.default for name, p in runtime_parameters(cfg, data_root).items()}

@@ -205,3 +205,23 @@ def test_fast_exit_keeps_what_a_normal_exit_does(tmp_path):
 def test_console_command_is_the_fast_exit_entry():
     text = (ROOT / "setup.py").read_text()
     assert '"tfxline = cli.main:entry"' in text
+
+
+def test_a_console_whose_reader_left_drops_writes_instead_of_raising():
+    """`tfxline run | head -3`: the pipe's reader leaves mid-run; the run's console stream
+    (cli.common.ReaderMayLeave) drops what follows, so the run goes on and is recorded."""
+    r, w = os.pipe()
+    os.close(r)
+    raw = os.fdopen(w, "w")
+    stream = common.ReaderMayLeave(raw)
+    stream.write("[ start ] CsvExampleGen\n")
+    stream.flush()  # the reader is gone: EPIPE
+    assert stream.gone
+    assert stream.write("[ done  ] CsvExampleGen (1.0s)\n") == len("[ done  ] CsvExampleGen (1.0s)\n")
+    print("a summary line", file=stream, flush=True)
+    with pytest.raises(BrokenPipeError):  # the bare stream raises, which stopped the run unrecorded
+        print("x", file=raw, flush=True)
+    try:
+        raw.close()
+    except BrokenPipeError:
+        pass

@@ -38,7 +38,7 @@ def test_binary_yes_no_label_with_an_id_column(capsys, tmp_path):
     names = {f["name"] for f in raw["features"]["inputs"]}
     assert "rownames" not in names and "deny" not in names
     assert "rownames: left out (an ID by its name (2381 values))" in out
-    assert raw["name"] == "mortgage_denial_deny"  # one pipeline per table and label
+    assert raw["name"] == "mortgage-denial-deny"  # one pipeline per table and label, a name compile takes
     assert raw["output_root"] == str(tmp_path / "project" / "output")  # beside the config, wherever it runs
     assert "label deny: binary (two values" in out and "positive 'yes' (its usual spelling)" in out
     cfg = load_config(str(tmp_path / "project" / "config.yaml"))  # loads as written

@@ -173,6 +173,31 @@ def test_a_window_of_spans_is_refused_at_compile_time(tmp_path, capsys):
     assert "--set data.spans=latest" in err
 
 
+def test_a_name_kfp_refuses_is_refused_at_compile_time_with_the_fix(tmp_path, capsys):
+    """TFX's Kubeflow V2 compiler takes only names matching [a-z0-9][a-z0-9-]{0,127}
+    (pipeline_builder.py:36) and says so in a traceback that does not name the pipeline: compile
+    refuses another name in one line with a name it takes; TFX's own check agrees on each."""
+    from tfx.orchestration.kubeflow.v2 import pipeline_builder
+
+    from pipeline import names
+
+    out = tmp_path / "named.json"
+    code = cli.main(["compile", "--set", "name=CreditCard_card", "--image", IMAGE,
+                     "--pipeline-root", PIPELINE_ROOT, "--pipeline-json", str(out)])
+    assert code == cli.EXIT_BAD_INPUT and not out.exists()
+    err = capsys.readouterr().err
+    assert err.count("error:") == 1 and "--set name=creditcard-card" in err and "Traceback" not in err
+    for name in ("taxi", "creditcard-card", "CreditCard_card", "-x", "a" * 129, "9lives", "x.y", ""):
+        ours = names.kfp_name_problem(name) is None
+        try:
+            pipeline_builder._check_name(name)
+            theirs = True
+        except ValueError:
+            theirs = False
+        assert ours == theirs, name
+        assert names.kfp_name_problem(names.portable(name)) is None, name
+
+
 def test_span_patterns_are_refused_for_open_source_kfp(tmp_path, capsys):
     """A {SPAN} pattern is resolved by ExampleGen's driver (lifecycle.preCacheCheck), which
     Vertex AI runs and open-source KFP does not: kfp submission refuses it by name."""
