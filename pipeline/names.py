@@ -24,6 +24,7 @@ def kfp_name_problem(name: str) -> Optional[str]:
     """None for a name KFP and Vertex AI take; else the one-line refusal, with a fix."""
     if KFP_PIPELINE_NAME.fullmatch(name):
         return None
+    fix = portable(name)
     return (f"name {name!r} is not a pipeline name Kubeflow Pipelines or Vertex AI take (lowercase letters, "
             f"digits and '-', starting with a letter or digit, at most 128; TFX's KubeflowV2DagRunner); "
-            f"fix: set name: {portable(name)} in the config (or --set name={portable(name)})")
+            f"fix: set name: {fix} in the config (or --set name={fix})")
