@@ -21,6 +21,34 @@ SLICE_ROWS = 3000        # every 5th row of the 15k taxi rows: small, but every 
 E2E_TRAIN_STEPS = 300    # enough to clear the default AUC/accuracy gates on the slice
 
 
+def _tfx_sdists() -> set:
+    """TFX's sdists of itself (tfx.utils.dependency_utils.build_ephemeral_package: ~50 MB in a
+    ``tempfile.mkdtemp()`` folder that TFX never removes) in this machine's temp dir."""
+    import glob
+    import tempfile
+
+    return set(glob.glob(os.path.join(tempfile.gettempdir(), "tmp*", "build", "tfx")))
+
+
+def pytest_sessionstart(session):
+    session.config._tfx_sdists_before = _tfx_sdists()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """The suite leaves no TFX sdist behind: a test that runs a Beam executor outside a local
+    run must do it as a run does (pipeline/beam_packaging.no_sdist_for_local_runners). A CI
+    clone that leaked one per executor call lost gigabytes of disk to them."""
+    left = sorted(_tfx_sdists() - getattr(session.config, "_tfx_sdists_before", set()))
+    if left:
+        message = (f"error: the tests left {len(left)} TFX sdist folder(s) in the temp dir (~50 MB each), e.g. "
+                   f"{os.path.dirname(os.path.dirname(left[0]))}; run Beam executors in tests inside "
+                   "beam_packaging.no_sdist_for_local_runners()")
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        reporter.write_line("\n" + message, red=True) if reporter else sys.stderr.write(message + "\n")
+        if session.exitstatus == 0:
+            session.exitstatus = 1
+
+
 def missing(why: str, required_by: str = "CI") -> None:
     """Something a test needs is not on this machine: a skip for a developer, a failure where
     the environment variable ``required_by`` says it must be there (.ci/run installs it)."""

@@ -117,7 +117,7 @@ def _run_executor(executor_class, data_dir, out_dir, shard_bytes=None, component
     from tfx.utils import proto_utils
 
     from components import example_splits
-    from pipeline import stack_compat
+    from pipeline import beam_packaging, stack_compat
 
     examples = standard_artifacts.Examples()
     examples.uri = str(out_dir)
@@ -135,9 +135,10 @@ def _run_executor(executor_class, data_dir, out_dir, shard_bytes=None, component
     args += list(component_args)
     saved = example_splits.SHARD_INPUT_BYTES
     example_splits.SHARD_INPUT_BYTES = shard_bytes or saved
-    try:
-        executor_class(executor_class.Context(beam_pipeline_args=args, tmp_dir=str(out_dir) + "-tmp")).Do(
-            {}, {"examples": [examples]}, props)
+    try:  # as a local run does: no sdist of TFX (~50 MB left in /tmp by each call otherwise)
+        with beam_packaging.no_sdist_for_local_runners():
+            executor_class(executor_class.Context(beam_pipeline_args=args, tmp_dir=str(out_dir) + "-tmp")).Do(
+                {}, {"examples": [examples]}, props)
     finally:
         example_splits.SHARD_INPUT_BYTES = saved
     out = {}

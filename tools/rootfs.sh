@@ -42,6 +42,7 @@ build_rootfs() {
         umount "$partial/proc"; echo "error: apt-get install $apt_packages in the root failed; see $log" >&2; exit 1; }
     umount "$partial/proc"
   fi
+  rm -f "$partial"/var/cache/apt/archives/*.deb  # ~0.4 GB of downloaded packages, installed already
   echo "$recipe" > "$partial/.tfxline-root"
   unmount_below "$dir"
   rm -rf "$dir"
