@@ -8,6 +8,7 @@ import os
 import sys
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports a command SIGINT ended (128 + 2)
 
 
 def add_config_args(p: argparse.ArgumentParser, default=None) -> None:

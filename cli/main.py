@@ -26,7 +26,7 @@ import threading
 from typing import Optional, Sequence, TextIO
 
 from cli import data_commands, kubeflow, run_command, runs_commands, serving_commands
-from cli.common import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK, BadInput  # noqa: F401 - the exit codes, read here too
+from cli.common import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, BadInput  # noqa: F401 - the exit codes, read here too
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,6 +64,9 @@ def main(argv: Optional[Sequence[str]] = None, stream: Optional[TextIO] = None) 
     except ConfigError as e:  # e.g. a MySQL metadata store whose password is not in the environment
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except KeyboardInterrupt:  # Ctrl-C outside a run's components (those are recorded: local/runner.py)
+        print("interrupted (Ctrl-C)", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 def entry() -> None:

@@ -73,9 +73,12 @@ def _run(args, cfg, stream: TextIO) -> int:
         result = runner.run(cfg, stream=stream, enable_cache=not args.no_cache, span=span, paths=paths)
     except (DataError, FeatureSpecError) as e:
         raise BadInput(str(e), reason="bad_input") from None
-    except runner.RunFailed as e:  # a component failed: the root cause in one line
+    except runner.RunFailed as e:  # a component failed (or a Ctrl-C stopped one): the cause in one line
         if e.report_path:
             print(f"report: {e.report_path}", file=stream, flush=True)
+        if isinstance(e, runner.RunInterrupted):
+            print((f"run {e.summary.run_id} " if e.summary else "") + str(e), file=sys.stderr)
+            return e.exit_code
         print(f"error: pipeline failed: {e}", file=sys.stderr)
         return EXIT_FAILED
     print_summary(result, stream)

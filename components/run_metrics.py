@@ -68,6 +68,7 @@ REASONS: Dict[str, str] = {
     "anomalies": "the AnomaliesGate stopped the run: the data broke the schema or a split is empty",
     "drift": "the DriftGate stopped the run: the new data drifted from the serving model's",
     "failed": "a component failed",
+    "interrupted": "a Ctrl-C or SIGTERM stopped the run while a component ran",
 }
 COMPLETED = ("pushed", "gate_refused", "push_refused")
 # the component that stops a run for each gate's reason

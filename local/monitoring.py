@@ -36,6 +36,9 @@ def outcome(summary, error: Optional[BaseException]) -> tuple:
         if summary is None:
             return "failed", ""
         return metric_samples.completed_reason(summary.blessed, summary.pushed, summary.push_refused), ""
+    if isinstance(error, KeyboardInterrupt):  # Ctrl-C or SIGTERM (local/runner.py)
+        stopped = [c.node_id for c in summary.components if c.state == "canceled"] if summary is not None else []
+        return "interrupted", (stopped[0] if stopped else "")
     for cause in causes(error):
         if isinstance(cause, DataDriftError):
             return "drift", "DriftGate"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import Optional, TextIO
+from typing import List, Optional, Sequence, TextIO
 
 from local import monitoring
 from pipeline.config import PipelineConfig
@@ -44,6 +44,35 @@ def record_run(cfg: PipelineConfig, pipeline, run_id: str, started_at: str, seco
         result.report_error = root_cause_message(e)
     summary_lib.write_summary(result, os.path.join(run_dir, "summary.json"))
     return result
+
+
+def cancel_unfinished(cfg: PipelineConfig, run_id: str) -> List[str]:
+    """Mark the run's executions that never ended (RUNNING, NEW: the components a Ctrl-C
+    stopped) CANCELED in MLMD, and return their nodes. Left RUNNING, the run would read
+    "running" forever in ``tfxline runs`` and the report, and a collection on a shared store
+    (runs/retention.py, ``runs_may_be_going``) would keep its outputs as a run still going."""
+    from ml_metadata.proto import metadata_store_pb2 as pb
+
+    from runs import store as store_lib
+
+    store = store_lib.open_store(cfg.metadata_store, readonly=False)
+    ctx = store.get_context_by_type_and_name("pipeline_run", run_id)
+    if ctx is None:
+        return []
+    stopped = [e for e in store.get_executions_by_context(ctx.id)
+               if e.last_known_state in (pb.Execution.RUNNING, pb.Execution.NEW)]
+    for e in stopped:
+        e.last_known_state = pb.Execution.CANCELED
+    if stopped:
+        store.put_executions(stopped)
+    return [store_lib.node_id_of(store, e) for e in stopped]
+
+
+def interrupted_message(nodes: Sequence[str], how: str = "Ctrl-C") -> str:
+    """The recorded error line of a run that a Ctrl-C or SIGTERM (``how``) stopped."""
+    during = f" while {', '.join(nodes)} ran" if nodes else ""
+    return (f"{summary_lib.INTERRUPTED} ({how}){during}; run it again: the components that finished are reused "
+            "from the cache")
 
 
 def root_cause_message(e: BaseException) -> str:

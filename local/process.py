@@ -1,7 +1,8 @@
 """What a local run does to its own process while the components run in it: one console line
 per component event (``ProgressHandler``), the libraries' logging into the run's log file
 (``logging_to``), the memory a finished component freed handed back (``MemoryReleaser``,
-``frozen_heap``), and in a Jupyter kernel, Beam's notebook scripts off (``interactive_beam_off``).
+``frozen_heap``), SIGTERM raised as a Ctrl-C is (``sigterm_stops_run``), and in a Jupyter
+kernel, Beam's notebook scripts off (``interactive_beam_off``).
 """
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import gc
 import logging
 import os
 import re
+import signal
 import time
-from typing import Iterator, TextIO
+from typing import Iterator, List, TextIO
 
 from serving.native_stderr import TF_RUNTIME_NOISE, stderr_noise_to_file
 
@@ -47,12 +49,15 @@ class ProgressHandler(logging.Handler):
             tag = "cached" if self.cached else " done "
             self._print(f"[{tag} ] {node} ({seconds:.1f}s)")
 
-    def failed(self) -> None:
-        """The run raised: the components started and not finished failed (local/runner.py calls it;
-        LocalDagRunner logs nothing of its own when a component raises)."""
+    def failed(self, tag: str = "failed ") -> List[str]:
+        """The run raised: the components started and not finished failed, or were stopped (tag
+        "stopped", a Ctrl-C); returns them (local/runner.py calls it; LocalDagRunner logs nothing
+        of its own when a component raises)."""
+        nodes = list(self.started)
         for node, started in self.started.items():
-            self._print(f"[failed ] {node} ({time.monotonic() - started:.1f}s)")
+            self._print(f"[{tag}] {node} ({time.monotonic() - started:.1f}s)")
         self.started.clear()
+        return nodes
 
     def _print(self, line: str) -> None:
         print(line, file=self.stream, flush=True)
@@ -80,6 +85,41 @@ class MemoryReleaser(logging.Handler):
             gc.collect()
             if self._trim:
                 self._trim(0)
+
+
+class Stopped(KeyboardInterrupt):
+    """SIGTERM (``kill``, ``timeout``, a scheduler stopping the job) while the components ran,
+    raised as a Ctrl-C is: the run is recorded as interrupted instead of dying unrecorded."""
+
+    signal_name, signum = "SIGTERM", signal.SIGTERM
+
+
+def interruption_name(e: BaseException) -> str:
+    """How the user stopped the run: 'Ctrl-C' or the signal's name."""
+    return getattr(e, "signal_name", "Ctrl-C")
+
+
+def interruption_exit_code(e: BaseException) -> int:
+    """The exit code a shell gives a command that signal ended: 128 + its number (130 for Ctrl-C)."""
+    return 128 + int(getattr(e, "signum", signal.SIGINT))
+
+
+@contextlib.contextmanager
+def sigterm_stops_run() -> Iterator[None]:
+    """While inside, SIGTERM raises :class:`Stopped` in the main thread (as SIGINT raises
+    KeyboardInterrupt); elsewhere (a thread, where Python allows no handler) nothing changes."""
+    def stop(signum, frame):
+        raise Stopped()
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @contextlib.contextmanager

@@ -18,7 +18,14 @@ from typing import Optional, TextIO
 
 from local import monitoring, outcome
 from local.lock import one_run_at_a_time
-from local.process import frozen_heap, interactive_beam_off, logging_to
+from local.process import (
+    frozen_heap,
+    interactive_beam_off,
+    interruption_exit_code,
+    interruption_name,
+    logging_to,
+    sigterm_stops_run,
+)
 from pipeline import beam_engines, beam_packaging, data_source, labels, stack_compat
 from pipeline.config import TRAIN_SPLIT, PipelineConfig
 from runs import files
@@ -168,6 +175,16 @@ class RunFailed(Exception):
         self.report_path = summary.report_path if summary else ""
 
 
+class RunInterrupted(RunFailed):
+    """A Ctrl-C (KeyboardInterrupt) or SIGTERM stopped the run. It was recorded all the same: the
+    stopped components CANCELED in MLMD, the error line, the report, the metrics. ``exit_code``:
+    a shell's for that signal (130, 143)."""
+
+    def __init__(self, summary: Optional[summary_lib.RunSummary], error: str, exit_code: int):
+        super().__init__(summary, error)
+        self.exit_code = exit_code
+
+
 def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
         enable_cache: bool = True, span: Optional[int] = None,
         paths: Optional[LocalPaths] = None) -> summary_lib.RunSummary:
@@ -195,7 +212,7 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
         started_at = time.strftime("%Y-%m-%d %H:%M:%S %Z")
         ir, run_id = compile_with_run_id(pipeline)
         log_path = os.path.join(cfg.output_root, "logs", time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}.log")
-        error = None
+        error, started_nodes = None, []
         with logging_to(log_path, stream) as progress:
             print(f"pipeline {cfg.name}, run {run_id}: {reads_line(cfg, paths, span)}; log: {log_path}", file=stream,
                   flush=True)
@@ -204,14 +221,27 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
             workers = any(beam_engines.starts_worker_processes(getattr(c.executor_spec, "beam_pipeline_args", ()))
                           for c in pipeline.components)
             try:
-                with beam_packaging.no_sdist_for_local_runners(), frozen_heap(), \
+                with sigterm_stops_run(), beam_packaging.no_sdist_for_local_runners(), frozen_heap(), \
                         (stderr_to_file(log_path) if workers else contextlib.nullcontext()):
                     LocalDagRunner().run_with_ir(ir)
             except Exception as e:
                 logging.getLogger(__name__).exception("pipeline %s failed", cfg.name)
                 progress.failed()
                 error = e
-            message = outcome.root_cause_message(error) if error else ""
+            except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: recorded as such, not left "running" forever
+                logging.getLogger(__name__).warning("pipeline %s interrupted (%s)", cfg.name, interruption_name(e))
+                started_nodes = progress.failed("stopped")
+                error = e
+            if isinstance(error, KeyboardInterrupt):
+                try:
+                    stopped = outcome.cancel_unfinished(cfg, run_id)
+                except Exception:  # noqa: BLE001 - the interrupt is what the user hears of
+                    logging.getLogger(__name__).exception("could not mark the stopped components canceled")
+                    stopped = []
+                # between MLMD's bookkeeping steps no execution may be open yet: the console's component
+                message = outcome.interrupted_message(stopped or started_nodes, interruption_name(error))
+            else:
+                message = outcome.root_cause_message(error) if error else ""
             try:
                 result = outcome.record_run(cfg, pipeline, run_id, started_at, time.monotonic() - started, message)
             except Exception:  # recording must not hide how the run itself ended
@@ -223,6 +253,8 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
                 outcome.publish_metrics(cfg, result, started_unix, error, stream)
             if cfg.retention.keep_runs:
                 apply_retention(cfg, stream)
+    if isinstance(error, KeyboardInterrupt):
+        raise RunInterrupted(result, message, interruption_exit_code(error)) from None
     if error is not None:
         raise RunFailed(result, message) from error
     return result

@@ -46,9 +46,14 @@ def failed_component(summary: summary_lib.RunSummary) -> str:
 
 
 def status_of(summary: summary_lib.RunSummary) -> str:
-    """'complete', 'running', or 'failed: <component>' ('failed' alone when no component failed
-    in MLMD but the run recorded an error)."""
+    """'complete', 'running', 'interrupted: <component>' (a Ctrl-C stopped it: CANCELED in
+    MLMD, local/outcome.cancel_unfinished) or 'failed: <component>' ('failed' alone when no
+    component failed in MLMD but the run recorded an error)."""
     states = {c.state for c in summary.components}
+    if "canceled" in states:
+        return "interrupted: " + next(c.node_id for c in summary.components if c.state == "canceled")
+    if summary.error.startswith(summary_lib.INTERRUPTED + " ("):  # stopped between two components
+        return "interrupted"
     if "failed" in states or summary.error:
         failed = failed_component(summary)
         return f"failed: {failed}" if failed else "failed"
@@ -151,14 +156,17 @@ def format_table(rows: List[RunRow]) -> str:
     every row past a terminal's width."""
     table = format_columns(("run", "started", "spans", "status", "metric", "pushed", "blessed"),
                            [(r.run_id, r.started, r.spans, r.status, r.metric, r.pushed, r.blessed) for r in rows])
-    errors = [error_line(r) for r in rows if r.status.startswith("failed")]
+    errors = [error_line(r) for r in rows if r.status.startswith(("failed", summary_lib.INTERRUPTED))]
     return "\n\n".join([table, "\n".join(errors)]) if errors else table
 
 
 def error_line(row: RunRow) -> str:
     """'run <id> failed at <component>: <its error line>'; without a recorded error line, says so
     and where to look (MLMD still names the component)."""
-    where = f"run {row.run_id} failed" + (f" at {row.failed_at}" if row.failed_at else "")
+    if row.status.startswith(summary_lib.INTERRUPTED):
+        where = f"run {row.run_id} was {row.status.replace(': ', ' at ')}"
+    else:
+        where = f"run {row.run_id} failed" + (f" at {row.failed_at}" if row.failed_at else "")
     return f"{where}: {row.error}" if row.error else f"{where}: no error line recorded ({UNRECORDED})"
 
 

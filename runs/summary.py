@@ -27,6 +27,8 @@ from transforms.features import FeatureSpec, FeatureSpecError
 # components/csv_example_gen.DROPPED: the examples' count of rows left out for an empty label (a
 # literal here: that module imports Beam and TFX, and summaries are read without them)
 ROWS_WITHOUT_LABEL = "rows_without_label"
+# how the error line of a run a Ctrl-C or SIGTERM stopped begins (local/outcome.interrupted_message)
+INTERRUPTED = "interrupted"
 STATE_NAMES = {
     metadata_store_pb2.Execution.COMPLETE: "complete",
     metadata_store_pb2.Execution.CACHED: "cached",
