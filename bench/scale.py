@@ -194,7 +194,11 @@ def main():
         print(f"time({large['rows']}) / time({small['rows']}) = {results['time_ratio']} "
               f"(rows x{results['rows_ratio']:.0f}; goal <= 11 for 10x)")
     smoke.write_json(results_path, results)
-    print(f"results: {results_path}; work dir: {work}")
+    if args.smoke and not args.work:  # a smoke run's CSV and outputs are worth nothing after it
+        shutil.rmtree(work, ignore_errors=True)
+        print(f"results: {results_path}")
+    else:
+        print(f"results: {results_path}; work dir: {work} (--work {work} reuses its CSVs)")
 
 
 if __name__ == "__main__":

@@ -100,11 +100,11 @@ from trainer.run import run_fn
 cfg = load_config(overrides=["runtime.precision={precision}",
                              "runtime.strategy={'mirrored' if cpus > 1 else 'default'}", "training.epochs=2",
                              "training.early_stopping_patience=0", "training.batch_size={BATCH}"])
-out = tempfile.mkdtemp()
-run_fn(FnArgs(train_files=[{examples!r} + "/Split-train/*"], eval_files=[{validation!r} + "/*"],
-       transform_output={graph!r}, serving_model_dir=out + "/serving", model_run_dir=out + "/run",
-       train_steps={steps}, eval_steps=5, custom_config=trainer_custom_config(cfg)))
-print("RESULT", open(out + "/run/training_run.json").read().replace(chr(10), " "))
+with tempfile.TemporaryDirectory() as out:  # the model is not kept: its training_run.json is the result
+    run_fn(FnArgs(train_files=[{examples!r} + "/Split-train/*"], eval_files=[{validation!r} + "/*"],
+           transform_output={graph!r}, serving_model_dir=out + "/serving", model_run_dir=out + "/run",
+           train_steps={steps}, eval_steps=5, custom_config=trainer_custom_config(cfg)))
+    print("RESULT", open(out + "/run/training_run.json").read().replace(chr(10), " "))
 """
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     if proc.returncode:

@@ -11,7 +11,19 @@ EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports a command SIGINT ended (128 + 2)
 
 
-def add_config_args(p: argparse.ArgumentParser, default=None) -> None:
+class Parser(argparse.ArgumentParser):
+    """Every tfxline parser and subparser (add_subparsers makes its own class's): an option is
+    taken only as written. argparse's prefix matching took ``schema draft --out x`` as
+    ``--output x``, a different flag from the one the user meant."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+
+def add_config_args(p: argparse.ArgumentParser, default=None, training: bool = False) -> None:
+    """The config flags. ``training``: also --train-steps, --strategy and --precision, for the
+    commands that train (run, compile); elsewhere they would only clutter the help."""
     p.add_argument("--config", metavar="FILE", default=default,
                    help="YAML config file, or a packaged config by name: taxi, penguin (default: ./config.yaml, "
                         "the project tfxline init wrote here, when there is one; else taxi)")
@@ -20,11 +32,14 @@ def add_config_args(p: argparse.ArgumentParser, default=None) -> None:
     p.add_argument("--output", metavar="DIR", default=default, help="output root (output_root)")
     p.add_argument("--schema", metavar="NAME_OR_FILE", default=default,
                    help="schema name in schema/ or a .pbtxt (data.schema)")
-    p.add_argument("--train-steps", type=int, metavar="N", default=default,
-                   help="train N optimizer steps instead of passes over the data "
-                        "(training.mode=steps, training.train_steps=N)")
-    p.add_argument("--strategy", default=default, help="runtime.strategy")
-    p.add_argument("--precision", default=default, help="runtime.precision")
+    if training:
+        p.add_argument("--train-steps", type=int, metavar="N", default=default,
+                       help="train N optimizer steps instead of passes over the data "
+                            "(training.mode=steps, training.train_steps=N)")
+        p.add_argument("--strategy", default=default, help="runtime.strategy")
+        p.add_argument("--precision", default=default, help="runtime.precision")
+    elif default is None:
+        p.set_defaults(train_steps=None, strategy=None, precision=None)
     p.add_argument("--set", action="append", default=[] if default is None else default,
                    metavar="SECTION.KEY=VALUE", help="override any config key (repeatable)")
 

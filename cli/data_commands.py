@@ -40,7 +40,7 @@ def add_predict(sub) -> None:
     add_config_args(pr)
     pr.add_argument("--input", required=True, metavar="CSV", help="raw rows (the label may be absent)")
     pr.add_argument("--predictions", required=True, metavar="FILE",
-                    help="output: .csv, or .jsonl for JSON lines")
+                    help="output: .csv, or .jsonl for JSON lines; - for CSV on standard output")
     pr.add_argument("--model-dir", help="a SavedModel directory (default: the release's stable version, a pending "
                                         "move's included)")
     pr.set_defaults(func=cmd_predict)

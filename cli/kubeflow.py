@@ -17,7 +17,7 @@ from cli.common import EXIT_FAILED, EXIT_OK, BadInput, add_config_args, config_o
 
 def add_commands(sub) -> None:
     comp = sub.add_parser("compile", help="compile for Kubeflow Pipelines v2 / Vertex AI")
-    add_config_args(comp)
+    add_config_args(comp, training=True)
     comp.add_argument("--image", required=True, help="container image built from kubeflow/Dockerfile")
     comp.add_argument("--pipeline-root", required=True, help="e.g. gs://bucket/tfxline")
     comp.add_argument("--data-root", help="default of the data_root runtime parameter")

@@ -26,11 +26,11 @@ import threading
 from typing import Optional, Sequence, TextIO
 
 from cli import data_commands, kubeflow, run_command, runs_commands, serving_commands
-from cli.common import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, BadInput  # noqa: F401 - the exit codes, read here too
+from cli.common import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, BadInput, Parser  # noqa: F401 - the exit codes, read here too
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="tfxline", description="The TFX pipeline: run it locally, or compile it for Kubeflow Pipelines v2 / "
         "Vertex AI and submit it.", epilog=__doc__.split("\n\n")[-1].strip().replace("``", "'"))
     sub = parser.add_subparsers(dest="command", required=True)

@@ -19,7 +19,7 @@ from cli.common import (
 
 def add_commands(sub) -> None:
     run = sub.add_parser("run", help="run the whole pipeline locally (LocalDagRunner + SQLite MLMD)")
-    add_config_args(run)
+    add_config_args(run, training=True)
     run.add_argument("--no-cache", action="store_true", help="re-execute every component")
     run.add_argument("--span", metavar="N|YYYY-MM-DD",
                      help="ingest this span instead of the newest (a backfill, in span order: the run that "

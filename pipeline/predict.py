@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import sys
 from typing import Dict, List, Optional, Sequence, TextIO
 
 import numpy as np
@@ -88,20 +89,35 @@ def predict_csv(cfg: PipelineConfig, input_csv: str, output_path: str,
     with stderr_filtered(TF_RUNTIME_NOISE):  # e.g. grappler's cost model on a multi-class model's softmax
         values = predict_rows(load_serving_fn(model_dir), rows, cfg, schema)
     extra = output_columns(cfg, values, label_classes(model_dir))
-    tmp = output_path + ".tmp"
-    os.makedirs(os.path.dirname(os.path.abspath(output_path)), exist_ok=True)
-    with open(tmp, "w", newline="") as f:
-        if output_path.endswith((".jsonl", ".json")):  # the row's values typed as its schema says
-            for row, more in zip(rows, extra):
-                f.write(json.dumps({**typed_row(row, schema), **more}) + "\n")
-        else:
-            fields = list(rows[0].keys()) + list(extra[0].keys()) if rows else []
-            writer = csv.DictWriter(f, fieldnames=fields)
-            writer.writeheader()
-            for row, more in zip(rows, extra):  # every class's probability as one JSON cell
-                writer.writerow({**row, **{k: json.dumps(v) if isinstance(v, dict) else v for k, v in more.items()}})
-    os.replace(tmp, output_path)  # never a half-written output file
+    if output_path == STDOUT:  # CSV on stdout, for a pipe; the summary line then goes to stderr
+        write_predictions(sys.stdout, rows, extra, schema, jsonl=False)
+        sys.stdout.flush()
+        stream = sys.stderr if stream else None
+    else:
+        tmp = output_path + ".tmp"
+        os.makedirs(os.path.dirname(os.path.abspath(output_path)), exist_ok=True)
+        with open(tmp, "w", newline="") as f:
+            write_predictions(f, rows, extra, schema, jsonl=output_path.endswith((".jsonl", ".json")))
+        os.replace(tmp, output_path)  # never a half-written output file
     if stream:
-        print(f"{len(rows)} predictions from {model_dir} -> {output_path}; {describe_predictions(cfg, extra)}",
+        where = "stdout" if output_path == STDOUT else output_path
+        print(f"{len(rows)} predictions from {model_dir} -> {where}; {describe_predictions(cfg, extra)}",
               file=stream)
     return len(rows)
+
+
+STDOUT = "-"  # --predictions -: the CSV on standard output
+
+
+def write_predictions(f: TextIO, rows, extra, schema, jsonl: bool) -> None:
+    """The input rows with their prediction columns: JSON lines (the row's values typed as its
+    schema says) or CSV (every class's probability as one JSON cell)."""
+    if jsonl:
+        for row, more in zip(rows, extra):
+            f.write(json.dumps({**typed_row(row, schema), **more}) + "\n")
+        return
+    fields = list(rows[0].keys()) + list(extra[0].keys()) if rows else []
+    writer = csv.DictWriter(f, fieldnames=fields)
+    writer.writeheader()
+    for row, more in zip(rows, extra):
+        writer.writerow({**row, **{k: json.dumps(v) if isinstance(v, dict) else v for k, v in more.items()}})

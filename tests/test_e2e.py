@@ -212,6 +212,13 @@ def test_predict_matches_the_serving_signature(pipeline_run, taxi_slice, tmp_pat
     assert cli.main(["predict", "--output", cfg.output_root, "--input", str(src),
                      "--predictions", str(jsonl)]) == 0
     assert len(open(jsonl).read().splitlines()) == len(rows)
+    # "-": the CSV on stdout (for a pipe), the summary line on stderr, no file named "-"
+    capsys.readouterr()
+    assert cli.main(["predict", "--output", cfg.output_root, "--input", str(src), "--predictions", "-"]) == 0
+    piped = capsys.readouterr()
+    assert [float(r["probability"]) for r in csv.DictReader(io.StringIO(piped.out))] == got
+    assert f"{len(rows)} predictions from " in piped.err and "-> stdout;" in piped.err
+    assert not os.path.exists("-")
 
 
 def test_worse_candidate_is_not_pushed(pipeline_run, tmp_path):
