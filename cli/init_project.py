@@ -70,7 +70,7 @@ def sizing(labelled: int) -> Dict[str, Any]:
     eval_steps = int(min(500, max(1, math.ceil(validation / batch))))
     why = (f"{labelled} labelled rows: split {buckets[0]}:{buckets[1]}:{buckets[2]} (~{validation} validation rows); "
            f"batch {batch} gives {steps} steps a pass, up to {epochs} passes (early stopping after {patience} "
-           f"without improvement); validation reads all of it ({eval_steps} batches)")
+           f"without improvement); validation reads all of it ({eval_steps} batch{'' if eval_steps == 1 else 'es'})")
     return {"buckets": buckets, "batch_size": batch, "epochs": epochs, "patience": patience,
             "eval_steps": eval_steps, "why": why}
 

@@ -30,12 +30,14 @@ default), run with the same arguments, with three changes:
    of the ExecutorInput TFX reads (one line on stderr says which). The output metadata file TFX
    writes back then holds the component's outputs only: the launcher merges each of those into
    its own list (``mergeRuntimeArtifacts``) and keeps its entry for the rest as it made it.
-3. ``pipeline.beam_packaging.no_sdist_for_local_runners()``: without it, every Beam
+3. ``pipeline.beam_packaging.no_sdist_for_local_runners()`` (in ``pipeline.executor_patches``): without it, every Beam
    component's pod (CsvExampleGen, StatisticsGen, Transform, Evaluator) copied the image's TFX
    install and built an sdist of it (TFX's ``make_beam_dependency_flags``) for Beam workers to
    install, about 3.5 s each, before running its Beam pipeline in the pod itself, where no
    worker installs anything. With a remote runner in ``runtime.beam_args`` (Dataflow, Flink,
-   Spark, Portable) TFX's packaging runs as before.
+   Spark, Portable) TFX's packaging runs as before. That and the rest of
+   ``pipeline.executor_patches`` (one trace of the preprocessing_fn for TFX's four
+   inspections of it: pipeline/tft_inspection.py) are what a local run's executors get too.
 
 A compiled pipeline that names this command needs an image with this project installed
 (kubeflow/Dockerfile), which every task's image is already.
@@ -115,10 +117,10 @@ def fit_executor_input(argv: List[str]) -> List[str]:
 
 
 def main() -> None:
-    from pipeline.beam_packaging import no_sdist_for_local_runners
+    from pipeline.executor_patches import executor_patches
 
     sys.argv = [sys.argv[0]] + fit_executor_input(sys.argv[1:])
-    with no_sdist_for_local_runners():
+    with executor_patches():
         runpy.run_module(TFX_ENTRYPOINT, run_name="__main__", alter_sys=True)
 
 

@@ -4,8 +4,8 @@ to look at each output while working on the features or the ``preprocessing_fn``
 TFX's ``InteractiveContext`` runs the components of ``create_pipeline()`` as a local run builds
 them (``local.runner.build_pipeline``: the same config, data, schema and Beam args), with what a
 local run does to its process: the libraries' log in a file instead of the cells (``logging_to``),
-TFX's executors not packaging TFX for Beam workers they never start
-(``pipeline.beam_packaging``), no Interactive Beam script from a CDN (``interactive_beam_off``).
+TFX's executors as a local run patches them
+(``pipeline.executor_patches``), no Interactive Beam script from a CDN (``interactive_beam_off``).
 The context keeps its own ML Metadata store under the work directory; a component run again on the
 same inputs and settings is served from its cache.
 """
@@ -18,8 +18,8 @@ from typing import Optional, TextIO
 
 from local import runner
 from local.process import interactive_beam_off, logging_to
-from pipeline import beam_packaging
 from pipeline.config import PipelineConfig
+from pipeline.executor_patches import executor_patches
 
 
 class ComponentRunner:
@@ -65,7 +65,7 @@ class ComponentRunner:
                                  f"pipeline was built (use() builds it anew); run {producer} first")
         beam_args = list(self.pipeline.beam_pipeline_args)  # the local run's (the FnApiRunner pinned)
         started = time.monotonic()
-        with logging_to(self.log_path, self.stream), beam_packaging.no_sdist_for_local_runners():
+        with logging_to(self.log_path, self.stream), executor_patches():
             result = self.context.run(component, beam_pipeline_args=beam_args)
         tag = "cached" if self.cached(result.execution_id) else " done "
         print(f"[{tag} ] {component_id} ({time.monotonic() - started:.1f}s)", file=self.stream, flush=True)

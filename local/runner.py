@@ -26,8 +26,9 @@ from local.process import (
     logging_to,
     sigterm_stops_run,
 )
-from pipeline import beam_engines, beam_packaging, data_source, labels, stack_compat
+from pipeline import beam_engines, data_source, labels, stack_compat
 from pipeline.config import TRAIN_SPLIT, PipelineConfig
+from pipeline.executor_patches import executor_patches
 from runs import files
 from runs import store as store_lib
 from runs import summary as summary_lib
@@ -221,7 +222,7 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
             workers = any(beam_engines.starts_worker_processes(getattr(c.executor_spec, "beam_pipeline_args", ()))
                           for c in pipeline.components)
             try:
-                with sigterm_stops_run(), beam_packaging.no_sdist_for_local_runners(), frozen_heap(), \
+                with sigterm_stops_run(), executor_patches(), frozen_heap(), \
                         (stderr_to_file(log_path) if workers else contextlib.nullcontext()):
                     LocalDagRunner().run_with_ir(ir)
             except Exception as e:

@@ -1,0 +1,19 @@
+"""What this project changes in TFX's executors, in whatever process runs them: a local run
+(local/runner.py), a notebook's component runs (local/interactive.py) and a compiled pipeline's
+container entrypoint (kubeflow/entrypoint.py) all enter :func:`executor_patches` around them.
+
+- pipeline/beam_packaging.py: no sdist of TFX for Beam runners in this process.
+- pipeline/tft_inspection.py: one trace of the preprocessing_fn for TFX's four inspections.
+"""
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator
+
+from pipeline import beam_packaging, tft_inspection
+
+
+@contextlib.contextmanager
+def executor_patches() -> Iterator[None]:
+    with beam_packaging.no_sdist_for_local_runners(), tft_inspection.shared_inspection_traces():
+        yield
