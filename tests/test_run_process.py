@@ -1,4 +1,5 @@
-"""A run that a Ctrl-C or SIGTERM stops is recorded as interrupted, not left "running" for ever:
+"""What a local run does to its own process (local/process.py, local/runner.py). A run that a
+Ctrl-C or SIGTERM stops is recorded as interrupted, not left "running" for ever:
 its stopped component CANCELED in MLMD, its error line, its report, exit 130 / 143
 (local/runner.py, local/outcome.cancel_unfinished, local/process.sigterm_stops_run)."""
 import json
@@ -60,3 +61,15 @@ def test_sigterm_inside_a_run_raises_as_ctrl_c_does_and_the_handler_is_restored(
     assert process.interruption_exit_code(stopped.value) == 143
     assert process.interruption_exit_code(KeyboardInterrupt()) == 130
     assert signal.getsignal(signal.SIGTERM) == before
+
+
+def test_the_frozen_heap_raises_the_full_collection_threshold_and_puts_it_back():
+    """While the components run (local/process.frozen_heap) Python's own full collections are
+    fewer; after them, the thresholds are the process's again and nothing stays frozen."""
+    import gc
+
+    before = gc.get_threshold()
+    with process.frozen_heap():
+        assert gc.get_threshold() == (before[0], before[1], max(before[2], process.FROZEN_FULL_THRESHOLD))
+        assert gc.get_freeze_count() > 0
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
