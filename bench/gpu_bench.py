@@ -296,11 +296,11 @@ def start_tensorflow():
     import_tensorflow_quietly()
     import tensorflow as tf
 
-    from trainer.keras_compat import skip_autograph_for_tf_keras
+    from trainer.keras_compat import skip_autograph_for_libraries
     from trainer.strategy import enable_memory_growth
 
     enable_memory_growth()
-    skip_autograph_for_tf_keras()
+    skip_autograph_for_libraries()
     return tf
 
 

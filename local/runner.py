@@ -200,10 +200,6 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
     paths = paths or resolve_inputs(cfg, span)
     from tfx.orchestration.local.local_dag_runner import LocalDagRunner
 
-    from trainer.keras_compat import skip_autograph_for_tf_keras
-    # Every component runs in this process: spare TFMA's tf_keras metric wrappers the
-    # AutoGraph conversion too, not only the Trainer (see trainer/keras_compat.py).
-    skip_autograph_for_tf_keras()
     interactive_beam_off()  # in a notebook (notebooks/quickstart.ipynb): no CDN script in its cells
     os.makedirs(cfg.output_root, exist_ok=True)
     pipeline = build_pipeline(cfg, paths, enable_cache)

@@ -4,6 +4,10 @@ container entrypoint (kubeflow/entrypoint.py) all enter :func:`executor_patches`
 
 - pipeline/beam_packaging.py: no sdist of TFX for Beam runners in this process.
 - pipeline/tft_inspection.py: one trace of the preprocessing_fn for TFX's four inspections.
+- trainer/keras_compat.skip_autograph_for_libraries: AutoGraph leaves tf_keras' and
+  tf.Transform's code as it is, in every component (TFMA's tf_keras metric wrappers, the
+  Transform's analyzers, the Trainer), not only in the Trainer's run_fn. Process-wide and
+  lasting (idempotent), unlike the two above.
 """
 from __future__ import annotations
 
@@ -15,5 +19,8 @@ from pipeline import beam_packaging, tft_inspection
 
 @contextlib.contextmanager
 def executor_patches() -> Iterator[None]:
+    from trainer.keras_compat import skip_autograph_for_libraries
+
+    skip_autograph_for_libraries()
     with beam_packaging.no_sdist_for_local_runners(), tft_inspection.shared_inspection_traces():
         yield

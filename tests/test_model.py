@@ -111,12 +111,12 @@ def test_model_trains_on_a_separable_toy_problem():
 def test_autograph_skip_rule_is_added_once():
     from tensorflow.python.autograph.core import config as autograph_config
 
-    from trainer.keras_compat import skip_autograph_for_tf_keras
+    from trainer.keras_compat import skip_autograph_for_libraries
 
-    skip_autograph_for_tf_keras()
-    skip_autograph_for_tf_keras()
+    skip_autograph_for_libraries()
+    skip_autograph_for_libraries()
     prefixes = [getattr(r, "_prefix", None) for r in autograph_config.CONVERSION_RULES]
-    assert prefixes.count("tf_keras") == 1
+    assert prefixes.count("tf_keras") == 1 and prefixes.count("tensorflow_transform") == 1
 
 
 def test_embedding_gradient_is_dense_and_equals_the_plain_gather_gradient():

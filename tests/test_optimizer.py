@@ -3,14 +3,14 @@
 import pytest
 import tensorflow as tf
 
-from trainer.keras_compat import keras, skip_autograph_for_tf_keras
+from trainer.keras_compat import keras, skip_autograph_for_libraries
 from trainer.model import Head, build_model, loss_and_metrics
 from trainer.optimizer import NO_DECAY, learning_rate_schedule, optimizer
 from trainer.train_step import step_kernel_ops, training_model
 from tests.synthetic import INPUTS, ROWS, dataset, max_diff
 
 BATCH = 64
-skip_autograph_for_tf_keras()
+skip_autograph_for_libraries()
 
 
 def keras_adam(schedule, weight_decay):

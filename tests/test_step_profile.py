@@ -17,7 +17,7 @@ from tensorflow.tsl.profiler.protobuf import xplane_pb2
 from bench import step_profile
 from bench.step_profile import profile_fit
 from trainer import profile as X
-from trainer.keras_compat import skip_autograph_for_tf_keras
+from trainer.keras_compat import skip_autograph_for_libraries
 from trainer.model import Head, build_model, loss_and_metrics
 from tests.synthetic import INPUTS, dataset
 
@@ -40,7 +40,7 @@ import runpy
 sys.argv = sys.argv[1:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
-skip_autograph_for_tf_keras()
+skip_autograph_for_libraries()
 
 
 def test_union_ps_merges_overlaps_and_clips_to_the_window():

@@ -10,12 +10,12 @@ import tensorflow as tf
 
 from trainer import precision
 from trainer.train_step import training_model
-from trainer.keras_compat import keras, skip_autograph_for_tf_keras
+from trainer.keras_compat import keras, skip_autograph_for_libraries
 from trainer.model import Head, build_model, loss_and_metrics
 from tests.synthetic import INPUTS, dataset, max_diff
 
 MICRO, N = 32, 4
-skip_autograph_for_tf_keras()  # as run_fn does; else tracing re-parses tf_keras' source
+skip_autograph_for_libraries()  # as run_fn does; else tracing re-parses tf_keras' source
 
 
 def trained_weights(batch_size, accumulation, initial, epochs=2, train_metrics=True, validation=None):

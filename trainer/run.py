@@ -26,7 +26,7 @@ from trainer import optimizer as optimizer_lib
 from trainer import profile as profile_lib
 from trainer import strategy as strategy_lib
 from trainer.inputs import Inputs, Sizes, input_data, plan_sizes
-from trainer.keras_compat import keras, skip_autograph_for_tf_keras
+from trainer.keras_compat import keras, skip_autograph_for_libraries
 from trainer.settings import TRAINING_RUN_FILE, TrainerSettings
 from trainer.train_step import training_model
 from transforms import features as F
@@ -74,7 +74,7 @@ def backup_dir(fn_args) -> str:
 
 def run_fn(fn_args) -> None:
     keras()  # fail early, with the fix named, if tf.keras is not tf_keras
-    skip_autograph_for_tf_keras()
+    skip_autograph_for_libraries()
     settings = TrainerSettings.from_custom_config(fn_args.custom_config)
     strategy = strategy_lib.create_strategy(settings.runtime.strategy)
     policy = precision.resolve_policy(settings.runtime.precision, strategy)
