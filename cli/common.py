@@ -9,6 +9,22 @@ import sys
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports a command SIGINT ended (128 + 2)
+EXIT_BROKEN_PIPE = 141  # stdout's reader left, as a shell reports a command SIGPIPE ended (128 + 13)
+
+
+# pipeline/configs/*.yaml, by name (a literal: the help must not import the config loader)
+PACKAGED_CONFIGS = ("taxi", "penguin", "penguin_mass")
+
+
+def count(text: str) -> int:
+    """An option's value that counts something (runs --last N): a whole number, at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"needs a whole number of at least 1, got {text!r}")
+    return value
 
 
 class Parser(argparse.ArgumentParser):
@@ -25,8 +41,8 @@ def add_config_args(p: argparse.ArgumentParser, default=None, training: bool = F
     """The config flags. ``training``: also --train-steps, --strategy and --precision, for the
     commands that train (run, compile); elsewhere they would only clutter the help."""
     p.add_argument("--config", metavar="FILE", default=default,
-                   help="YAML config file, or a packaged config by name: taxi, penguin (default: ./config.yaml, "
-                        "the project tfxline init wrote here, when there is one; else taxi)")
+                   help=f"YAML config file, or a packaged config by name: {', '.join(PACKAGED_CONFIGS)} "
+                        "(default: ./config.yaml, the project tfxline init wrote here, when there is one; else taxi)")
     p.add_argument("--data", metavar="PATH", default=default,
                    help="data file or directory, or package:PKG/PATH (data.path)")
     p.add_argument("--output", metavar="DIR", default=default, help="output root (output_root)")
@@ -62,7 +78,7 @@ def config_file(args: argparse.Namespace):
     return PROJECT_CONFIG if os.path.isfile(PROJECT_CONFIG) else None
 
 
-def config_from_args(args: argparse.Namespace):
+def config_from_args(args: argparse.Namespace, data: bool = True):
     """The config the flags ask for. --train-steps N also fits the config's rounds (training.epochs
     in steps mode) to N unless --set training.epochs is given, and says so on stderr when it lowers them."""
     from pipeline.config import ConfigError
@@ -84,7 +100,7 @@ def config_from_args(args: argparse.Namespace):
                                   "keep one of them")
     raw = raw_config(config_file(args), args.set, explicit)
     note = fit_rounds_to_steps(raw, args.train_steps) if "training.epochs" not in overrides else None
-    cfg = config_from_dict(raw)
+    cfg = config_from_dict(raw, data=data)
     if note:
         print(f"note: {note}", file=sys.stderr)
     return cfg
@@ -99,14 +115,17 @@ class BadInput(Exception):
         self.reason = reason
 
 
-def config_or_bad_input(args, tensorflow: bool = True):
+def config_or_bad_input(args, tensorflow: bool = True, data: bool = True):
+    """The command's config, or BadInput (exit 2, one line). ``data``: the command reads the
+    data, so its path must exist; the commands that read what runs left (runs, report, gc,
+    serving, predict) keep working after the day's file is moved away."""
     from pipeline.config import ConfigError
     from pipeline.config_loader import MissingDataError
     from pipeline.data_source import DataError
     from transforms.features import FeatureSpecError
 
     try:
-        cfg = config_from_args(args)
+        cfg = config_from_args(args, data=data)
     except (DataError, MissingDataError) as e:  # e.g. --data names no file (yet)
         raise BadInput(str(e), reason="bad_input") from None
     except (ConfigError, FeatureSpecError) as e:

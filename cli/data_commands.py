@@ -36,7 +36,7 @@ def add_schema(sub) -> None:
 
 
 def add_predict(sub) -> None:
-    pr = sub.add_parser("predict", help="predict a CSV of raw rows with the newest pushed model")
+    pr = sub.add_parser("predict", help="predict a CSV of raw rows with the serving directory's stable model")
     add_config_args(pr)
     pr.add_argument("--input", required=True, metavar="CSV", help="raw rows (the label may be absent)")
     pr.add_argument("--predictions", required=True, metavar="FILE",
@@ -73,7 +73,7 @@ def cmd_predict(args, stream: TextIO) -> int:
     from pipeline.predict import predict_csv
     from serving.release import ReleaseError
 
-    cfg = config_or_bad_input(args)
+    cfg = config_or_bad_input(args, data=False)
     try:
         predict_csv(cfg, args.input, args.predictions, model_dir=args.model_dir, stream=stream)
     except ReleaseError as e:  # the serving directory's release.json cannot be read

@@ -26,7 +26,15 @@ import threading
 from typing import Optional, Sequence, TextIO
 
 from cli import data_commands, kubeflow, run_command, runs_commands, serving_commands
-from cli.common import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, BadInput, Parser  # noqa: F401 - the exit codes, read here too
+from cli.common import (  # noqa: F401 - the exit codes, read here too
+    EXIT_BAD_INPUT,
+    EXIT_BROKEN_PIPE,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    BadInput,
+    Parser,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,6 +54,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None, stream: Optional[TextIO] = None) -> int:
+    from local.process import interruption_exit_code, interruption_name, sigterm_stops_run
+
+    try:
+        with sigterm_stops_run():  # SIGTERM as Ctrl-C, from the start: one line and its exit code, a run recorded
+            return _command(argv, stream or sys.stdout)
+    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM outside a run's components (those are recorded: local/runner.py)
+        print(f"interrupted ({interruption_name(e)})", file=sys.stderr)
+        return interruption_exit_code(e)
+    except BrokenPipeError:  # stdout's reader left (tfxline runs | head -1): stop there, as Unix tools do
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # nothing more reaches the closed pipe, the exit's flush included
+        return EXIT_BROKEN_PIPE
+
+
+def _command(argv: Optional[Sequence[str]], stream: TextIO) -> int:
     # Entry point: process-wide settings are made here, before TensorFlow is imported.
     from trainer.keras_compat import select_legacy_keras
 
@@ -54,7 +77,6 @@ def main(argv: Optional[Sequence[str]] = None, stream: Optional[TextIO] = None) 
 
     quiet_libraries()
     from pipeline.config import ConfigError
-    stream = stream or sys.stdout
     args = build_parser().parse_args(argv)
     try:
         return args.func(args, stream)
@@ -64,9 +86,6 @@ def main(argv: Optional[Sequence[str]] = None, stream: Optional[TextIO] = None) 
     except ConfigError as e:  # e.g. a MySQL metadata store whose password is not in the environment
         print(f"error: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except KeyboardInterrupt:  # Ctrl-C outside a run's components (those are recorded: local/runner.py)
-        print("interrupted (Ctrl-C)", file=sys.stderr)
-        return EXIT_INTERRUPTED
 
 
 def entry() -> None:

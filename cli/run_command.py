@@ -18,7 +18,7 @@ from cli.common import (
 
 
 def add_commands(sub) -> None:
-    run = sub.add_parser("run", help="run the whole pipeline locally (LocalDagRunner + SQLite MLMD)")
+    run = sub.add_parser("run", help="run the whole pipeline locally (LocalDagRunner; MLMD in SQLite, or MySQL)")
     add_config_args(run, training=True)
     run.add_argument("--no-cache", action="store_true", help="re-execute every component")
     run.add_argument("--span", metavar="N|YYYY-MM-DD",

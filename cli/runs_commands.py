@@ -6,7 +6,7 @@ import argparse
 import os
 from typing import TextIO
 
-from cli.common import EXIT_OK, BadInput, add_config_args, config_or_bad_input, quiet_tensorflow
+from cli.common import EXIT_OK, BadInput, add_config_args, config_or_bad_input, count, quiet_tensorflow
 from cli.run_command import print_summary
 
 
@@ -19,7 +19,7 @@ def add_commands(sub) -> None:
 
     runs = sub.add_parser("runs", help="the pipeline's runs from its MLMD store, newest first")
     add_config_args(runs)
-    runs.add_argument("--last", type=int, default=20, metavar="N", help="how many runs (default 20)")
+    runs.add_argument("--last", type=count, default=20, metavar="N", help="how many runs (default 20)")
     runs.set_defaults(func=cmd_runs)
     runs_sub = runs.add_subparsers(dest="runs_command")
     show = runs_sub.add_parser("show", help="one run's summary and report path; a failed run's failed component "
@@ -37,7 +37,7 @@ def add_commands(sub) -> None:
 
 
 def cmd_report(args, stream: TextIO) -> int:
-    run_dir = args.run_dir or _latest_run_dir(config_or_bad_input(args))
+    run_dir = args.run_dir or _latest_run_dir(config_or_bad_input(args, data=False))
     quiet_tensorflow()  # before the report's modules, which import TensorFlow
     from runs.report import collect, render
 
@@ -78,7 +78,7 @@ def cmd_runs(args, stream: TextIO) -> int:
     from runs.store import describe_store, latest_run_id, open_store, store_exists
     from runs.summary import collect_run
 
-    cfg = config_or_bad_input(args)
+    cfg = config_or_bad_input(args, data=False)
     if not store_exists(cfg.metadata_store):
         refusal = history.newer_refusal(cfg.output_root)
         if refusal:  # the first run was refused: that is the whole history
@@ -135,7 +135,7 @@ def cmd_gc(args, stream: TextIO) -> int:
     from runs import retention
     from runs.store import store_exists
 
-    cfg = config_or_bad_input(args)
+    cfg = config_or_bad_input(args, data=False)
     keep = args.keep_runs if args.keep_runs is not None else cfg.retention.keep_runs
     if keep < 1:
         raise BadInput(f"--keep-runs must be >= 1, got {keep}" if args.keep_runs is not None else

@@ -50,7 +50,7 @@ def cmd_serving(args, stream: TextIO) -> int:
     from serving.push import RollbackError
     from serving.release import ReleaseError
 
-    cfg = config_or_bad_input(args, tensorflow=False)  # these commands read and copy files
+    cfg = config_or_bad_input(args, tensorflow=False, data=False)  # these commands read and copy files
     command = getattr(args, "serving_command", None)
     try:
         if command is None:

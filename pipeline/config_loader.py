@@ -73,7 +73,9 @@ def raw_config(path: Optional[str], overrides: Sequence[str] = (),
     return raw
 
 
-def config_from_dict(raw: Mapping[str, Any]) -> PipelineConfig:
+def config_from_dict(raw: Mapping[str, Any], data: bool = True) -> PipelineConfig:
+    """The validated config. ``data``: the data path must exist (False for commands that read
+    only what runs left: the run history, the serving directory, a model)."""
     raw = dict(raw)
     _check_keys("config", raw, {f.name for f in dataclasses.fields(PipelineConfig)})
     if "features" not in raw:
@@ -93,16 +95,16 @@ def config_from_dict(raw: Mapping[str, Any]) -> PipelineConfig:
         # relative paths are relative to the working directory, as on a CLI
         cfg = dataclasses.replace(
             cfg, data=dataclasses.replace(cfg.data, path=os.path.abspath(cfg.data.path)))
-    validate(cfg)
+    validate(cfg, data=data)
     return cfg
 
 
-def validate(cfg: PipelineConfig) -> None:
+def validate(cfg: PipelineConfig, data: bool = True) -> None:
     """Each section's rules (``cfg.problems()``), then what spans sections or the file system:
-    the data path exists, drift thresholds and slices name declared feature columns."""
+    the data path exists (``data``), drift thresholds and slices name declared feature columns."""
     check(cfg.problems())
     try:
-        data_path = resolve_data_path(cfg.data.path) if cfg.data.path else ""
+        data_path = resolve_data_path(cfg.data.path) if cfg.data.path and data else ""
     except DataError as e:
         raise MissingDataError(str(e)) from None
     if data_path and not os.path.exists(data_path):

@@ -90,7 +90,7 @@ def predict_csv(cfg: PipelineConfig, input_csv: str, output_path: str,
         values = predict_rows(load_serving_fn(model_dir), rows, cfg, schema)
     extra = output_columns(cfg, values, label_classes(model_dir))
     if output_path == STDOUT:  # CSV on stdout, for a pipe; the summary line then goes to stderr
-        write_predictions(sys.stdout, rows, extra, schema, jsonl=False)
+        write_predictions(sys.stdout, rows, extra, schema, jsonl=False, line_end="\n")
         sys.stdout.flush()
         stream = sys.stderr if stream else None
     else:
@@ -109,15 +109,16 @@ def predict_csv(cfg: PipelineConfig, input_csv: str, output_path: str,
 STDOUT = "-"  # --predictions -: the CSV on standard output
 
 
-def write_predictions(f: TextIO, rows, extra, schema, jsonl: bool) -> None:
+def write_predictions(f: TextIO, rows, extra, schema, jsonl: bool, line_end: str = "\r\n") -> None:
     """The input rows with their prediction columns: JSON lines (the row's values typed as its
-    schema says) or CSV (every class's probability as one JSON cell)."""
+    schema says) or CSV (every class's probability as one JSON cell; lines end as RFC 4180 says
+    in a file, with a bare newline on stdout, for line tools)."""
     if jsonl:
         for row, more in zip(rows, extra):
             f.write(json.dumps({**typed_row(row, schema), **more}) + "\n")
         return
     fields = list(rows[0].keys()) + list(extra[0].keys()) if rows else []
-    writer = csv.DictWriter(f, fieldnames=fields)
+    writer = csv.DictWriter(f, fieldnames=fields, lineterminator=line_end)
     writer.writeheader()
     for row, more in zip(rows, extra):
         writer.writerow({**row, **{k: json.dumps(v) if isinstance(v, dict) else v for k, v in more.items()}})

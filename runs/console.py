@@ -7,8 +7,8 @@ from typing import List, Optional
 
 from components import task_metrics
 from components.tfma_results import both_classes, undefined_metrics
-from runs.history import UNRECORDED, failed_component
-from runs.summary import RunSummary, cached_from, describe_drift, describe_spans, earlier_run
+from runs.history import UNRECORDED
+from runs.summary import RunSummary, cached_from, describe_drift, describe_spans, earlier_run, failed_component
 
 WORST_SLICES = 3
 MIN_SLICE_EXAMPLES = 20
@@ -94,8 +94,9 @@ def component_seconds_line(summary: RunSummary) -> str:
 def format_summary(summary: RunSummary) -> str:
     lines = [f"run {summary.run_id}:"] + failure_lines(summary)
     cached = sum(c.state == "cached" for c in summary.components)
-    lines.append(f"  components: {len(summary.components) - cached} ran, {cached} served from cache; "
-                 + wall_time(summary.wall_seconds))
+    stopped = sum(c.state == "canceled" for c in summary.components)  # a Ctrl-C or SIGTERM stopped them
+    lines.append(f"  components: {len(summary.components) - cached - stopped} ran, {cached} served from cache"
+                 + (f", {stopped} stopped" if stopped else "") + "; " + wall_time(summary.wall_seconds))
     spans = describe_spans(summary.spans)
     if spans:
         lines.append(f"  data: {spans}")

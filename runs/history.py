@@ -39,29 +39,6 @@ def main_metric(metrics, task: str = "") -> Optional[str]:
     return name if name in metrics else None
 
 
-def failed_component(summary: summary_lib.RunSummary) -> str:
-    """The component MLMD recorded as failed ('' when none did: the run failed outside one, or
-    did not fail): what the on-call person looks at first."""
-    return next((c.node_id for c in summary.components if c.state == "failed"), "")
-
-
-def status_of(summary: summary_lib.RunSummary) -> str:
-    """'complete', 'running', 'interrupted: <component>' (a Ctrl-C stopped it: CANCELED in
-    MLMD, local/outcome.cancel_unfinished) or 'failed: <component>' ('failed' alone when no
-    component failed in MLMD but the run recorded an error)."""
-    states = {c.state for c in summary.components}
-    if "canceled" in states:
-        return "interrupted: " + next(c.node_id for c in summary.components if c.state == "canceled")
-    if summary.error.startswith(summary_lib.INTERRUPTED + " ("):  # stopped between two components
-        return "interrupted"
-    if "failed" in states or summary.error:
-        failed = failed_component(summary)
-        return f"failed: {failed}" if failed else "failed"
-    if states & {"running", "new"}:
-        return "running"
-    return "complete"
-
-
 RECORDED_FILES = ("summary.json", "run.json")  # what record_run writes, the fuller first
 UNRECORDED = ("its summary.json and run.json are missing or unreadable; its log in the output root's logs/ has "
               "the traceback")
@@ -122,9 +99,9 @@ def row_of(summary: summary_lib.RunSummary) -> RunRow:
         blessed = "yes" if summary.blessed else "no" + refused
     started = datetime.datetime.fromtimestamp(summary.created_ms / 1000).strftime("%Y-%m-%d %H:%M:%S")
     return RunRow(run_id=summary.run_id, started=started, spans=",".join(map(str, summary.spans)) or "-",
-                  status=status_of(summary), metric=metric, metric_value=value, blessed=blessed,
+                  status=summary_lib.status_of(summary), metric=metric, metric_value=value, blessed=blessed,
                   pushed=os.path.basename(summary.pushed_to) if summary.pushed and summary.pushed_to else "-",
-                  failed_at=failed_component(summary), error=summary.error)
+                  failed_at=summary_lib.failed_component(summary), error=summary.error)
 
 
 def list_runs(metadata_store, pipeline_name: str, last: int = 20,

@@ -225,3 +225,26 @@ def _read_evaluation(summary: RunSummary, outputs: Dict[str, list], model_dir: s
 
 def write_summary(summary: RunSummary, path: str) -> None:
     files.write_json_atomic(path, summary.to_dict())
+
+
+def failed_component(summary: RunSummary) -> str:
+    """The component MLMD recorded as failed ('' when none did: the run failed outside one, or
+    did not fail): what the on-call person looks at first."""
+    return next((c.node_id for c in summary.components if c.state == "failed"), "")
+
+
+def status_of(summary: RunSummary) -> str:
+    """'complete', 'running', 'interrupted: <component>' (a Ctrl-C or SIGTERM stopped it: CANCELED in
+    MLMD, local/outcome.cancel_unfinished) or 'failed: <component>' ('failed' alone when no
+    component failed in MLMD but the run recorded an error)."""
+    states = {c.state for c in summary.components}
+    if "canceled" in states:
+        return "interrupted: " + next(c.node_id for c in summary.components if c.state == "canceled")
+    if summary.error.startswith(INTERRUPTED + " ("):  # stopped between two components
+        return "interrupted"
+    if "failed" in states or summary.error:
+        failed = failed_component(summary)
+        return f"failed: {failed}" if failed else "failed"
+    if states & {"running", "new"}:
+        return "running"
+    return "complete"

@@ -225,3 +225,12 @@ def test_a_console_whose_reader_left_drops_writes_instead_of_raising():
         raw.close()
     except BrokenPipeError:
         pass
+
+
+def test_the_packaged_configs_the_help_names_are_those_shipped():
+    import glob
+
+    from cli.common import PACKAGED_CONFIGS
+
+    shipped = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(ROOT, "pipeline", "configs", "*.yaml")))
+    assert sorted(PACKAGED_CONFIGS) == shipped

@@ -42,12 +42,27 @@ def test_ctrl_c_during_a_component_records_the_run_as_interrupted(tmp_path):
     assert states["CsvExampleGen"] == states["StatisticsGen"] == "complete" and states["Transform"] == "canceled"
     assert "running" not in states.values()
     assert summary["error"].startswith("interrupted (Ctrl-C) while Transform ran")
-    assert os.path.isfile(out / "runs" / run_dir / "report.html")
+    assert "run interrupted: Transform</span>" in (out / "runs" / run_dir / "report.html").read_text()
 
     runs = tfxline("runs", "--data", data, "--output", str(out))
     assert runs.returncode == 0, runs.stderr
     assert "interrupted: Transform" in runs.stdout
     assert f"run {run_dir} was interrupted at Transform: interrupted (Ctrl-C)" in runs.stdout
+    show = tfxline("runs", "show", "latest", "--data", data, "--output", str(out))
+    assert show.returncode == 0 and ", 1 stopped; wall time" in show.stdout, show.stdout
+
+
+def test_sigterm_before_the_components_is_one_line_and_exit_143(tmp_path):
+    """Killed while it starts (before any component): the same line a Ctrl-C gets, not silence."""
+    proc = subprocess.Popen([sys.executable, "-c", "import os, signal; from cli import main; "
+                             "os.kill(os.getpid(), signal.SIGTERM) if False else None; "
+                             "main.build_parser = (lambda real: lambda: (os.kill(os.getpid(), signal.SIGTERM), "
+                             "real())[1])(main.build_parser); raise SystemExit(main.main(['runs', '--output', "
+                             f"{str(tmp_path)!r}]))"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=ROOT)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 143, err
+    assert err.strip().splitlines()[-1] == "interrupted (SIGTERM)"
 
 
 def test_sigterm_inside_a_run_raises_as_ctrl_c_does_and_the_handler_is_restored():

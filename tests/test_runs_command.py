@@ -155,3 +155,34 @@ def test_latest_without_a_run_of_the_pipeline_is_one_error_line(tmp_path):
     assert code == cli.EXIT_BAD_INPUT and out == ""
     assert err.count("\n") == 1 and err.startswith("error: no run of pipeline penguin in ")
     assert "; run the pipeline first (tfxline run), or pass the --config" in err
+
+
+@pytest.mark.e2e
+def test_runs_and_runs_show_read_the_history_after_the_data_is_gone(anomalies_run, tmp_path):
+    """The runbook's first command works when the day's file was moved away: only run needs it."""
+    out_dir = anomalies_run[0]
+    gone = str(tmp_path / "moved-away.csv")
+    code, out, err = tfxline("runs", "--data", gone, "--output", str(out_dir))
+    assert code == 0 and f"failed: {GATE}" in out, err
+    code, out, err = tfxline("runs", "show", "latest", "--data", gone, "--output", str(out_dir))
+    assert code == 0 and GATE in out, err
+    code, _, err = tfxline("run", "--data", gone, "--output", str(out_dir))
+    assert code == cli.EXIT_BAD_INPUT and f"data path {gone} does not exist" in err
+
+
+@pytest.mark.e2e
+def test_a_reader_that_leaves_early_ends_the_command_quietly(anomalies_run):
+    """tfxline runs | head -1: exit 141 (as SIGPIPE would end it), no traceback."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "cli.main", "runs", "--output", str(anomalies_run[0])],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tests_root())
+    proc.stdout.close()  # the reader is gone before the first line
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == cli.EXIT_BROKEN_PIPE, err
+    assert "Traceback" not in err and "BrokenPipeError" not in err
+
+
+def tests_root():
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -14,7 +14,7 @@ from runs.report.artifacts import RunArtifacts, load_run_info
 from runs.report.data import data_section
 from runs.report.model import evaluation_section, training_section
 from runs.report.serving import lineage_section, serving_section
-from runs.summary import cached_from, describe_drift, describe_spans
+from runs.summary import cached_from, describe_drift, describe_spans, status_of
 
 
 def collect(run_dir: str) -> Dict[str, Any]:
@@ -24,6 +24,7 @@ def collect(run_dir: str) -> Dict[str, Any]:
         "run": dict({k: info.get(k) for k in ("pipeline_name", "run_id", "started", "wall_seconds", "error",
                                                "output_root")},
                     spans=describe_spans(run.summary.spans), collected=run.collected(),
+                    status=status_of(run.summary),
                     rows_without_label=run.summary.rows_without_label or 0,
                     drift=describe_drift(run.summary.drift, cached_from(run.summary, "DriftGate"))
                     if run.summary.drift else ""),
