@@ -93,7 +93,12 @@ def run_example(work: str, data, smoke_run: bool) -> dict:
     script = os.path.join(tfx_example_dir(), "taxi_pipeline_native_keras.py")
     if smoke_run:
         script = shortened_example(script, os.path.join(work, "taxi_pipeline_smoke.py"))
-    env = dict(os.environ, HOME=home, TF_USE_LEGACY_KERAS="1")
+    # TFX's example leaves an sdist of TFX (~50 MB) in the temp dir per Beam component
+    # (tfx.utils.dependency_utils, which this project skips: pipeline/beam_packaging.py): here, in
+    # the work root, removed with it.
+    tmp = os.path.join(work, "tmp")
+    os.makedirs(tmp, exist_ok=True)
+    env = dict(os.environ, HOME=home, TF_USE_LEGACY_KERAS="1", TMPDIR=tmp)
     wall = timed([sys.executable, script], env, home, os.path.join(work, "example.log"))
     metadata = os.path.join(home, "tfx", "metadata", EXAMPLE_NAME, "metadata.db")
     return {"wall_seconds": wall, "metadata": metadata, "name": EXAMPLE_NAME}
