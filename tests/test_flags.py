@@ -12,6 +12,8 @@ from pipeline.config import ConfigError
 
 CONFIGS = ("taxi", "penguin", "penguin_mass")
 COMMANDS_WITH_CONFIG = ("run", "runs", "gc", "serving", "report", "schema draft", "compile")
+TRAINING_COMMANDS = ("run", "compile")  # the others have no --train-steps, --strategy, --precision
+TRAINING_FLAGS = ("--train-steps", "--strategy", "--precision")
 
 
 @pytest.fixture(scope="module")
@@ -63,10 +65,19 @@ def test_every_combination_of_the_shared_flags_lands_on_its_keys(config, csv_fil
 
 
 @pytest.mark.parametrize("command", COMMANDS_WITH_CONFIG)
-def test_each_command_takes_the_shared_flags(command, csv_file, tmp_path):
-    args = cli.build_parser().parse_args(argv_for(command, "taxi", list(EXPECTED), flag_values(csv_file, tmp_path)))
-    cfg = common.config_from_args(args)
-    assert cfg.training.train_steps == 7 and cfg.data.path == csv_file
+def test_each_command_takes_the_shared_flags(command, csv_file, tmp_path, capsys):
+    values = flag_values(csv_file, tmp_path)
+    training = command in TRAINING_COMMANDS
+    flags = [f for f in EXPECTED if training or f not in TRAINING_FLAGS]
+    cfg = common.config_from_args(cli.build_parser().parse_args(argv_for(command, "taxi", flags, values)))
+    assert cfg.data.path == csv_file and cfg.model.dropout == 0.1
+    if training:
+        assert cfg.training.train_steps == 7
+        return
+    with pytest.raises(SystemExit) as refused:  # a command that trains nothing does not take them
+        cli.build_parser().parse_args(argv_for(command, "taxi", flags + ["--train-steps"], values))
+    err = capsys.readouterr().err  # runs and serving have subcommands: argparse then names the value
+    assert refused.value.code == 2 and ("unrecognized arguments: --train-steps" in err or "invalid choice: '7'" in err)
 
 
 @pytest.mark.parametrize("flag, value, key, other", [
