@@ -51,7 +51,7 @@ class ProgressHandler(logging.Handler):
 
     def failed(self, tag: str = "failed ") -> List[str]:
         """The run raised: the components started and not finished failed, or were stopped (tag
-        "stopped", a Ctrl-C); returns them (local/runner.py calls it; LocalDagRunner logs nothing
+        "stopped": a Ctrl-C or SIGTERM); returns them (local/runner.py calls it; LocalDagRunner logs nothing
         of its own when a component raises)."""
         nodes = list(self.started)
         for node, started in self.started.items():
@@ -88,8 +88,8 @@ class MemoryReleaser(logging.Handler):
 
 
 class Stopped(KeyboardInterrupt):
-    """SIGTERM (``kill``, ``timeout``, a scheduler stopping the job) while the components ran,
-    raised as a Ctrl-C is: the run is recorded as interrupted instead of dying unrecorded."""
+    """SIGTERM (``kill``, ``timeout``, a scheduler stopping the job) raised as a Ctrl-C is: a
+    command says so in one line, a run is recorded as interrupted instead of dying unrecorded."""
 
     signal_name, signum = "SIGTERM", signal.SIGTERM
 
