@@ -8,7 +8,6 @@ import os
 import sys
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
-EXIT_INTERRUPTED = 130  # Ctrl-C, as a shell reports a command SIGINT ended (128 + 2)
 EXIT_BROKEN_PIPE = 141  # stdout's reader left, as a shell reports a command SIGPIPE ended (128 + 13)
 
 

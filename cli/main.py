@@ -30,7 +30,6 @@ from cli.common import (  # noqa: F401 - the exit codes, read here too
     EXIT_BAD_INPUT,
     EXIT_BROKEN_PIPE,
     EXIT_FAILED,
-    EXIT_INTERRUPTED,
     EXIT_OK,
     BadInput,
     Parser,

@@ -19,6 +19,7 @@ from typing import List, Optional, Sequence, TextIO
 
 from components import metric_samples, run_metrics
 from components.run_metrics import METRICS, Sample  # noqa: F401 - the one list, for monitoring/'s tests
+from runs import summary as summary_lib
 
 # TfxlineRunSlow's baseline: the median of up to this many earlier runs that completed and trained ...
 EXPECTED_FROM_RUNS = 10
@@ -37,8 +38,7 @@ def outcome(summary, error: Optional[BaseException]) -> tuple:
             return "failed", ""
         return metric_samples.completed_reason(summary.blessed, summary.pushed, summary.push_refused), ""
     if isinstance(error, KeyboardInterrupt):  # Ctrl-C or SIGTERM (local/runner.py)
-        stopped = [c.node_id for c in summary.components if c.state == "canceled"] if summary is not None else []
-        return "interrupted", (stopped[0] if stopped else "")
+        return "interrupted", (summary_lib.stopped_component(summary) if summary is not None else "")
     for cause in causes(error):
         if isinstance(cause, DataDriftError):
             return "drift", "DriftGate"

@@ -233,13 +233,19 @@ def failed_component(summary: RunSummary) -> str:
     return next((c.node_id for c in summary.components if c.state == "failed"), "")
 
 
+def stopped_component(summary: RunSummary) -> str:
+    """The component a Ctrl-C or SIGTERM stopped (CANCELED in MLMD: local/outcome.cancel_unfinished),
+    '' when none was."""
+    return next((c.node_id for c in summary.components if c.state == "canceled"), "")
+
+
 def status_of(summary: RunSummary) -> str:
     """'complete', 'running', 'interrupted: <component>' (a Ctrl-C or SIGTERM stopped it: CANCELED in
     MLMD, local/outcome.cancel_unfinished) or 'failed: <component>' ('failed' alone when no
     component failed in MLMD but the run recorded an error)."""
     states = {c.state for c in summary.components}
     if "canceled" in states:
-        return "interrupted: " + next(c.node_id for c in summary.components if c.state == "canceled")
+        return "interrupted: " + stopped_component(summary)
     if summary.error.startswith(INTERRUPTED + " ("):  # stopped between two components
         return "interrupted"
     if "failed" in states or summary.error:
