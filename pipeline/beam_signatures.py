@@ -11,11 +11,12 @@ made 5,988 ``get_dofn_specs`` calls and 186,463 ``inspect.signature`` calls: 3.8
 
 ``get_function_args_defaults(f)``'s answer depends only on the function: a bound method's on its
 ``__func__`` (``inspect.signature`` drops the bound first parameter whatever it is bound to), a
-plain function's on itself, through its code, defaults, keyword defaults, ``__signature__`` and
-``__wrapped__``. While :func:`shared_signatures` is active, the answer for a Python function is
-kept (weakly, so a lambda's goes with it) with those five as they were, and given again while each
-is still the same object. Anything else (a builtin, a callable object, a ``functools.partial``)
-is inspected as before. Each call gets its own lists, as before.
+plain function's on itself: its code, defaults, keyword defaults and ``__signature__``, and the
+same of each function its ``__wrapped__`` chain leads to (``inspect.unwrap``). While
+:func:`shared_signatures` is active, the answer for a Python function is kept (weakly, so a
+lambda's goes with it) with all of those as they were, and given again while each is still the
+same object. Anything else (a builtin, a callable object, a ``functools.partial``, a chain that
+leads to one of them) is inspected as before. Each call gets its own lists, as before.
 """
 from __future__ import annotations
 
@@ -23,9 +24,10 @@ import contextlib
 import threading
 import types
 import weakref
-from typing import Any, Iterator, List, Tuple
+from typing import Any, Iterator, List, Optional, Tuple
 
 _MISSING = object()
+_MAX_WRAPPED = 8  # a longer chain of wrapped functions is inspected each time
 
 
 def _function_of(f) -> Any:
@@ -35,10 +37,21 @@ def _function_of(f) -> Any:
     return f if isinstance(f, types.FunctionType) else None
 
 
-def _identity(fn: types.FunctionType) -> Tuple[Any, ...]:
-    """What ``inspect.signature`` reads of a function; compared object by object."""
-    return (fn.__code__, fn.__defaults__, fn.__kwdefaults__,
-            fn.__dict__.get("__signature__", _MISSING), fn.__dict__.get("__wrapped__", _MISSING))
+def _identity(fn: types.FunctionType) -> Optional[Tuple[Any, ...]]:
+    """What ``inspect.signature`` reads of a function and the functions it wraps, compared object
+    by object; None where the chain leads to something that is not a Python function."""
+    identity: List[Any] = []
+    for _ in range(_MAX_WRAPPED):
+        signature = fn.__dict__.get("__signature__", _MISSING)
+        wrapped = fn.__dict__.get("__wrapped__", _MISSING)
+        # not fn itself: the answers are kept weakly by the function, and hold this
+        identity += [fn.__code__, fn.__defaults__, fn.__kwdefaults__, signature, wrapped]
+        if wrapped is _MISSING or signature is not _MISSING:  # where inspect.unwrap stops
+            return tuple(identity)
+        if not isinstance(wrapped, types.FunctionType):
+            return None
+        fn = wrapped
+    return None
 
 
 class _Signatures:
@@ -55,6 +68,8 @@ class _Signatures:
         if fn is None:
             return self.inspect_fn(f)
         identity = _identity(fn)
+        if identity is None:
+            return self.inspect_fn(f)
         kept = self.answers.get(fn)
         if kept is not None and len(kept[0]) == len(identity) and all(a is b for a, b in zip(kept[0], identity)):
             return list(kept[1]), list(kept[2])
