@@ -23,6 +23,7 @@ import atexit
 import os
 import sys
 import threading
+import time
 from typing import Optional, Sequence, TextIO
 
 from cli import data_commands, kubeflow, run_command, runs_commands, serving_commands
@@ -34,6 +35,8 @@ from cli.common import (  # noqa: F401 - the exit codes, read here too
     BadInput,
     Parser,
 )
+
+INTERRUPTED_THREADS_WAIT_S = 5.0  # fast_exit's wait for other threads after an interrupt
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,20 +56,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None, stream: Optional[TextIO] = None) -> int:
-    from local.process import interruption_exit_code, interruption_name, sigterm_stops_run
+    from local.process import interruption_exit_code, interruption_name, interruption_of, signals_stop_run
 
+    signals: list = []
     try:
-        with sigterm_stops_run():  # SIGTERM as Ctrl-C, from the start: one line and its exit code, a run recorded
+        with signals_stop_run() as signals:  # SIGTERM as Ctrl-C, from the start: one line and its exit code
             return _command(argv, stream or sys.stdout)
-    except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM outside a run's components (those are recorded: local/runner.py)
-        print(f"interrupted ({interruption_name(e)})", file=sys.stderr)
-        return interruption_exit_code(e)
     except BrokenPipeError:  # stdout's reader left (tfxline runs | head -1): stop there, as Unix tools do
         try:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush writes nowhere
         except (OSError, ValueError):  # a stdout with no file descriptor (a test's capture): nothing to flush
             pass
         return EXIT_BROKEN_PIPE
+    except (Exception, KeyboardInterrupt) as e:
+        # Ctrl-C or SIGTERM outside a run's components (those are recorded: local/runner.py), as
+        # such or as what a library made of it
+        stop = interruption_of(e, signals)
+        if stop is None:
+            raise
+        print(f"interrupted ({interruption_name(stop)})", file=sys.stderr)
+        return interruption_exit_code(stop)
 
 
 def _command(argv: Optional[Sequence[str]], stream: TextIO) -> int:
@@ -102,9 +111,12 @@ def fast_exit(code: int) -> None:
     first, in its order: wait for non-daemon threads, run the atexit handlers (logging's
     flush and close, tempfile's and weakref finalizers), flush stdout and stderr.
     """
+    # An interrupted command (exit 130, 141, 143) waits a few seconds at most: a thread of the
+    # work it stopped (a Beam bundle's) may never end, and the user asked to stop.
+    deadline = time.monotonic() + INTERRUPTED_THREADS_WAIT_S if code > 128 else None
     for thread in threading.enumerate():
         if thread is not threading.main_thread() and not thread.daemon:
-            thread.join()
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
     atexit._run_exitfuncs()
     for f in (sys.stdout, sys.stderr):
         try:

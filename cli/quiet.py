@@ -21,6 +21,19 @@ def quiet_libraries() -> None:
     warnings.filterwarnings("ignore", category=FutureWarning, message="You are using a non-supported Python version")
     # Beam's hint that python-snappy would make its TFRecord checksums faster (not in the lock).
     logging.getLogger("apache_beam.io.tfrecordio").setLevel(logging.ERROR)
+    beam_dofns = logging.getLogger("apache_beam.runners.common")
+    if not any(isinstance(f, InterruptionIsNoError) for f in beam_dofns.filters):
+        beam_dofns.addFilter(InterruptionIsNoError())
+
+
+class InterruptionIsNoError(logging.Filter):
+    """Beam logs what a Ctrl-C or SIGTERM raises in a bundle as an error with its traceback, then
+    passes it on as its own (DoFnRunner._reraise_augmented: apache_beam/runners/common.py:1606 in
+    Beam 2.59, :1622 in 2.77). The command says in one line that it was interrupted
+    (cli/main.py; a run's log has the traceback from local/runner.py): that record is dropped."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.exc_info and isinstance(record.exc_info[1], KeyboardInterrupt))
 
 
 # What TensorFlow's C++ side writes to stderr while it is imported, before any log level applies

@@ -46,11 +46,14 @@ def record_run(cfg: PipelineConfig, pipeline, run_id: str, started_at: str, seco
     return result
 
 
-def cancel_unfinished(cfg: PipelineConfig, run_id: str) -> List[str]:
+def cancel_unfinished(cfg: PipelineConfig, run_id: str, failed_too: bool = False) -> List[str]:
     """Mark the run's executions that never ended (RUNNING, NEW: the components a Ctrl-C
     stopped) CANCELED in MLMD, and return their nodes. Left RUNNING, the run would read
     "running" forever in ``tfxline runs`` and the report, and a collection on a shared store
-    (runs/retention.py, ``runs_may_be_going``) would keep its outputs as a run still going."""
+    (runs/retention.py, ``runs_may_be_going``) would keep its outputs as a run still going.
+    ``failed_too``: the Ctrl-C reached TFX as another exception (Beam's RuntimeError), so TFX's
+    launcher recorded the component it stopped as FAILED: that one is CANCELED too (a local run's
+    components run one at a time: the run's one failure is the one the Ctrl-C stopped)."""
     from ml_metadata.proto import metadata_store_pb2 as pb
 
     from runs import store as store_lib
@@ -60,7 +63,8 @@ def cancel_unfinished(cfg: PipelineConfig, run_id: str) -> List[str]:
     if ctx is None:
         return []
     stopped = [e for e in store.get_executions_by_context(ctx.id)
-               if e.last_known_state in (pb.Execution.RUNNING, pb.Execution.NEW)]
+               if e.last_known_state in (pb.Execution.RUNNING, pb.Execution.NEW)
+               or (failed_too and e.last_known_state == pb.Execution.FAILED)]
     for e in stopped:
         e.last_known_state = pb.Execution.CANCELED
     if stopped:

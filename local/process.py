@@ -1,7 +1,8 @@
 """What a local run does to its own process while the components run in it: one console line
 per component event (``ProgressHandler``), the libraries' logging into the run's log file
 (``logging_to``), the memory a finished component freed handed back (``MemoryReleaser``,
-``frozen_heap``), SIGTERM raised as a Ctrl-C is (``sigterm_stops_run``), and in a Jupyter
+``frozen_heap``), Ctrl-C and SIGTERM recorded as the run's end whatever a library turns them
+into (``signals_stop_run``, ``interruption_of``), and in a Jupyter
 kernel, Beam's notebook scripts off (``interactive_beam_off``).
 """
 from __future__ import annotations
@@ -14,7 +15,7 @@ import os
 import re
 import signal
 import time
-from typing import Iterator, List, TextIO
+from typing import Iterator, List, Optional, TextIO
 
 from serving.native_stderr import TF_RUNTIME_NOISE, stderr_noise_to_file
 
@@ -104,22 +105,66 @@ def interruption_exit_code(e: BaseException) -> int:
     return 128 + int(getattr(e, "signum", signal.SIGINT))
 
 
+_SEEN: List[List[KeyboardInterrupt]] = []  # the lists of the signals_stop_run contexts active now
+
+
+def _record(e: KeyboardInterrupt) -> KeyboardInterrupt:
+    for seen in _SEEN:
+        if not any(x is e for x in seen):  # nested contexts' handlers: each passes it on to the next
+            seen.append(e)
+    return e
+
+
 @contextlib.contextmanager
-def sigterm_stops_run() -> Iterator[None]:
-    """While inside, SIGTERM raises :class:`Stopped` in the main thread (as SIGINT raises
-    KeyboardInterrupt); elsewhere (a thread, where Python allows no handler) nothing changes."""
+def signals_stop_run() -> Iterator[List[KeyboardInterrupt]]:
+    """While inside, SIGTERM raises :class:`Stopped` in the main thread as SIGINT raises
+    KeyboardInterrupt, and each one raised is also put in the list this yields. A library that
+    catches the exception and raises its own cannot hide that the user stopped the command: Beam
+    turns a Ctrl-C in a bundle into ``RuntimeError: KeyboardInterrupt [while running
+    'Analyze/...']`` (``interruption_of`` finds it). SIGINT keeps the process's handler, recorded
+    on its way through: Python's, or what a notebook kernel set; one the process ignores (a shell's
+    background job) stays ignored. Outside the main thread, where Python allows no handler,
+    nothing changes and the list stays empty."""
+    seen: List[KeyboardInterrupt] = []
+
     def stop(signum, frame):
-        raise Stopped()
+        raise _record(Stopped())
+
+    def on_sigint(signum, frame):
+        try:
+            previous_int(signum, frame)
+        except KeyboardInterrupt as e:
+            _record(e)
+            raise
 
     try:
-        previous = signal.signal(signal.SIGTERM, stop)
+        previous_term = signal.signal(signal.SIGTERM, stop)
     except ValueError:  # not the main thread
-        yield
+        yield seen
         return
+    previous_int = signal.getsignal(signal.SIGINT)
+    if callable(previous_int):
+        signal.signal(signal.SIGINT, on_sigint)
+    _SEEN.append(seen)
     try:
-        yield
+        yield seen
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        _SEEN.remove(seen)
+        signal.signal(signal.SIGTERM, previous_term)
+        if callable(previous_int):
+            signal.signal(signal.SIGINT, previous_int)
+
+
+def interruption_of(error: BaseException, seen: List[KeyboardInterrupt]) -> Optional[KeyboardInterrupt]:
+    """The Ctrl-C or SIGTERM that ended what raised ``error``: ``error`` itself, one it was raised
+    from or during, or else the first signal ``signals_stop_run`` saw meanwhile (``seen``); None
+    where none did."""
+    from local.monitoring import causes
+
+    for e in causes(error):
+        if isinstance(e, KeyboardInterrupt):
+            return e
+    return seen[0] if seen else None
 
 
 # Python's oldest-generation threshold while the heap is frozen (its default: 10). CPython runs

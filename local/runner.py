@@ -23,8 +23,9 @@ from local.process import (
     interactive_beam_off,
     interruption_exit_code,
     interruption_name,
+    interruption_of,
     logging_to,
-    sigterm_stops_run,
+    signals_stop_run,
 )
 from pipeline import beam_engines, data_source, labels, stack_compat
 from pipeline.config import TRAIN_SPLIT, PipelineConfig
@@ -217,21 +218,28 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
             # stderr: into the run's log with the rest, the console keeps the progress lines.
             workers = any(beam_engines.starts_worker_processes(getattr(c.executor_spec, "beam_pipeline_args", ()))
                           for c in pipeline.components)
+            signals: list = []
+            passed_on = False  # the Ctrl-C reached TFX as another exception
             try:
-                with sigterm_stops_run(), executor_patches(), frozen_heap(), \
+                with signals_stop_run() as signals, executor_patches(), frozen_heap(), \
                         (stderr_to_file(log_path) if workers else contextlib.nullcontext()):
                     LocalDagRunner().run_with_ir(ir)
-            except Exception as e:
-                logging.getLogger(__name__).exception("pipeline %s failed", cfg.name)
-                progress.failed()
-                error = e
-            except KeyboardInterrupt as e:  # Ctrl-C or SIGTERM: recorded as such, not left "running" forever
-                logging.getLogger(__name__).warning("pipeline %s interrupted (%s)", cfg.name, interruption_name(e))
-                started_nodes = progress.failed("stopped")
-                error = e
+            except (Exception, KeyboardInterrupt) as e:
+                # A Ctrl-C or SIGTERM is recorded as such, not left "running" forever, however a
+                # library passed it on (Beam's bundles: as a RuntimeError).
+                error = interruption_of(e, signals)
+                if error is None:  # a component failed
+                    logging.getLogger(__name__).exception("pipeline %s failed", cfg.name)
+                    progress.failed()
+                    error = e
+                else:
+                    logging.getLogger(__name__).warning("pipeline %s interrupted (%s)", cfg.name,
+                                                        interruption_name(error), exc_info=e is not error)
+                    started_nodes = progress.failed("stopped")
+                    passed_on = e is not error
             if isinstance(error, KeyboardInterrupt):
                 try:
-                    stopped = outcome.cancel_unfinished(cfg, run_id)
+                    stopped = outcome.cancel_unfinished(cfg, run_id, failed_too=passed_on)
                 except Exception:  # noqa: BLE001 - the interrupt is what the user hears of
                     logging.getLogger(__name__).exception("could not mark the stopped components canceled")
                     stopped = []

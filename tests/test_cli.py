@@ -202,6 +202,21 @@ def test_fast_exit_keeps_what_a_normal_exit_does(tmp_path):
     assert (tmp_path / "log").read_text() == "buffered until logging shuts down\n"
 
 
+def test_an_interrupted_commands_exit_waits_for_threads_a_few_seconds_at_most(tmp_path):
+    """After a Ctrl-C, a thread of the stopped work (a Beam bundle's) may never end: the exit
+    (130) waits INTERRUPTED_THREADS_WAIT_S for it, then ends anyway; its atexit handlers still run."""
+    import subprocess
+    import sys
+
+    script = FAST_EXIT_SCRIPT.replace("time.sleep(0.3)", "threading.Event().wait()").replace(
+        "fast_exit(3)", "main.INTERRUPTED_THREADS_WAIT_S = 0.5\nfast_exit(130)").replace(
+        "from cli.main import fast_exit", "from cli import main\nfrom cli.main import fast_exit")
+    proc = subprocess.run([sys.executable, "-c", script, str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 130, proc.stderr
+    assert not (tmp_path / "thread").exists() and (tmp_path / "atexit").read_text() == "ran"
+
+
 def test_console_command_is_the_fast_exit_entry():
     text = (ROOT / "setup.py").read_text()
     assert '"tfxline = cli.main:entry"' in text
