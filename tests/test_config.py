@@ -38,7 +38,8 @@ def test_overrides_and_explicit_values_are_typed():
 
 @pytest.mark.parametrize("override, message", [
     ("training.trian_steps=5", "unknown config key training.trian_steps"),
-    ("bogus=1", "unknown config key bogus"),
+    ("bogus=1", "unknown config key bogus; allowed keys: beam, data, drift, evaluation, features,"),
+    ("trainig.epochs=3", r"unknown config key trainig; did you mean 'training'\? allowed keys: beam,"),
     ("runtime.strategy=warp", "runtime.strategy"),
     ("runtime.precision=float8", "runtime.precision"),
     ("training.batch_size=0", "training.batch_size"),

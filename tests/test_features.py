@@ -70,3 +70,17 @@ def test_columns_absent_from_schema_are_named():
     s = spec([{"name": "fare", "transform": "zscore"}, {"name": "speed", "transform": "zscore"}])
     with pytest.raises(FeatureSpecError, match="speed"):
         s.validate(schema_columns=["fare", "tips"])
+
+
+def test_a_misspelt_column_gets_the_schemas_close_name():
+    """A typo in the config (a new user's 'occupaton'): the schema's close name is suggested, a
+    name with no close one gets no guess."""
+    s = spec([{"name": "fare", "transform": "zscore"}, {"name": "occupaton", "transform": "vocabulary"}])
+    with pytest.raises(FeatureSpecError) as e:
+        s.validate(schema_columns=["fare", "occupation", "tips"])
+    assert str(e.value) == ("features: column(s) occupaton are not in the schema; fix the names in the config "
+                            "(did you mean 'occupation'?), or add the columns to the data and its schema")
+    s = spec([{"name": "Fare", "transform": "zscore"}, {"name": "speed", "transform": "zscore"}])
+    with pytest.raises(FeatureSpecError, match=r"Fare, speed are not in the schema; fix the names in the config "
+                                               r"\(did you mean 'Fare' -> 'fare'\?\), or add"):
+        s.validate(schema_columns=["fare", "tips"])
