@@ -167,12 +167,14 @@ class DriftConfig:
     features: Dict[str, float] = dataclasses.field(default_factory=dict)  # per-feature thresholds
 
     def problems(self) -> Iterator[Problem]:
-        if not self.numeric_threshold > 0:
-            yield bad(self, "numeric_threshold", "must be > 0 (drift.enabled=false turns the check off)")
-        if not self.categorical_threshold > 0:
-            yield bad(self, "categorical_threshold", "must be > 0 (drift.enabled=false turns the check off)")
-        if not all(v >= 0 for v in self.features.values()):
-            yield bad(self, "features", "thresholds must be >= 0 (0: not checked)")
+        # Both measures are at most 1, reached by data with nothing in common (TFDV 1.16, checked
+        # on disjoint samples), and a check stops a run above its threshold: 1 or more never does.
+        for key in ("numeric_threshold", "categorical_threshold"):
+            if not 0 < getattr(self, key) < 1:
+                yield bad(self, key, "must be > 0 and < 1 (the measure is at most 1; drift.enabled=false turns "
+                                     "the check off)")
+        if not all(0 <= v < 1 for v in self.features.values()):
+            yield bad(self, "features", "thresholds must be >= 0 and < 1 (0: not checked; the measure is at most 1)")
 
 
 @dataclasses.dataclass(frozen=True)
