@@ -31,7 +31,8 @@ def add_schema(sub) -> None:
     add_config_args(draft)
     draft.add_argument("--diff", action="store_true",
                        help="print the difference between the draft and the configured schema")
-    draft.add_argument("--schema-output", metavar="FILE", help="write the draft schema here")
+    draft.add_argument("--schema-output", metavar="FILE", help="write the draft schema here (a new file)")
+    draft.add_argument("--force", action="store_true", help="let --schema-output replace an existing file")
     draft.set_defaults(func=cmd_schema_draft)
 
 
@@ -63,7 +64,7 @@ def cmd_schema_draft(args, stream: TextIO) -> int:
 
     cfg = config_or_bad_input(args)
     try:
-        return schema_draft.draft(cfg, out_path=args.schema_output, diff=args.diff, stream=stream)
+        return schema_draft.draft(cfg, out_path=args.schema_output, diff=args.diff, stream=stream, force=args.force)
     except DataError as e:
         raise BadInput(str(e)) from None
 

@@ -71,19 +71,25 @@ def infer_schema(location: str, fmt: str = "csv", files: Optional[List[str]] = N
     return tfdv.infer_schema(tfdv.generate_statistics_from_tfrecord(location))
 
 
-def draft(cfg: PipelineConfig, out_path: Optional[str], diff: bool, stream: TextIO) -> int:
+def draft(cfg: PipelineConfig, out_path: Optional[str], diff: bool, stream: TextIO, force: bool = False) -> int:
+    """Draft a schema from the config's data: print it, write it to ``out_path`` (an existing
+    file only with ``force``: a curated schema's review would be lost), or diff it (``diff``)."""
+    configured = _configured_schema(cfg)
+    is_configured = bool(out_path and configured and os.path.abspath(out_path) == os.path.abspath(configured))
+    if out_path and os.path.exists(out_path) and not force:
+        which = " (the configured schema, data.schema)" if is_configured else ""
+        raise DataError(f"{out_path}{which} exists; pass --force to replace it with the draft (what was reviewed "
+                        "in it is lost), or --diff to see what the draft would change")
     found = data_source.locate(data_source.resolve_data_path(cfg.data.path), cfg.data.format, cfg.data.pattern)
     schema = infer_schema(found.files[0] if len(found.files) == 1 else os.path.join(found.root, found.read_pattern),
                           cfg.data.format, files=found.files)
     text = text_format.MessageToString(schema)
     if out_path:
         files.write_text_atomic(out_path, text)
-        print(f"draft schema written to {out_path}; review it, then set data.schema to it", file=stream)
+        then = "the runs read it (data.schema)" if is_configured else "set data.schema to it"
+        print(f"draft schema written to {out_path}; review it, then {then}", file=stream)
     if diff:
-        try:
-            current_path = data_source.schema_path(cfg.data.schema)
-        except DataError:
-            current_path = None
+        current_path = configured
         current = (text_format.MessageToString(data_source.load_schema(current_path))
                    if current_path else "")
         lines = difflib.unified_diff(current.splitlines(), text.splitlines(),
@@ -92,3 +98,11 @@ def draft(cfg: PipelineConfig, out_path: Optional[str], diff: bool, stream: Text
     if not out_path and not diff:
         print(text, file=stream)
     return 0
+
+
+def _configured_schema(cfg: PipelineConfig) -> Optional[str]:
+    """The schema file the config names, None where it names none that exists."""
+    try:
+        return data_source.schema_path(cfg.data.schema)
+    except DataError:
+        return None

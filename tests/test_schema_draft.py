@@ -116,3 +116,25 @@ def test_a_ragged_csv_is_refused_in_one_line(tmp_path):
     path.write_text("a,b\n1,2\n3\n")
     with pytest.raises(DataError, match=r"line 3 has 1 fields, the header has 2; fix the row"):
         schema_tools.infer_schema(str(path))
+
+
+def test_a_draft_replaces_a_schema_only_with_force(tmp_path):
+    """--schema-output onto the configured schema (a new user adopting a draft) refuses without
+    --force, before drafting, and leaves the file as it was; with --force it writes the draft."""
+    from tests.conftest import tfxline
+
+    data = tmp_path / "t.csv"
+    data.write_text("age,name,label\n81.0,Doe,yes\n40.0,Roe,no\n")
+    schema = tmp_path / "schema.pbtxt"
+    curated = '# reviewed by hand\nfeature { name: "age" type: FLOAT }\n'
+    schema.write_text(curated)
+    args = ("schema", "draft", "--data", str(data), "--set", f"data.schema={schema}", "--schema-output", str(schema))
+    refused = tfxline(*args)
+    assert refused.returncode == 2 and schema.read_text() == curated
+    assert refused.stderr.strip().splitlines()[-1] == (
+        f"error: {schema} (the configured schema, data.schema) exists; pass --force to replace it with the draft "
+        "(what was reviewed in it is lost), or --diff to see what the draft would change")
+    replaced = tfxline(*args, "--force")
+    assert replaced.returncode == 0, replaced.stderr
+    assert "review it, then the runs read it (data.schema)" in replaced.stdout
+    assert {f.name for f in schema_tools.data_source.load_schema(str(schema)).feature} == {"age", "name", "label"}
