@@ -19,7 +19,6 @@ pushes on the first try. The rules (docs/your-data.md states them):
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 import os
 import re
@@ -30,6 +29,7 @@ from cli.init_inputs import Decision, choose_inputs, feature_name, out_specs
 from cli.init_label import InitError, choose_label, leaks
 from pipeline import data_source, names
 from runs import files
+from transforms.close_names import closest
 
 CONFIG_FILE, SCHEMA_FILE = "config.yaml", "schema.pbtxt"
 
@@ -82,8 +82,8 @@ def plan(data_path: str, label: str, task: Optional[str] = None,
     files = data_source.locate(data_path, "csv").files
     header, columns = data_source.read_columns(files)
     if label not in header:
-        close = [h for h in header if h.lower() == label.lower()] or difflib.get_close_matches(label, header, 1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
+        close = closest(label, header, cutoff=0.6)  # difflib's default: a label has few candidates
+        hint = f"did you mean {close!r}? " if close else ""
         raise InitError(f"--label {label!r} is not a column of {data_path}; {hint}pass one of: {', '.join(header)}")
     profiles = cp.profile_table(header, columns)
     by_name = dict(zip(header, profiles))

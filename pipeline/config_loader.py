@@ -149,9 +149,9 @@ def _set_dotted(raw: Dict[str, Any], key: str, value: Any) -> None:
 def _check_keys(where: str, raw: Mapping[str, Any], allowed: set) -> None:
     unknown = sorted(set(raw) - allowed)
     if unknown:
-        import difflib
+        from transforms.close_names import closest
 
-        close = difflib.get_close_matches(str(unknown[0]), sorted(allowed), 1, cutoff=0.8)
-        hint = f"did you mean {close[0]!r}? " if close else ""
+        close = closest(str(unknown[0]), sorted(allowed))
+        hint = f"did you mean {close!r}? " if close else ""
         key = f"{where}.{unknown[0]}" if where != "config" else f"{unknown[0]}"
         raise ConfigError(f"unknown config key {key}; {hint}allowed keys: {', '.join(sorted(allowed))}")

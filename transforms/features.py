@@ -232,23 +232,13 @@ class FeatureSpec:
                     f"features.label: label column {col!r} is also an input (label leak); "
                     "remove it from features.inputs")
         if schema_columns is not None:
+            from transforms.close_names import did_you_mean
+
             missing = [c for c in self.raw_columns if c not in set(schema_columns)]
             if missing:
                 raise FeatureSpecError(
                     f"features: column(s) {', '.join(missing)} are not in the schema; fix the names in the "
-                    f"config{_did_you_mean(missing, schema_columns)}, or add the columns to the data and its schema")
-
-
-def _did_you_mean(names: Sequence[str], columns: Sequence[str]) -> str:
-    """`` (did you mean 'occupation'?)`` for the names a column's is close to (a typo), else ''."""
-    import difflib
-
-    def closest(name: str) -> list:
-        return ([c for c in columns if c.lower() == name.lower()]
-                or difflib.get_close_matches(name, list(columns), 1, cutoff=0.8))
-
-    close = [f"{n!r} -> {m[0]!r}" if len(names) > 1 else repr(m[0]) for n in names for m in [closest(n)] if m]
-    return f" (did you mean {', '.join(close)}?)" if close else ""
+                    f"config{did_you_mean(missing, schema_columns)}, or add the columns to the data and its schema")
 
 
 def _drop_none(d: Dict[str, Any]) -> Dict[str, Any]:
