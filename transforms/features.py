@@ -36,6 +36,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 import task_types
 from task_types import TASK_BINARY, TASK_MULTICLASS, TASK_REGRESSION  # noqa: F401 - the names callers import here
 from task_types.multiclass import LABEL_VOCABULARY  # noqa: F401 - Transform's and the Trainer's name for it
+from transforms.close_names import did_you_mean
 
 NUMERIC_TRANSFORMS = ("zscore", "log_zscore")
 CATEGORICAL_TRANSFORMS = ("vocabulary", "identity", "bucketize")
@@ -232,8 +233,6 @@ class FeatureSpec:
                     f"features.label: label column {col!r} is also an input (label leak); "
                     "remove it from features.inputs")
         if schema_columns is not None:
-            from transforms.close_names import did_you_mean
-
             missing = [c for c in self.raw_columns if c not in set(schema_columns)]
             if missing:
                 raise FeatureSpecError(
