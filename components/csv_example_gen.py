@@ -5,15 +5,15 @@ got wrong there).
 The rows are then typed and encoded ``csv_records.BATCH_ROWS`` at a time, not one Python
 tf.Example per row: each column's type as TFX infers it (``column_type``), each record serialized
 by ``components/example_encoder.py``, byte for byte TFX's example serialized deterministically.
-TFX hashes those bytes to pick a record's split, so every split holds what TFX's executor puts
-there (tests/test_csv_encoding.py); on a 1M-row CSV the component went from 206 s to the figure
-in docs/scale.md.
+(tests/test_csv_encoding.py); on a 1M-row CSV the component went from 206 s to the figure in
+docs/scale.md. TFX hashes those bytes to pick a record's split; here a row's place in its file
+does, or a group column's value (components/example_splits.py says why).
 """
 from __future__ import annotations
 
 import itertools
 import os
-from typing import List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 import apache_beam as beam
 import numpy as np
@@ -115,16 +115,17 @@ _ENCODING = {ColumnType.INT: (example_encoder.INT, int), ColumnType.FLOAT: (exam
              ColumnType.STRING: (example_encoder.BYTES, bytes)}
 
 
-@beam.typehints.with_output_types(List[bytes])
 class _EncodeBatch(beam.DoFn):
     """Each record of a batch of columns as a serialized tf.Example, byte for byte TFX's
     ``_ParsedCsvToTfExample`` example serialized deterministically (so the split hash is the
     same): an empty cell is the column's kind with no value, a column empty throughout has
-    no kind."""
+    no kind. A batch read with split keys stays paired with them: ``(records, keys)``."""
 
-    def process(self, columns, column_infos):
+    def process(self, batch, column_infos):
+        columns, keys = batch if isinstance(batch, tuple) else (batch, None)
         if columns and len(columns[0]):
-            yield encode_columns(columns, column_infos)
+            records = encode_columns(columns, column_infos)
+            yield records if keys is None else (records, keys)
 
 
 def encode_columns(columns: Sequence[Sequence[bytes]], column_infos) -> List[bytes]:
@@ -146,14 +147,16 @@ def encode_columns(columns: Sequence[Sequence[bytes]], column_infos) -> List[byt
 
 
 @beam.typehints.with_input_types(beam.Pipeline)
-@beam.typehints.with_output_types(List[bytes])
+@beam.typehints.with_output_types(Any)  # List[bytes], or Tuple[List[bytes], List[bytes]] with split keys
 class _CsvToExample(tfx_csv._CsvToExample):  # pylint: disable=protected-access
     """TFX's transform, with the header read by ``read_header`` and the records typed and
-    encoded a batch at a time. Its elements are batches of serialized tf.Examples."""
+    encoded a batch at a time. Its elements are batches of serialized tf.Examples, or with
+    ``split_keys`` (``csv_records.POSITION`` or a column's name) ``(records, split keys)``."""
 
-    def __init__(self, exec_properties, split_pattern: str):
+    def __init__(self, exec_properties, split_pattern: str, split_keys: Optional[str] = None):
         super().__init__(exec_properties, split_pattern)
         self._required = drop_rows_without(exec_properties)
+        self._split_keys = split_keys
 
     @property
     def csv_files(self) -> List[str]:
@@ -178,13 +181,15 @@ class _CsvToExample(tfx_csv._CsvToExample):  # pylint: disable=protected-access
             | "InferColumnTypes" >> beam.CombineGlobally(_ColumnTypes(column_names, skip_blank_lines=True)))
         return (pipeline
                 | "CreateFilenames" >> beam.Create(csv_files)
-                | "ReadCsvBatches" >> beam.ParDo(csv_records.ReadCsvBatches(column_names, required=self._required))
+                | "ReadCsvBatches" >> beam.ParDo(csv_records.ReadCsvBatches(
+                    column_names, required=self._required, split_keys=self._split_keys))
                 | "ToTFExample" >> beam.ParDo(_EncodeBatch(), column_infos))
 
 
 class Executor(tfx_csv.Executor):
     """TFX's CsvExampleGen executor, its records encoded by ``_CsvToExample`` and split and
-    written a batch at a time by components/example_splits.py (same splits as TFX's)."""
+    written a batch at a time by components/example_splits.py, by each row's place in its
+    file or by a group column (TFX's ``partition_feature_name``), not by the record's bytes."""
 
     def GetInputSourceToExamplePTransform(self) -> beam.PTransform:
         return _CsvToExample
@@ -207,7 +212,11 @@ class Executor(tfx_csv.Executor):
         # An output split config hashes one input split into buckets; without one, each input
         # split is an output split (TFX's two modes).
         buckets = list(itertools.accumulate(s.hash_buckets for s in output_config.split_config.splits))
-        sources = [_CsvToExample(exec_properties, split.pattern) for split in input_config.splits]
+        # A row's split: the hash of its place in its file (csv_records.POSITION), or of its
+        # partition_feature_name column's value (data.split_key: a group stays in one split). TFX
+        # hashes the whole record, which sends every copy of a row to the same split.
+        split_keys = (output_config.split_config.partition_feature_name or csv_records.POSITION) if buckets else None
+        sources = [_CsvToExample(exec_properties, split.pattern, split_keys) for split in input_config.splits]
         shards = example_splits.shard_count([p for source in sources for p in source.csv_files])
         pieces_dir = os.path.join(artifact_utils.get_single_uri(examples), example_splits.PIECES_DIR)
         fileio.makedirs(pieces_dir)

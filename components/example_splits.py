@@ -6,10 +6,13 @@ Partition``, ``Reshuffle``, ``WriteToTFRecord``): for a 1M-row CSV that is a mil
 through three Beam stages, tens of seconds of per-element overhead on the DirectRunner. Here a
 Beam element is a batch:
 
-- ``SplitBatch`` hashes each record as TFX's ``_PartitionFn`` does (sha256 of its bytes
-  modulo the total hash buckets, the split by ``bisect``), so every split holds exactly what
-  TFX's executor puts there; other bits of the same hash pick the record's shard and its
-  place in the shard. It writes the records to piece files, one per (split, shard) and bundle,
+- ``SplitBatch`` hashes each record's split key as TFX's ``_PartitionFn`` hashes its partition
+  key (sha256 modulo the total hash buckets, the split by ``bisect``); other bits of the same
+  hash pick the record's shard and its place in the shard. The key is the row's place in the
+  data (its file's digest and its row number), or a group column's value (TFX's
+  ``partition_feature_name``), not the record's bytes as in TFX's default: hashing the bytes
+  sends every copy of a row to one split (AER's Fertility: 13,065 distinct rows in 203,724,
+  eval AUC 0.166; split by position 0.621). It writes the records to piece files, one per (split, shard) and bundle,
   and passes on only their names: the shuffle between the two stages carries file names, not
   records. (It carried the records: Beam's DirectRunner holds a stage's whole output in the
   runner's memory until the next stage runs, so a 1M-row day's ExampleGen peaked at 3.4 GB and
@@ -64,7 +67,9 @@ class SplitBatch(beam.DoFn):
     """Batches of records into piece files, one per (split index, shard) in a bundle, each entry
     the record's order key (``ORDER_BYTES``) then the record; yields ``((split, shard), piece
     path)`` once the bundle is done. ``buckets`` are the splits' cumulative hash buckets (TFX's
-    output split config), or ``split`` the one split every record goes to (TFX's input splits)."""
+    output split config), or ``split`` the one split every record goes to (TFX's input splits).
+    A batch is a list of records, each hashed by its bytes, or ``(records, keys)``: each record
+    hashed by its key (its place in the data, or its group)."""
 
     def __init__(self, shards: int, pieces_dir: str, buckets: Optional[List[int]] = None,
                  split: Optional[int] = None):
@@ -73,10 +78,11 @@ class SplitBatch(beam.DoFn):
     def start_bundle(self):
         self._writers: Dict[tuple, tuple] = {}
 
-    def process(self, records: List[bytes]):
+    def process(self, batch):
+        records, keys = batch if isinstance(batch, tuple) else (batch, batch)
         total = self._buckets[-1] if self._buckets else 1
-        for record in records:
-            digest = hashlib.sha256(record).digest()
+        for record, key in zip(records, keys):
+            digest = hashlib.sha256(key).digest()
             h = int.from_bytes(digest, "big")
             key = (bisect.bisect(self._buckets, h % total) if self._buckets else self._split, (h >> 64) % self._shards)
             if key not in self._writers:

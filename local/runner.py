@@ -34,6 +34,7 @@ from runs import files
 from runs import store as store_lib
 from runs import summary as summary_lib
 from serving.native_stderr import stderr_to_file
+from transforms.close_names import did_you_mean
 
 
 @dataclasses.dataclass
@@ -55,6 +56,10 @@ def resolve_inputs(cfg: PipelineConfig, span: Optional[int] = None) -> LocalPath
     schema = data_source.load_schema(schema_path)
     schema_columns = [f.name for f in schema.feature]
     cfg.features.validate(schema_columns)
+    if cfg.data.split_key and cfg.data.split_key not in schema_columns:
+        raise data_source.DataError(
+            f"data.split_key: column {cfg.data.split_key!r} is not in the schema; name a column of the data"
+            f"{did_you_mean([cfg.data.split_key], schema_columns)}, or remove data.split_key")
     if cfg.data.format == "csv":
         ratio = cfg.features.label.transform == "ratio_threshold"  # reads two columns: no one label column
         observed = None if ratio else labels.LabelValues(cfg.features.label.source)
