@@ -2,7 +2,8 @@
 
 Pure Python and numpy over the cells as CsvExampleGen reads them (``data_source.read_columns``):
 the kind of value (CsvExampleGen's type inference: int, float or string; empty when no cell has a
-value), empty cells, distinct values, and for numbers their range, skew and whether they are whole.
+value), empty cells, distinct values, for numbers their range, skew and whether they are whole, and
+for text how many values are ISO dates or date-times (transforms/dates.py).
 """
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import dataclasses
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
+
+from transforms import dates
 
 INT, FLOAT, STRING, EMPTY = "int", "float", "string", "empty"
 SKEWED = 1.0   # skewness above which non-negative numbers are log-scaled (inputs, a regression label)
@@ -25,6 +28,9 @@ class ColumnProfile:
     distinct: int                 # distinct present values
     top: List[Tuple[str, int]]    # the most frequent values and their counts
     numbers: Optional[np.ndarray] = None  # int / float: the present values
+    dated: int = 0                # text: present values that are ISO dates or date-times
+    hours: int = 0                # ... their distinct hours of day (0: none has a time of day)
+    date_range: Optional[Tuple[str, str]] = None  # ... the earliest and the latest, as written
 
     @property
     def present(self) -> int:
@@ -81,7 +87,24 @@ def profile(name: str, cells: Sequence[str], top: int = 10) -> ColumnProfile:
     numbers = None
     if kind in (INT, FLOAT):
         numbers = np.array([float(c) for c in cells if c], np.float64)
-    return ColumnProfile(name, kind, len(cells), missing, len(counts), counts.most_common(top), numbers)
+    column = ColumnProfile(name, kind, len(cells), missing, len(counts), counts.most_common(top), numbers)
+    if kind == STRING:
+        date_stats(column, counts)
+    return column
+
+
+def date_stats(column: ColumnProfile, counts: collections.Counter) -> None:
+    """Fill in how many of a text column's values are ISO dates or date-times (each distinct
+    value parsed once)."""
+    parsed = {}
+    for value, n in counts.items():
+        found = dates.parse(value)
+        if found:
+            parsed[value] = found
+            column.dated += n
+    if parsed:
+        column.hours = len({t.hour for t, timed in parsed.values() if timed})
+        column.date_range = (min(parsed, key=lambda v: parsed[v][0]), max(parsed, key=lambda v: parsed[v][0]))
 
 
 def profile_table(header: Sequence[str], columns: Sequence[Sequence[str]]) -> List[ColumnProfile]:

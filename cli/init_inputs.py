@@ -1,6 +1,7 @@
-"""``tfxline init``'s inputs: each column but the label becomes features (text a vocabulary,
-few whole numbers categories, skewed non-negative numbers log-scaled, many-valued numbers also
-quantile buckets) or is left out (empty, constant, an ID), with the reason; and the slices.
+"""``tfxline init``'s inputs: each column but the label becomes features (ISO dates and
+date-times their parts, other text a vocabulary, few whole numbers categories, skewed non-negative
+numbers log-scaled, many-valued numbers also quantile buckets) or is left out (empty, constant, an
+ID), with the reason; and the slices.
 """
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ MAX_VOCABULARY = 1000        # a text column's top_k
 NEAR_UNIQUE = 0.5            # text with more distinct values than this share of rows: an ID
 BUCKETS_FROM = 50            # numbers with at least this many distinct values also get quantile buckets
 MAX_SLICES = 2
+DATE_SHARE = 0.99            # text with at least this share of its values ISO dates (-times): their parts
+DATE_PARTS = {"hour": "hour of day", "weekday": "day of week", "month": "month", "days": "days since 1970 (zscore)"}
 _NAME = re.compile(r"[^A-Za-z0-9_]+")
 _ID_NAME = re.compile(r"(?i)^(id|.*[_ .-]id|rownames|row_?names|index|unnamed: ?\d+)$")
 
@@ -81,6 +84,8 @@ def describe(spec: Dict[str, Any]) -> str:
         return f"vocabulary (top {spec['top_k']})"
     if t == "bucketize":
         return f"{spec['num_buckets']} quantile buckets"
+    if t == "datetime":
+        return DATE_PARTS[spec["part"]]
     return t
 
 
@@ -93,6 +98,8 @@ def input_for(p: ColumnProfile) -> Tuple[List[Dict[str, Any]], str]:
         return [], f"one value in every row ({p.top[0][0]!r}{empty})"
     if _ID_NAME.match(p.name) and p.distinct > MAX_CATEGORY_NUMBERS:
         return [], f"an ID by its name ({p.distinct} values)"
+    if p.kind == cp.STRING and p.dated >= DATE_SHARE * p.present:
+        return date_inputs(p, empty)
     if p.kind == cp.STRING:
         if p.distinct == p.present and p.present >= 20:
             return [], "an ID: unique per row"
@@ -123,3 +130,15 @@ def input_for(p: ColumnProfile) -> Tuple[List[Dict[str, Any]], str]:
     if p.whole and p.kind == cp.FLOAT:
         why += ", whole numbers written as floats"
     return specs, why + empty
+
+
+def date_inputs(p: ColumnProfile, empty: str) -> Tuple[List[Dict[str, Any]], str]:
+    """A date (-time) column's parts (transform datetime): the hour when its times vary, the day of
+    week, the month, and the time as days since 1970; a vocabulary of dates would not generalise
+    to the days after the training data."""
+    parts = (["hour"] if p.hours > 1 else []) + ["weekday", "month", "days"]
+    specs = [{"column": p.name, "name": f"{p.name}_{part}", "transform": "datetime", "part": part} for part in parts]
+    kind = "date-times" if p.hours else "dates"
+    parsed = "all parse" if p.dated == p.present else f"{p.present - p.dated} do not parse: missing"
+    return specs, (f"ISO {kind} from {p.date_range[0]} to {p.date_range[1]} ({parsed}): their parts, "
+                   f"not a vocabulary of {p.distinct} values{empty}")

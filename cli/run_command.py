@@ -81,7 +81,7 @@ def _run(args, cfg, stream: TextIO) -> int:
             return e.exit_code
         print(f"error: pipeline failed: {e}", file=sys.stderr)
         return EXIT_FAILED
-    print_summary(result, stream)
+    print_summary(result, stream, cfg.serving.tf_serving_url)
     return EXIT_OK
 
 
@@ -116,10 +116,12 @@ def span_number(value: Optional[str]) -> Optional[int]:
                        "pass e.g. --span 7 or --span 2026-11-20", reason="config") from None
 
 
-def print_summary(result, stream: TextIO) -> None:
+def print_summary(result, stream: TextIO, tf_serving_url: str = "") -> None:
+    """``tf_serving_url``: serving.tf_serving_url, for a run that just pushed (``runs show`` of an
+    earlier run leaves it out: its label move may be long settled)."""
     from runs.console import format_summary
 
-    print(format_summary(result), file=stream, flush=True)
+    print(format_summary(result, tf_serving_url), file=stream, flush=True)
     trainer = result.component("Trainer")
     if trainer and trainer.outputs.get("model_run"):
         print(f"  tensorboard: tensorboard --logdir {trainer.outputs['model_run'][0]}", file=stream)

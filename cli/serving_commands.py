@@ -31,10 +31,12 @@ def add_commands(sub) -> None:
     promote = serving_sub.add_parser("promote", help="the canary becomes stable, with all the traffic")
     add_config_args(promote, default=argparse.SUPPRESS)
     settle = serving_sub.add_parser(
-        "settle", help="move a pending move's labels, once TF Serving has loaded its versions")
+        "settle", help="move a pending move's labels, once TF Serving (--server, else serving.tf_serving_url) has "
+                       "loaded its versions")
     add_config_args(settle, default=argparse.SUPPRESS)
     settle.add_argument("--without-server", action="store_true",
-                        help="move them without asking TF Serving (no TF Serving reads this release, or you checked)")
+                        help="move them without asking TF Serving (no TF Serving reads this release, or you checked; "
+                             "serving.tf_serving_url is not asked either)")
     for command in (rollback, canary, promote, settle):
         command.add_argument("--server", default="", metavar="URL",
                              help="TF Serving's REST address (e.g. http://localhost:8501): wait until it has loaded "
@@ -54,7 +56,7 @@ def cmd_serving(args, stream: TextIO) -> int:
     command = getattr(args, "serving_command", None)
     try:
         if command is None:
-            print(versions.format_versions(cfg.serving_dir), file=stream, flush=True)
+            print(versions.format_versions(cfg.serving_dir, cfg.serving.tf_serving_url), file=stream, flush=True)
             return EXIT_OK
         # Not between a run's baseline and its push (SQLite: one run at a time per output root).
         lock = (contextlib.nullcontext() if getattr(args, "dry_run", False) or not os.path.isdir(cfg.output_root)

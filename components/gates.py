@@ -36,6 +36,9 @@ GATES: Dict[str, Gate] = {
     "r2": Gate("evaluation.min_r2", exclusive=True, trivial="no better than always predicting the mean"),
     "rmse": Gate("evaluation.max_rmse", "evaluation.max_error_increase"),
     "mae": Gate("evaluation.max_mae"),
+    # binary: the share of eval rows called positive at the model's threshold, strictly inside (0, 1);
+    # no number moves it: evaluation.threshold moves the threshold (``one_class`` says so)
+    "predicted_positive_rate": Gate(exclusive=True),
 }
 
 # The gate every task applies with no number set (its task type's default_gate): a model no
@@ -89,3 +92,13 @@ def default_gate_keys(task: Optional[str] = None) -> str:
         return GATES[DEFAULT_GATE[task]].value_key
     keys = [f"{GATES[m].value_key} ({t})" for t, m in DEFAULT_GATE.items()]
     return ", ".join(keys[:-1]) + " or " + keys[-1]
+
+
+def one_class(value: float, threshold) -> str:
+    """A model that predicts one class only at its threshold on the eval split, in words, with
+    the key that changes its threshold."""
+    which = "no row positive" if value <= 0.0 else "every row positive"
+    at = f"its threshold {threshold:.4g}" if isinstance(threshold, float) else "its threshold"
+    return (f"the model calls {which} at {at} on the eval split (predicted_positive_rate {value:.4f}), so it "
+            "predicts one class only; choose its threshold for another objective: set evaluation.threshold "
+            "(f1, recall:R, precision:P or a number)")

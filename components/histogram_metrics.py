@@ -9,9 +9,11 @@ sum of labels, of predictions and of examples in it) already holds what these me
 so here they are derived from it, through the same computation as AUC's: TFMA runs it once.
 
 The values are TFMA's, with one edge: accuracy, precision and recall count a prediction of
-exactly ``THRESHOLD`` as positive (the histogram's buckets start at their lower edge), where
-TFMA's exact matrix counts it negative. A float32 sigmoid lands exactly on 0.5 only for a
-logit of exactly 0.
+exactly the threshold as positive (the histogram's buckets start at their lower edge), where
+TFMA's exact matrix counts it negative; the served ``predicted_class`` (p >= threshold) counts
+it positive too. A threshold is read on the buckets' grid (1/10,000): the Trainer chooses its
+threshold on that grid (task_types/binary.py), so serving and these metrics draw the same line.
+Each metric takes ``threshold`` (default 0.5), the model's own decision threshold.
 """
 from __future__ import annotations
 
@@ -52,6 +54,10 @@ def _accuracy(pos: Sums, total: Sums) -> float:
     return _ratio(tp + tn, total[2])
 
 
+def _positive_rate(pos: Sums, total: Sums) -> float:
+    return _ratio(pos[2], total[2])
+
+
 DERIVED: Dict[str, Callable[[Sums, Sums], float]] = {
     "example_count": lambda pos, total: total[2],
     "mean_label": lambda pos, total: _ratio(total[0], total[2]),
@@ -59,10 +65,15 @@ DERIVED: Dict[str, Callable[[Sums, Sums], float]] = {
     "binary_accuracy": _accuracy,
     "precision": lambda pos, total: _ratio(pos[0], pos[2]),
     "recall": lambda pos, total: _ratio(pos[0], total[0]),
+    "predicted_positive_rate": _positive_rate,  # the share of rows the model calls positive
 }
+# The metrics that depend on the decision threshold: the Evaluator gives each model its own
+# (components/decision_threshold.py); "decision_threshold" reports the one used.
+AT_THRESHOLD = ("HistogramBinaryAccuracy", "HistogramPrecision", "HistogramRecall",
+                "HistogramPredictedPositiveRate", "HistogramDecisionThreshold")
 
 
-def _computations(derive: Callable[[Sums, Sums], float]):
+def _computations(derive: Callable[[Sums, Sums], float], threshold: float):
     def computations(name: str, eval_config=None, model_name: str = "", output_name: str = "",
                      sub_key: Optional[metric_types.SubKey] = None, aggregation_type=None,
                      class_weights=None, example_weighted: bool = False, **_: Any):
@@ -76,16 +87,19 @@ def _computations(derive: Callable[[Sums, Sums], float]):
         histogram_key = histogram[-1].keys[-1]
 
         def result(metrics: Dict[metric_types.MetricKey, Any]) -> Dict[metric_types.MetricKey, float]:
-            return {key: derive(*split_sums(metrics[histogram_key]))}
+            if derive is None:  # HistogramDecisionThreshold: the threshold itself
+                return {key: float(threshold)}
+            return {key: derive(*split_sums(metrics[histogram_key], threshold=threshold))}
 
         return histogram + [metric_types.DerivedMetricComputation(keys=[key], result=result)]
     return computations
 
 
 def _metric(class_name: str, metric_name: str) -> type:
-    def __init__(self, name: str = metric_name):
+    def __init__(self, name: str = metric_name, threshold: float = THRESHOLD):
         metric_types.Metric.__init__(
-            self, metric_util.merge_per_key_computations(_computations(DERIVED[metric_name])), name=name)
+            self, metric_util.merge_per_key_computations(_computations(DERIVED.get(metric_name), threshold)),
+            name=name, threshold=threshold)
     return type(class_name, (metric_types.Metric,), {"__init__": __init__, "__module__": MODULE})
 
 
@@ -96,3 +110,5 @@ HistogramCalibration = _metric("HistogramCalibration", "calibration")
 HistogramBinaryAccuracy = _metric("HistogramBinaryAccuracy", "binary_accuracy")
 HistogramPrecision = _metric("HistogramPrecision", "precision")
 HistogramRecall = _metric("HistogramRecall", "recall")
+HistogramPredictedPositiveRate = _metric("HistogramPredictedPositiveRate", "predicted_positive_rate")
+HistogramDecisionThreshold = _metric("HistogramDecisionThreshold", "decision_threshold")

@@ -38,6 +38,7 @@ from serving import batch_latency
 from serving import push as serving_push
 from serving import release as serving_release
 from serving import tflite as tflite_export
+from trainer import decision as trainer_decision
 from transforms import features as F
 from transforms.analyzers import AnalyzerValuesError
 
@@ -52,6 +53,9 @@ def _metadata(input_dict: Dict[str, List[types.Artifact]], run_id: str, task: st
     model = input_dict[MODEL_KEY][0]
     meta: Dict[str, Any] = {"model_uri": model.uri, "pipeline_run_id": run_id, "task": task,
                             "pushed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    chosen = trainer_decision.read(path_utils.serving_model_path(model.uri))
+    if chosen:  # binary: the decision threshold serving_default's predicted_class applies, and why
+        meta["decision"] = {k: chosen[k] for k in ("threshold", "objective", "why")}
     if input_dict.get(EVALUATION_KEY):  # the task's metrics on eval (multi-class: per-class recall too)
         overall, _, _ = read_evaluation(input_dict[EVALUATION_KEY][0].uri, path_utils.serving_model_path(model.uri))
         meta["metrics"] = overall

@@ -31,6 +31,7 @@ import os
 from typing import Any, Dict, List, Optional
 
 from absl import logging
+from tensorflow_model_analysis.proto import config_pb2 as tfma_pb2
 from tfx import types
 from tfx.components import Evaluator
 from tfx.components.evaluator import executor as evaluator_executor
@@ -38,10 +39,12 @@ from tfx.dsl.components.base import base_component, base_executor, executor_spec
 from tfx.dsl.io import fileio
 from tfx.types import standard_artifacts, standard_component_specs
 from tfx.types.component_spec import ChannelParameter, ExecutionParameter
-from tfx.utils import io_utils, path_utils
+from tfx.utils import io_utils, path_utils, proto_utils
 
+from components import decision_threshold
 from serving import push as serving_push
 from serving import release as serving_release
+from trainer import decision as trainer_decision
 
 CANDIDATE_KEY, BASELINE_KEY = "candidate_model", "baseline_model"
 BASELINE_FILE = "baseline.json"
@@ -115,7 +118,8 @@ class ServingBaseline(base_component.BaseComponent):
 
 
 class EvaluatorExecutor(evaluator_executor.Executor):
-    """TFX's Evaluator executor; a baseline artifact without a model counts as no baseline."""
+    """TFX's Evaluator executor; a baseline artifact without a model counts as no baseline, and
+    each model is measured at its own decision threshold (components/decision_threshold.py)."""
 
     def Do(self, input_dict: Dict[str, List[types.Artifact]], output_dict: Dict[str, List[types.Artifact]],
            exec_properties: Dict[str, Any]) -> None:
@@ -123,6 +127,19 @@ class EvaluatorExecutor(evaluator_executor.Executor):
         if baseline and not has_model(baseline[0]):
             logging.info("no model serving yet: evaluating without a baseline")
             input_dict = {k: v for k, v in input_dict.items() if k != standard_component_specs.BASELINE_MODEL_KEY}
+            baseline = None
+        models = {decision_threshold.CANDIDATE: input_dict[standard_component_specs.MODEL_KEY][0]}
+        if baseline:
+            models[decision_threshold.BASELINE] = baseline[0]
+        thresholds = {}
+        for name, artifact in models.items():
+            chosen = trainer_decision.read(path_utils.serving_model_path(artifact.uri))
+            thresholds[name] = chosen and chosen["threshold"]
+        eval_config = tfma_pb2.EvalConfig()
+        proto_utils.json_to_proto(exec_properties[standard_component_specs.EVAL_CONFIG_KEY], eval_config)
+        eval_config = decision_threshold.with_thresholds(eval_config, thresholds)
+        exec_properties = dict(exec_properties, **{
+            standard_component_specs.EVAL_CONFIG_KEY: proto_utils.proto_to_json(eval_config)})
         super().Do(input_dict, output_dict, exec_properties)
 
 

@@ -160,6 +160,8 @@ def describe_failure(failure, where: str, undefined: Optional[Dict[str, str]] = 
     value = failure.metric_value.double_value.value if failure.metric_value.HasField("double_value") else None
     if value is None:
         return f"{name} failed{suffix}: {failure.message.strip() or 'no value'}"
+    if name == "predicted_positive_rate" and kind != "change":
+        return gates.one_class(value, (metrics or {}).get("decision_threshold")) + suffix
     if kind == "change":
         return _describe_change(name, value, t.change_threshold, (metrics or {}).get(name)) + suffix + gates.remedy(
             name, "change")

@@ -101,7 +101,8 @@ def config_from_dict(raw: Mapping[str, Any], data: bool = True) -> PipelineConfi
 
 def validate(cfg: PipelineConfig, data: bool = True) -> None:
     """Each section's rules (``cfg.problems()``), then what spans sections or the file system:
-    the data path exists (``data``), drift thresholds and slices name declared feature columns."""
+    the data path exists (``data``), drift thresholds and slices name declared feature columns, and
+    a TFLite model has no datetime feature (its text parsing has no TFLite builtins)."""
     check(cfg.problems())
     try:
         data_path = resolve_data_path(cfg.data.path) if cfg.data.path and data else ""
@@ -121,6 +122,12 @@ def validate(cfg: PipelineConfig, data: bool = True) -> None:
         raise ConfigError(
             f"bad config value for evaluation.slices: {', '.join(unknown)} not among the "
             "declared feature columns; slice on a column listed under features")
+    dated = [f.name for f in cfg.features.inputs if f.transform == "datetime"]
+    if dated and cfg.serving.tflite != "off":
+        raise ConfigError(
+            f"bad config value for serving.tflite: {cfg.serving.tflite}: the datetime feature(s) {', '.join(dated)} "
+            "parse text with TensorFlow string ops, which TFLite has no builtins for; fix: set serving.tflite: off, "
+            "or remove the datetime features")
 
 
 def _yaml_problem(e: Exception) -> str:

@@ -13,6 +13,7 @@ from pipeline.labels import MISSING_LABELS
 from serving.release import RELEASES
 from serving.tflite import MODES as TFLITE_MODES
 from serving.tflite import OFF as TFLITE_OFF
+from task_types.decision import parse_objective
 
 # ExampleGen's split names (TFX's defaults for train and eval).
 TRAIN_SPLIT, VALIDATION_SPLIT, EVAL_SPLIT = "train", "validation", "eval"
@@ -132,8 +133,18 @@ class EvaluationConfig:
     max_mae: float = 0.0           # MAE at most this (0: no ceiling)
     max_error_increase: float = 0.1  # RMSE at most this fraction above the serving model's (0.1: 10 %)
     slices: Tuple[str, ...] = ("payment_type", "trip_start_hour")  # reported per value, not gated
+    # binary: the decision threshold, chosen by the Trainer on the validation split and served as
+    # predicted_class beside the probability: f1 (the best F1), recall:R (the highest threshold
+    # with recall >= R), precision:P (the lowest with precision >= P), or a fixed number in (0, 1).
+    # Accuracy, precision and recall are measured at it; a model that predicts one class only at
+    # its threshold on the eval split is not blessed (task_types/decision.py)
+    threshold: str = "f1"
 
     def problems(self) -> Iterator[Problem]:
+        try:
+            parse_objective(self.threshold)
+        except ValueError as e:
+            yield bad(self, "threshold", str(e))
         if not 0.0 <= self.min_auc <= 1.0:
             yield bad(self, "min_auc", "must be in [0, 1]")
         if not 0.0 <= self.min_accuracy <= 1.0:
@@ -187,13 +198,17 @@ class ServingConfig:
     serving_root: str = ""         # empty means <output_root>/serving
     model_name: str = ""           # empty means the pipeline name
     keep_versions: int = 5         # pushed versions kept in the serving directory (and the stable and canary ones)
-    # What a push does to the release labels (docs/serving.md): stable (the new version becomes
-    # stable once TF Serving has loaded it: 'tfxline serving settle') or canary (it serves
-    # canary_percent of the traffic beside the stable one until 'tfxline serving promote'; a
-    # first push is stable)
+    # What a push does to the release labels (docs/serving.md): stable (the new version is the
+    # stable one: predict and the next run's baseline use it; TF Serving's label follows once it
+    # has loaded it: 'tfxline serving settle') or canary (it serves canary_percent of the traffic
+    # beside the stable one until 'tfxline serving promote'; a first push is stable)
     release: str = "stable"
     canary_percent: int = 10       # the traffic share of a canary that a push starts (serving.release: canary)
     tf_serving_base_path: str = ""  # the serving directory as TF Serving sees it (models.config); empty: its path here
+    # The REST address of a TF Serving that reads this release (e.g. http://localhost:8501): a run's
+    # summary then says how a push's labels move there ('tfxline serving settle', which asks it
+    # when no --server is given). Empty: none does, and a push says only where it went
+    tf_serving_url: str = ""
     kserve_storage_uri: str = ""   # the serving directory as KServe sees it; empty: pvc://tfxline-serving/<model name>
     batch_threads: int = 0         # TF Serving's num_batch_threads in batching_parameters.txt; 0: this machine's CPUs
     # A TFLite model (model.tflite) beside each pushed SavedModel, for devices (docs/serving.md):
@@ -212,6 +227,9 @@ class ServingConfig:
             yield bad(self, "release", f"use one of {', '.join(RELEASES)}")
         if not 0 < self.canary_percent < 100:
             yield bad(self, "canary_percent", "must be in 1-99 (the canary's share of the traffic)")
+        if self.tf_serving_url and not self.tf_serving_url.startswith(("http://", "https://")):
+            yield bad(self, "tf_serving_url", "give TF Serving's REST address, http://HOST:PORT (e.g. "
+                                              "http://localhost:8501), or leave it empty when none reads the release")
         if not self.batch_threads >= 0:
             yield bad(self, "batch_threads", "must be >= 0 (0: this machine's CPU count)")
         if self.tflite not in (TFLITE_OFF,) + TFLITE_MODES:

@@ -20,6 +20,7 @@ from tfx.proto import example_gen_pb2, range_config_pb2, trainer_pb2, transform_
 from tfx.types import standard_artifacts
 from tfx.types.channel import Channel
 
+import task_types
 from components import csv_example_gen
 from components.anomalies_gate import AnomaliesGate
 from components.csv_example_gen import CsvExampleGen
@@ -79,7 +80,10 @@ def drift_thresholds(cfg: PipelineConfig) -> dict:
 
 def trainer_custom_config(cfg: PipelineConfig) -> dict:
     d = cfg.to_dict()
-    return {k: d[k] for k in ("features", "model", "training", "runtime")}
+    out = {k: d[k] for k in ("features", "model", "training", "runtime")}
+    if task_types.get(cfg.features.task).decides:  # binary: the threshold it chooses on validation
+        out["threshold"] = cfg.evaluation.threshold
+    return out
 
 
 class DataComponents(NamedTuple):

@@ -21,6 +21,7 @@ from pipeline.config import PipelineConfig
 from pipeline.examples import read_csv_rows, serialize_rows
 from serving.native_stderr import TF_RUNTIME_NOISE, stderr_filtered
 from serving.release import serving_version_dir
+from task_types.decision import PREDICTED_CLASS
 
 # Nothing here imports TensorFlow at module level: `tfxline predict` imports this module before
 # its checks, and TensorFlow after them, quietly (cli/quiet.py), so it prints its own lines only.
@@ -35,23 +36,29 @@ def load_serving_fn(model_dir: str):
 
 
 def predict_rows(serve, rows: List[Dict[str, str]], cfg: PipelineConfig, schema, batch_size: int = 1024):
-    """One output per row: P(positive) for binary, class probabilities, or the value."""
+    """(one output per row: P(positive) for binary, class probabilities, or the value; the
+    served ``predicted_class`` per row, or None where the model serves none)."""
     import tensorflow as tf
 
-    outputs = []
+    task = task_types.get(cfg.features.task)
+    outputs, decided = [], []
     for start in range(0, len(rows), batch_size):
         batch = serialize_rows(rows[start:start + batch_size], schema, cfg.features.serving_columns)
         result = serve(examples=tf.constant(batch))
-        outputs.append(next(iter(result.values())).numpy())
-    return np.concatenate(outputs) if outputs else np.zeros((0,), np.float32)
+        outputs.append(result[task.output_key].numpy())
+        if PREDICTED_CLASS in result and task.decides:
+            decided.append(result[PREDICTED_CLASS].numpy())
+    values = np.concatenate(outputs) if outputs else np.zeros((0,), np.float32)
+    return values, (np.concatenate(decided) if decided else None)
 
 
-def output_columns(cfg: PipelineConfig, values: np.ndarray, classes: Sequence[str] = ()) -> List[Dict[str, object]]:
+def output_columns(cfg: PipelineConfig, values: np.ndarray, classes: Sequence[str] = (),
+                   decided: Optional[np.ndarray] = None) -> List[Dict[str, object]]:
     """The task's prediction columns per row (its task type's): binary ``probability`` (of the
-    positive class); multi-class ``predicted_class`` (the label value, from the model's label
-    vocabulary), its ``probability`` and every class's, as JSON keyed by class; regression
-    ``prediction``."""
-    return task_types.get(cfg.features.task).prediction_columns(values, classes)
+    positive class) and ``predicted_class`` (1 or 0 at the model's threshold); multi-class
+    ``predicted_class`` (the label value, from the model's label vocabulary), its ``probability``
+    and every class's, as JSON keyed by class; regression ``prediction``."""
+    return task_types.get(cfg.features.task).prediction_columns(values, classes, decided)
 
 
 def typed_row(row: Dict[str, str], schema) -> Dict[str, object]:
@@ -87,8 +94,8 @@ def predict_csv(cfg: PipelineConfig, input_csv: str, output_path: str,
     model_dir = model_dir or serving_version_dir(cfg.serving_dir)
     rows = list(read_csv_rows(input_csv))
     with stderr_filtered(TF_RUNTIME_NOISE):  # e.g. grappler's cost model on a multi-class model's softmax
-        values = predict_rows(load_serving_fn(model_dir), rows, cfg, schema)
-    extra = output_columns(cfg, values, label_classes(model_dir))
+        values, decided = predict_rows(load_serving_fn(model_dir), rows, cfg, schema)
+    extra = output_columns(cfg, values, label_classes(model_dir), decided)
     if output_path == STDOUT:  # CSV on stdout, for a pipe; the summary line then goes to stderr
         write_predictions(sys.stdout, rows, extra, schema, jsonl=False, line_end="\n")
         sys.stdout.flush()

@@ -91,7 +91,9 @@ def component_seconds_line(summary: RunSummary) -> str:
                                      for c in summary.components)
 
 
-def format_summary(summary: RunSummary) -> str:
+def format_summary(summary: RunSummary, tf_serving_url: str = "") -> str:
+    """The run's summary; ``tf_serving_url``: serving.tf_serving_url, where a TF Serving reads the
+    release (a push then says how its labels move there)."""
     lines = [f"run {summary.run_id}:"] + failure_lines(summary)
     cached = sum(c.state == "cached" for c in summary.components)
     stopped = sum(c.state == "canceled" for c in summary.components)  # a Ctrl-C or SIGTERM stopped them
@@ -105,6 +107,8 @@ def format_summary(summary: RunSummary) -> str:
                      "(data.missing_labels: drop)")
     if summary.step_profile:
         lines.append("  trainer step profile: " + summary.step_profile)
+    if summary.training:
+        lines.append("  training: " + summary.training)
     if summary.metrics:
         lines.append("  eval (overall): " + format_metrics(summary.metrics, summary.task))
     worst = worst_slices(summary)
@@ -116,20 +120,27 @@ def format_summary(summary: RunSummary) -> str:
     if summary.blessed is not None:
         lines.append(baseline_line(summary))
     lines.append(blessing_line(summary.blessed, summary.failed_thresholds))
+    return "\n".join(lines + push_lines(summary, tf_serving_url))
+
+
+def push_lines(summary: RunSummary, tf_serving_url: str = "") -> List[str]:
+    """'  pushed to: <dir>/<version> (stable: predict and the next run's baseline use it)': where
+    the model went and what reads it now, in one line (the Pusher's release words); where a TF
+    Serving reads the release, a second line says how its labels move there; else nothing pushed
+    and why."""
     pusher_cached = cached_from(summary, "Pusher")
+    if summary.pushed and pusher_cached is not None:
+        return [f"  pushed to: {summary.pushed_to} by {earlier_run(pusher_cached)} (Pusher served from cache: nothing "
+                "new pushed)"] + ([f"  tflite: {summary.tflite}"] if summary.tflite else [])
     if summary.pushed:
-        lines.append(f"  pushed to: {summary.pushed_to}" + (
-            "" if pusher_cached is None else f" by {earlier_run(pusher_cached)} (Pusher served from cache: "
-                                             "nothing new pushed)"))
-        if summary.release and pusher_cached is None:
-            lines.append(f"  release: {summary.release}")
-        if summary.tflite:
-            lines.append(f"  tflite: {summary.tflite}")
-    elif summary.push_refused:
-        lines.append(f"  pushed: nothing (refused: {summary.push_refused})")
-    else:
-        lines.append(f"  pushed: nothing ({no_push_reason(summary)})")
-    return "\n".join(lines)
+        lines = [f"  pushed to: {summary.pushed_to}" + (f" ({summary.release})" if summary.release else "")]
+        if summary.release and tf_serving_url:
+            lines.append(f"  tf serving: loads version {summary.pushed_to.rstrip('/').rsplit('/', 1)[-1]} now; its "
+                         f"labels move with 'tfxline serving settle' once TF Serving at {tf_serving_url} has loaded it")
+        return lines + ([f"  tflite: {summary.tflite}"] if summary.tflite else [])
+    if summary.push_refused:
+        return [f"  pushed: nothing (refused: {summary.push_refused})"]
+    return [f"  pushed: nothing ({no_push_reason(summary)})"]
 
 
 def no_push_reason(summary: RunSummary) -> str:

@@ -79,7 +79,8 @@ def version_rows(serving_dir: str, release: Optional[serving_release.Release] = 
     return rows
 
 
-def format_versions(serving_dir: str) -> str:
+def format_versions(serving_dir: str, server: str = "") -> str:
+    """``tfxline serving``'s table; ``server``: serving.tf_serving_url (a pending move's line names it)."""
     release = serving_release.read(serving_dir)
     rows = version_rows(serving_dir, release)
     if not rows:
@@ -89,7 +90,7 @@ def format_versions(serving_dir: str) -> str:
            f"labels in {serving_release.release_dir(serving_dir)}/{serving_release.MODELS_CONFIG}")
     lines = [f"{serving_dir} ({how})", format_columns(HEADER, rows)]
     if release.pending is not None:
-        lines.append(_pending_line(release))
+        lines.append(_pending_line(release, server))
     moves = [r for r in release.history if r.get("event") != "push"][-5:]
     if moves:
         lines.append("release history (newest last):")
@@ -109,23 +110,29 @@ def describe_version(serving_dir: str, version: int) -> str:
     return f"version {version}" + (f" ({', '.join(details)})" if details else "")
 
 
-def _pending_line(release: serving_release.Release) -> str:
+def _pending_line(release: serving_release.Release, server: str = "") -> str:
+    """What 'pending stable' / 'pending canary' mean, and the command that settles them: with
+    ``server`` (serving.tf_serving_url) the one TF Serving reads the release, else either form."""
     stable, canary_version, percent = release.target
     target = f"stable {stable}" + (f", canary {canary_version} at {percent} %" if canary_version is not None else "")
     waiting = ", ".join(str(v) for v in release.labelled if v not in release.in_force)
-    return (f"pending: {release.pending['event']} ({target}): models.config loads version {waiting} beside the "
-            f"labelled ones; TF Serving assigns a label only to a version it has loaded, so the labels move with "
-            f"'{serving_release.SETTLE}' once it has (or {serving_release.NO_SERVER})")
+    if server:
+        how = f"('tfxline serving settle', which asks TF Serving at {server})"
+    else:
+        how = f"('tfxline serving settle --server URL'), or at once with '{serving_release.NO_SERVER}' where no TF " \
+              "Serving reads this release"
+    return (f"pending: {release.pending['event']} ({target}): predict and the next run use version {stable} already; "
+            f"the labels move once TF Serving has loaded {'it' if ',' not in waiting else 'them'} {how}")
 
 
-def _release_lines(serving_dir: str, release: serving_release.Release) -> List[str]:
+def _release_lines(serving_dir: str, release: serving_release.Release, server: str = "") -> List[str]:
     where = serving_release.release_dir(serving_dir)
     stable = f"stable: version {release.stable}"
     if release.canary is not None:
         stable += f" ({100 - release.canary_percent} %), canary: version {release.canary} ({release.canary_percent} %)"
     lines = [f"  {stable}"] if release.stable is not None else []
     if release.pending is not None:
-        lines.append(f"  {_pending_line(release)}")
+        lines.append(f"  {_pending_line(release, server)}")
     return lines + [f"  written: {where}/{serving_release.MODELS_CONFIG} (TF Serving), "
                     f"{serving_release.KSERVE_FILE} (KServe: kubectl apply -f), {serving_release.BATCHING_FILE}, "
                     f"{serving_release.MONITORING_FILE}"]
@@ -144,7 +151,8 @@ def canary(cfg: PipelineConfig, version: int, percent: int, server: str = "", ti
     return "\n".join([f"canary: version {version} serves {percent} % of the traffic beside stable version "
                       f"{release.target[0]}" + (" once settled" if release.pending else "")
                       + "; 'tfxline serving promote' gives it all"]
-                     + _release_lines(cfg.serving_dir, release) + _finish(cfg, release, server, timeout))
+                     + _release_lines(cfg.serving_dir, release, cfg.serving.tf_serving_url)
+                     + _finish(cfg, release, server, timeout))
 
 
 def promote(cfg: PipelineConfig, server: str = "", timeout: float = WAIT_S) -> str:
@@ -152,7 +160,8 @@ def promote(cfg: PipelineConfig, server: str = "", timeout: float = WAIT_S) -> s
     release = serving_release.promote(cfg.serving_dir, release_settings(cfg), by=getpass.getuser())
     return "\n".join([f"promoted: version {release.target[0]} is stable with all the traffic (was version "
                       f"{before.stable}); 'tfxline serving rollback' serves version {before.stable}'s model again"]
-                     + _release_lines(cfg.serving_dir, release) + _finish(cfg, release, server, timeout))
+                     + _release_lines(cfg.serving_dir, release, cfg.serving.tf_serving_url)
+                     + _finish(cfg, release, server, timeout))
 
 
 def rollback_target(serving_dir: str, to: Optional[int]):
@@ -190,12 +199,13 @@ def rollback(cfg: PipelineConfig, to: Optional[int], reason: str, dry_run: bool,
         if waits else f"  version {new} is stable",
         f"  'tfxline predict', the next pipeline run's Evaluator (its baseline) and its drift check use version {new} "
         "now",
-    ] + _release_lines(serving_dir, release) + _finish(cfg, release, server, timeout))
+    ] + _release_lines(serving_dir, release, cfg.serving.tf_serving_url) + _finish(cfg, release, server, timeout))
 
 
 def settle(cfg: PipelineConfig, server: str, timeout: float = WAIT_S, without_server: bool = False) -> str:
-    """Move a pending move's labels onto its versions: after ``server`` reports them
-    AVAILABLE, or at once with ``without_server``. Raises ``ReleaseError``, ``ServerError``."""
+    """Move a pending move's labels onto its versions: after ``server`` (else serving.tf_serving_url)
+    reports them AVAILABLE, or at once with ``without_server``. Raises ``ReleaseError``, ``ServerError``."""
+    server = server or ("" if without_server else cfg.serving.tf_serving_url)
     release = serving_release.read(cfg.serving_dir)
     settings = release_settings(cfg)
     if release.pending is None:
@@ -204,7 +214,8 @@ def settle(cfg: PipelineConfig, server: str, timeout: float = WAIT_S, without_se
     versions = [v for v in (stable, canary_version) if v is not None]
     if not server and not without_server:
         raise serving_release.ReleaseError(
-            f"settle needs --server URL, TF Serving's REST address (e.g. http://localhost:8501), to check that version "
+            f"settle needs --server URL (or serving.tf_serving_url), TF Serving's REST address (e.g. "
+            f"http://localhost:8501), to check that version "
             f"{', '.join(map(str, versions))} is loaded before the labels move to it (TF Serving refuses a label on a "
             "version it has not loaded, and then fails every poll of the config); or pass --without-server when no "
             "TF Serving reads this release")

@@ -49,7 +49,7 @@ from serving.tf_serving_files import BATCHING_FILE, MODELS_CONFIG, MONITORING_FI
 HIDDEN_PREFIX = ".release-"
 WRITE_ORDER = (BATCHING_FILE, MONITORING_FILE, KSERVE_FILE, MODELS_CONFIG, STATE_FILE)
 SETTLE = "tfxline serving settle --server http://<tf-serving-host>:8501"  # what finishes a pending move
-NO_SERVER = "--without-server where no TF Serving reads this release"  # its other form
+NO_SERVER = "tfxline serving settle --without-server"  # its form where no TF Serving reads the release
 
 
 def _record(event: str, stable: Optional[int], canary: Optional[int], canary_percent: int, by: str = "",
@@ -130,15 +130,17 @@ def on_push(serving_dir: str, version: int, release_mode: str, percent: int, set
 
 
 def push_summary(release: Release, version: int) -> str:
-    """One line on what a push did to the release (for the Pusher's PushedModel and the run's
-    summary)."""
+    """What a push did to the release, in a few words (the Pusher's PushedModel; the run's
+    summary puts it beside the pushed path). A stable push is what ``serving_version`` reads at
+    once, pending or not: ``predict``, the next run's baseline and drift check. TF Serving's
+    labels follow on ``settle``, which only a TF Serving reader needs: the run names it where the
+    config says one reads the release (serving.tf_serving_url), ``tfxline serving`` always. A
+    canary's share starts once its label moves."""
     stable, canary_version, percent = release.target
-    what = (f"canary at {percent} % beside stable version {stable}" if canary_version == version
-            else "stable")
-    if release.pending is None:
-        return f"version {version} is {what}"
-    return (f"version {version} becomes {what} once TF Serving has loaded it; then move the labels: {SETTLE} "
-            f"(or {NO_SERVER}; models.config loads it now, the labels stay where they are)")
+    if canary_version != version:
+        return "stable: predict and the next run's baseline use it"
+    return (f"canary at {percent} % beside stable version {stable}"
+            + (" once its label moves ('tfxline serving' says how)" if release.pending else ""))
 
 
 def on_rollback(serving_dir: str, new_version: int, restored: int, settings: Settings, by: str = "",

@@ -217,7 +217,7 @@ def saved_model_outputs(model_dir: str, records: Sequence[bytes], spec: F.Featur
     outputs, labels = [], []
     for i in range(0, len(records), batch):
         chunk = tf.constant(list(records[i:i + batch]))
-        outputs.append(next(iter(serve(examples=chunk).values())).numpy())
+        outputs.append(serve(examples=chunk)[task_types.get(spec.task).output_key].numpy())
         labels.append(np.reshape(transform(examples=chunk)[spec.label.name].numpy(), [-1]))
     return np.concatenate(outputs), np.concatenate(labels)
 

@@ -55,6 +55,7 @@ class TaskType:
     positive_label: bool = False   # its label names its positive value (features.label.positive)
     log_label: bool = False        # its label may be learnt in log space (features.label.log)
     predicts_classes: bool = True  # classes, not an amount
+    decides: bool = False          # its model serves a decision at a threshold it chose (``decision``)
     # -- the model and its export ------------------------------------------------------------
     activation: str = "linear"     # the output layer's
     output_key: str = "probabilities"  # serving_default's output (and TFMA's prediction key)
@@ -109,10 +110,10 @@ class TaskType:
         return 1
 
     def head_fields(self, classes: Callable[[], int],
-                    label_moments: Optional[Callable[[], Tuple[float, float]]]) -> Dict[str, Any]:
+                    label_moments: Optional[Callable[[], Tuple[float, ...]]]) -> Dict[str, Any]:
         """trainer.model.Head's fields beside the task: ``classes()`` reads the label vocabulary's
-        size, ``label_moments()`` the train split's label mean and standard deviation (None: no
-        train files given)."""
+        size, ``label_moments()`` the train split's label mean and standard deviation, then its min
+        and max (None: no train files given)."""
         return {}
 
     def loss_and_metrics(self, keras) -> Tuple[Any, List[Any]]:
@@ -133,6 +134,16 @@ class TaskType:
         """serving_default's output: flat, in the label's unit."""
         return self.label_in_its_unit(label, self.flat_output(outputs))
 
+    def serving_outputs(self, label, outputs: Any, threshold: Optional[float] = None) -> Dict[str, Any]:
+        """serving_default's outputs by name: ``output_key``'s (``serving_output``), and what a
+        task adds with a decision threshold (binary: ``predicted_class``)."""
+        return {self.output_key: self.serving_output(label, outputs)}
+
+    def decision(self, probabilities, labels, objective: str) -> Optional[Dict[str, Any]]:
+        """The decision rule chosen on the validation split's outputs and labels for ``objective``
+        (evaluation.threshold), as the Trainer records it; None where the task has none."""
+        return None
+
     # -- evaluation -------------------------------------------------------------------------
 
     def tfma_metrics(self, ev, tfma) -> List[Any]:
@@ -150,9 +161,10 @@ class TaskType:
 
     # -- batch prediction -------------------------------------------------------------------
 
-    def prediction_columns(self, values, classes: Sequence[str] = ()) -> List[Dict[str, Any]]:
+    def prediction_columns(self, values, classes: Sequence[str] = (), decided=None) -> List[Dict[str, Any]]:
         """``tfxline predict``'s columns per row from serving_default's outputs (``classes``: the
-        label vocabulary's values, in index order)."""
+        label vocabulary's values, in index order; ``decided``: its predicted_class, where the
+        model serves one)."""
         raise NotImplementedError
 
     def describe_predictions(self, rows: List[Dict[str, Any]]) -> str:

@@ -10,14 +10,22 @@ Label transforms:
                      0 and 1. The pre-flight check refuses a column with other values or without
                      the positive one (``check_label``).
 
+The decision: the model serves P(positive) and ``predicted_class`` (1 where P >= its threshold).
+The Trainer chooses the threshold on the validation split for ``evaluation.threshold``'s objective
+(``choose_threshold``: best F1 by default), so a rare positive class is still predicted; the
+Evaluator measures accuracy, precision and recall at each model's own threshold.
+
 Gates: AUC >= ``min_auc`` (default 0.55: chance ranks at 0.5) and no more than ``max_auc_drop``
-below the serving model's; accuracy >= ``min_accuracy`` when set.
+below the serving model's; accuracy >= ``min_accuracy`` when set; and the model predicts both
+classes on the eval split at its threshold (``predicted_positive_rate`` strictly between 0 and 1).
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from task_types.base import LabelError, TaskType, count_text
+from task_types.decision import PREDICTED_CLASS, choose_threshold
 
 NAME = "binary"
 
@@ -28,11 +36,13 @@ class Binary(TaskType):
     label_fields = {"ratio_threshold": ("numerator", "denominator"), "binary": ()}
     column_transform = "binary"
     positive_label = True
+    decides = True
     activation = "sigmoid"
     output_key = "probabilities"
     early_stopping_metric = "val_auc"
     main_metric, higher_is_better = "auc", True
-    headline = ("auc", "accuracy", "binary_accuracy", "pr_auc", "precision", "recall", "loss", "example_count")
+    headline = ("auc", "accuracy", "binary_accuracy", "pr_auc", "precision", "recall", "decision_threshold", "loss",
+                "example_count")
     default_gate = "auc"
 
     def transform_label(self, label, inputs, columns):
@@ -103,9 +113,22 @@ class Binary(TaskType):
         return "val_loss", (f"the {rows} validation rows hold only label {only}, where AUC is undefined; "
                             "more validation rows (data.validation_buckets) bring back val_auc")
 
+    def serving_outputs(self, label, outputs: Any, threshold: Optional[float] = None) -> Dict[str, Any]:
+        """P(positive), and with a threshold ``predicted_class``: 1 where P >= threshold."""
+        import tensorflow as tf
+
+        served = super().serving_outputs(label, outputs)
+        if threshold is not None:
+            served[PREDICTED_CLASS] = tf.cast(served[self.output_key] >= threshold, tf.int64)
+        return served
+
+    def decision(self, probabilities, labels, objective: str) -> Optional[Dict[str, Any]]:
+        return choose_threshold(probabilities, labels, objective)
+
     def tfma_metrics(self, ev, tfma) -> List[Any]:
         # Counts, accuracy, precision, recall and calibration come off AUC's histogram: one
-        # per-example combiner instead of four (components/histogram_metrics.py).
+        # per-example combiner instead of four (components/histogram_metrics.py). Those at a
+        # threshold are measured at each model's own (the Evaluator sets it per model).
         histogram = tfma.HISTOGRAM_MODULE
         return [
             tfma.metric("HistogramExampleCount", module=histogram),
@@ -115,6 +138,11 @@ class Binary(TaskType):
                         module=histogram),
             tfma.metric("HistogramPrecision", module=histogram),
             tfma.metric("HistogramRecall", module=histogram),
+            tfma.metric("HistogramDecisionThreshold", module=histogram),
+            # a model that calls every eval row one class at its threshold is no classifier
+            tfma.metric("HistogramPredictedPositiveRate", tfma.threshold(
+                lower=tfma.lower_bound("predicted_positive_rate", 0.0), upper=math.nextafter(1.0, 0.0)),
+                module=histogram),
             tfma.metric("HistogramCalibration", module=histogram),
             # tells one-class slices (AUC undefined) apart in reports
             tfma.metric("HistogramMeanLabel", module=histogram),
@@ -125,14 +153,20 @@ class Binary(TaskType):
         from sklearn.metrics import roc_auc_score
         return float(roc_auc_score(labels, outputs)) if len(set(labels.tolist())) > 1 else float("nan")
 
-    def prediction_columns(self, values, classes: Sequence[str] = ()) -> List[Dict[str, Any]]:
-        """``probability``: of the positive class."""
-        return [{"probability": float(v)} for v in values]
+    def prediction_columns(self, values, classes: Sequence[str] = (), decided=None) -> List[Dict[str, Any]]:
+        """``probability``: of the positive class; ``predicted_class``: 1 or 0 at the model's
+        threshold (``decided``, serving_default's predicted_class; absent from older models)."""
+        if decided is None:
+            return [{"probability": float(v)} for v in values]
+        return [{"probability": float(v), PREDICTED_CLASS: int(c)} for v, c in zip(values, decided)]
 
     def describe_predictions(self, rows: List[Dict[str, Any]]) -> str:
         import numpy as np
         p = np.array([r["probability"] for r in rows])
-        return f"mean probability {p.mean():.4f}, {np.mean(p > 0.5):.1%} above 0.5"
+        if PREDICTED_CLASS not in rows[0]:
+            return f"mean probability {p.mean():.4f}, {np.mean(p > 0.5):.1%} above 0.5"
+        share = np.mean([r[PREDICTED_CLASS] for r in rows])
+        return f"mean probability {p.mean():.4f}, {share:.1%} predicted positive at the model's threshold"
 
 
 def positive_value(label, values) -> str:

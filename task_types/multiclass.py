@@ -108,7 +108,7 @@ class Multiclass(TaskType):
         import numpy as np
         return float(np.mean(np.argmax(outputs, axis=1) == labels))
 
-    def prediction_columns(self, values, classes: Sequence[str] = ()) -> List[Dict[str, Any]]:
+    def prediction_columns(self, values, classes: Sequence[str] = (), decided=None) -> List[Dict[str, Any]]:
         """``predicted_class`` (the label value, from the model's label vocabulary), its
         ``probability`` and every class's, as JSON keyed by class."""
         import numpy as np

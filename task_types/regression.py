@@ -3,7 +3,9 @@
 Label transform ``regression``: a numeric target, used as is; with ``log: true``, the model
 learns log(1 + max(y, 0)) and serves exp(.) - 1, in the label's own unit (for non-negative
 skewed targets such as prices and wages). The network learns the label standardised (the train
-split's mean and standard deviation) and its head scales it back, whatever the label's unit.
+split's mean and standard deviation) and its head scales it back, whatever the label's unit. The
+output is clipped to the train split's label range widened by 10% of its width on each side (in
+log space for a log label, before exp), so an input far outside the data cannot blow it up.
 
 Gates: R² above ``min_r2`` (default 0: strictly better than predicting the mean), RMSE <=
 ``max_rmse`` and MAE <= ``max_mae`` when set, and RMSE no more than ``max_error_increase``
@@ -63,11 +65,15 @@ class Regression(TaskType):
         return [float(c) for c in cells]
 
     def head_fields(self, classes, label_moments) -> Dict[str, Any]:
-        """At the train split's label scale, so the network learns a standardised target."""
+        """At the train split's label scale, so the network learns a standardised target; with
+        the split's label range (min, max after the moments), the output bounded to it, widened."""
         if label_moments is None:
             return {}
-        mean, std = label_moments()
-        return {"label_mean": mean, "label_scale": std if std > 0 else 1.0}
+        mean, std, *label_range = label_moments()
+        fields = {"label_mean": mean, "label_scale": std if std > 0 else 1.0}
+        if len(label_range) == 2 and None not in label_range:
+            fields.update(label_min=label_range[0], label_max=label_range[1])
+        return fields
 
     def loss_and_metrics(self, keras):
         return (keras.losses.MeanSquaredError(), [keras.metrics.RootMeanSquaredError(name="rmse")])
@@ -94,7 +100,7 @@ class Regression(TaskType):
         import numpy as np
         return super().output_difference(saved, tflite) / max(float(np.std(saved)), 1e-12)
 
-    def prediction_columns(self, values, classes: Sequence[str] = ()) -> List[Dict[str, Any]]:
+    def prediction_columns(self, values, classes: Sequence[str] = (), decided=None) -> List[Dict[str, Any]]:
         return [{"prediction": float(v)} for v in values]
 
     def describe_predictions(self, rows: List[Dict[str, Any]]) -> str:

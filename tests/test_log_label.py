@@ -108,3 +108,23 @@ def test_a_tflite_model_of_a_log_label_serves_in_the_labels_unit(analyzed, tmp_p
     saved, _ = tflite.saved_model_outputs(model_dir, records, SPEC)
     np.testing.assert_allclose(lite, saved, rtol=1e-4)
     assert saved.min() > -1.0  # exp(x) - 1: in the price's unit
+
+
+def test_a_log_labels_prediction_stays_inside_its_widened_range_in_its_unit(analyzed):
+    """Clipped in log space (the label's range widened by 10% each side), then exp: a carat 50
+    standard deviations out serves a price inside exp(widened range) - 1, not an exp() blow-up."""
+    _, output = analyzed
+    logs = np.log1p(np.maximum(PRICES, 0.0))
+    tf.keras.utils.set_random_seed(0)
+    model = build_model([ModelInput("carat_xf")], Head("regression", label_mean=float(logs.mean()),
+                        label_scale=float(logs.std()), label_min=float(logs.min()), label_max=float(logs.max())),
+                        hidden_units=(4,))
+    low, high = logs.min() - 0.1 * np.ptp(logs), logs.max() + 0.1 * np.ptp(logs)
+    far = float(np.mean(CARATS) + 50 * np.std(CARATS))
+    log_space = model({"carat_xf": tf.constant([50.0, -50.0])}).numpy()  # past the Transform's own clip
+    assert np.all((log_space >= low - 1e-5) & (log_space <= high + 1e-5))
+    example = tf.train.Example(features=tf.train.Features(feature={
+        "carat": tf.train.Feature(float_list=tf.train.FloatList(value=[far]))})).SerializeToString()
+    signatures = build_signatures(model, tft.TFTransformOutput(output), SPEC)
+    served = signatures[SERVING_SIGNATURE](examples=tf.constant([example]))["predictions"].numpy()
+    assert np.all((served >= np.exp(low) - 1.0 - 1e-3) & (served <= np.exp(high) - 1.0 + 1e-3)), served

@@ -51,9 +51,31 @@ def test_label_moments_read_the_label_alone(tmp_path):
             w.write(tf.train.Example(features=tf.train.Features(feature={
                 "y": tf.train.Feature(float_list=tf.train.FloatList(value=[v])),
                 "x": tf.train.Feature(int64_list=tf.train.Int64List(value=[1]))})).SerializeToString())
-    mean, std = label_moments([path], "y", parser({"y": tf.io.FixedLenFeature([], tf.float32),
-                                                   "x": tf.io.FixedLenFeature([], tf.int64)}))
+    mean, std, low, high = label_moments([path], "y", parser({"y": tf.io.FixedLenFeature([], tf.float32),
+                                                             "x": tf.io.FixedLenFeature([], tf.int64)}))
     assert mean == pytest.approx(values.mean(), rel=1e-6) and std == pytest.approx(values.std(), rel=1e-5)
+    assert (low, high) == (1000.0, 5000.0)
+
+
+def test_a_regression_output_stays_inside_the_labels_widened_range():
+    """An input 50 standard deviations out (a data-entry error) goes through the network's linear
+    extrapolation; the output is clipped to the label's training range widened by 10% each side."""
+    tf.keras.utils.set_random_seed(3)
+    head = Head("regression", label_mean=3000.0, label_scale=800.0, label_min=1000.0, label_max=5000.0)
+    model = build_model(INPUTS, head, hidden_units=(8,))
+    assert model.get_layer("label_range").get_config()["low"] == pytest.approx(600.0)
+    far = dict(batch(2), fare=tf.constant([50.0, -50.0]))
+    bounded = model(far).numpy()
+    assert np.all((bounded >= 600.0) & (bounded <= 5400.0))
+    unbounded = build_model(INPUTS, Head("regression", label_mean=3000.0, label_scale=800.0), hidden_units=(8,))
+    unbounded.set_weights(model.get_weights())  # the same network without the range: an old head still builds
+    raw = unbounded(far).numpy()
+    assert np.abs(raw - 3000.0).max() > 2400.0  # what the clip stopped
+    np.testing.assert_allclose(bounded, np.clip(raw, 600.0, 5400.0), rtol=1e-6)
+    with tf.GradientTape() as tape:  # outside the range it still learns towards its label
+        loss = tf.reduce_sum(model(far))
+    assert all(g is not None and float(tf.reduce_sum(tf.abs(g))) > 0
+               for g in tape.gradient(loss, model.trainable_weights)[-2:])
 
 
 def test_categoricals_share_one_table_per_part_with_per_feature_offsets():

@@ -148,7 +148,7 @@ def test_runs_push_their_metrics_to_a_real_prometheus(servers, tmp_path):
     code, out, err = run()
     assert code == 0, err[-3000:]
     assert f"metrics: pushed to {servers.gateway_url} (job taxi)" in out
-    pushed = int(next(line for line in out.splitlines() if "pushed to:" in line).rstrip().rsplit("/", 1)[1])
+    pushed = int(next(line for line in out.splitlines() if "pushed to:" in line).split()[2].rsplit("/", 1)[1])
     servers.wait_for('tfxline_serving_version{job="taxi"}', lambda r: len(r) == 1 and value(r) == pushed)
     auc = servers.query('tfxline_candidate_metric{job="taxi", metric="auc"}')
     auc_line = next(line for line in out.splitlines() if "eval (overall):" in line)

@@ -190,3 +190,44 @@ def test_a_numeric_binary_label_with_its_positive_value_named(tmp_path):
     raw = {"x": tf.io.VarLenFeature(tf.float32), "y": tf.io.VarLenFeature(tf.float32)}
     out = _analyze(spec, raw, [{"x": [float(i)], "y": [v]} for i, v in enumerate([1.0, 2.0, 2.0, 1.0])], tmp_path)
     assert [row["y"] for row in out] == [0, 1, 1, 0]
+
+
+def test_numeric_inputs_are_clipped_to_the_widened_training_range(tmp_path):
+    """A value 50 standard deviations out (a data-entry error) is the learnt edge: the training
+    split's [min, max] widened by 10% of its width each side (log space for log_zscore); the
+    frozen analyzers (the TFLite model's preprocessing) read the same range from the Transform."""
+    spec = FeatureSpec.from_dict({"label": {"name": "y", "transform": "regression"},
+                                  "inputs": [{"name": "x", "transform": "zscore"},
+                                             {"name": "x_log", "column": "x", "transform": "log_zscore"}]})
+    raw = {"x": tf.io.VarLenFeature(tf.float32), "y": tf.io.VarLenFeature(tf.float32)}
+    train = np.arange(1.0, 11.0)
+    far = train.mean() + 50 * train.std()
+    evaluated = [far, -far, None, 5.0]
+    metadata = dataset_metadata.DatasetMetadata(schema_utils.schema_from_feature_spec(raw))
+    output = str(tmp_path / "transform_output")
+    with tft_beam.Context(temp_dir=str(tmp_path / "tft")):
+        transform_fn = ([{"x": [v], "y": [1.0]} for v in train], metadata) | tft_beam.AnalyzeDataset(
+            make_preprocessing_fn(spec))
+        (out, _) = (([{"x": [] if v is None else [v], "y": [1.0]} for v in evaluated], metadata),
+                    transform_fn) | tft_beam.TransformDataset()
+        _ = transform_fn | tft_beam.WriteTransformFn(output)
+    logs = np.log1p(train)
+    edges = (1.0 - 0.9, 10.0 + 0.9)  # [1, 10] widened by 0.9 each side
+    log_edges = (logs.min() - 0.1 * np.ptp(logs), logs.max() + 0.1 * np.ptp(logs))
+    expected_x = [(edges[1] - train.mean()) / train.std(), (edges[0] - train.mean()) / train.std(), 0.0,
+                  (5.0 - train.mean()) / train.std()]
+    expected_log = [(log_edges[1] - logs.mean()) / logs.std(), (log_edges[0] - logs.mean()) / logs.std(), 0.0,
+                    (np.log1p(5.0) - logs.mean()) / logs.std()]  # -far: log1p(max(x, 0)) = 0, below the edge
+    np.testing.assert_allclose(column(out, "x_xf"), expected_x, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(column(out, "x_log_xf"), expected_log, rtol=1e-5, atol=1e-6)
+
+    frozen = FrozenAnalyzers.load(output, spec)
+    present = Present(tf.constant([0.0 if v is None else v for v in evaluated], tf.float32),
+                      tf.constant([v is not None for v in evaluated]))
+    got = make_preprocessing_fn(spec, frozen, with_label=False)({"x": present})
+    np.testing.assert_allclose(got["x_xf"].numpy(), column(out, "x_xf"), rtol=1e-6)
+    np.testing.assert_allclose(got["x_log_xf"].numpy(), column(out, "x_log_xf"), rtol=1e-6)
+    # A Transform written before ranges were learnt clips nothing, and neither does its frozen copy.
+    old = FrozenAnalyzers({k: v for k, v in frozen.values.items() if not k.endswith(("_min", "_max"))}, {})
+    unclipped = make_preprocessing_fn(spec, old, with_label=False)({"x": present})["x_xf"].numpy()
+    assert unclipped[0] == pytest.approx(50.0, rel=1e-4)

@@ -165,13 +165,13 @@ def test_pushes_follow_serving_release(model_files, tmp_path):
     d = str(tmp_path / "serving")
     (v1,) = pushed(model_files, d, 1)
     release = sr.on_push(d, v1, "canary", 10, SETTINGS)  # a first push has no stable beside it: stable
-    assert release.target == (v1, None, 0) and sr.push_summary(release, v1).startswith(
-        f"version {v1} becomes stable once TF Serving has loaded it; then move the labels: tfxline serving settle")
+    assert release.target == (v1, None, 0) and sr.push_summary(release, v1) == (
+        "stable: predict and the next run's baseline use it")
     sr.settle(d, SETTINGS)
     v2 = sp.push(model_files, d, {"model_uri": "m1"}, keep_versions=5, now=200)
     release = sr.on_push(d, v2, "canary", 15, SETTINGS)
     assert (release.stable, release.target) == (v1, (v1, v2, 15))
-    assert f"becomes canary at 15 % beside stable version {v1} once" in sr.push_summary(release, v2)
+    assert sr.push_summary(release, v2).startswith(f"canary at 15 % beside stable version {v1} once its label moves")
     v3 = sp.push(model_files, d, {"model_uri": "m2"}, keep_versions=5, now=300, protect=sr.read(d).labelled)
     release = sr.on_push(d, v3, "stable", 10, SETTINGS)  # replaces the pending canary move
     assert (release.stable, release.target) == (v1, (v3, None, 0)) and labels(d) == ([v1, v3], {"stable": v1})
@@ -240,7 +240,9 @@ def test_the_commands_canary_settle_promote_rollback(model_files, tmp_path, caps
     code, out, err = run_cli(["serving", "canary", str(v2), "--percent", "10", "--output", str(out_root)], capsys)
     assert (code, err) == (0, "") and f"canary: version {v2} serves 10 % of the traffic beside stable version {v1} " \
                                       "once settled" in out
-    assert f"  pending: canary (stable {v1}, canary {v2} at 10 %): models.config loads version {v2} beside" in out
+    assert f"  pending: canary (stable {v1}, canary {v2} at 10 %): predict and the next run use version {v1} " \
+           "already; the labels move once TF Serving has loaded it ('tfxline serving settle --server URL'), or at " \
+           "once with 'tfxline serving settle --without-server'" in out
     code, out, _ = run_cli(["serving", "--output", str(out_root)], capsys)
     rows = out.splitlines()
     assert rows[2].startswith(str(v2)) and rows[2].endswith("pending canary 10 %")

@@ -121,7 +121,7 @@ class Builder:
 
 def test_each_task_gates_its_default_metric_with_no_number_set():
     gated = {t.name: [m for m in t.tfma_metrics(EvaluationConfig(), Builder) if m["threshold"]] for t in ALL}
-    assert {m["class"] for m in gated["binary"]} == {"AUC"}
+    assert {m["class"] for m in gated["binary"]} == {"AUC", "HistogramPredictedPositiveRate"}  # ranks; predicts both classes
     assert {m["class"] for m in gated["multiclass"]} == {"SparseCategoricalAccuracy", "AccuracyLift"}
     assert [m["threshold"] for m in gated["multiclass"] if m["class"] == "AccuracyLift"] == [
         {"lower": ("above", "accuracy_lift", 0.0)}]

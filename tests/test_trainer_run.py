@@ -222,7 +222,8 @@ def predictions(model_dir, cfg):
 
     rows = list(itertools.islice(predict.read_csv_rows(data_source.default_data_path()), 20))
     schema = data_source.load_schema(data_source.schema_path(cfg.data.schema))
-    return predict.predict_rows(predict.load_serving_fn(model_dir), rows, cfg, schema).tolist()
+    values, decided = predict.predict_rows(predict.load_serving_fn(model_dir), rows, cfg, schema)
+    return values.tolist(), decided.tolist()
 
 
 @pytest.mark.parametrize("split, key", [("train", "train_files"), ("validation", "eval_files")])

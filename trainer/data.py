@@ -122,19 +122,22 @@ def count_records(file_patterns: Sequence[str], limit: int = 0) -> int:
 
 
 def label_moments(file_patterns: Sequence[str], label: str, decode: Decode, limit: int = 1_000_000):
-    """(mean, standard deviation) of a numeric label over the first ``limit`` records: one
-    streaming pass (a regression head starts at the label's scale)."""
+    """(mean, standard deviation, min, max) of a numeric label over the first ``limit`` records:
+    one streaming pass (a regression head starts at the label's scale, and its output is bounded
+    to the label's range)."""
     ds = tf.data.TFRecordDataset(list_files(file_patterns), compression_type="GZIP").take(limit).batch(4096)
     ds = ds.map(lambda r: tf.reshape(tf.cast(decode(r)[label], tf.float64), [-1]))
-    n, total, squares = ds.reduce(
-        (tf.constant(0.0, tf.float64), tf.constant(0.0, tf.float64), tf.constant(0.0, tf.float64)),
+    zero, inf = tf.constant(0.0, tf.float64), tf.constant(float("inf"), tf.float64)
+    n, total, squares, low, high = ds.reduce(
+        (zero, zero, zero, inf, -inf),
         lambda acc, y: (acc[0] + tf.cast(tf.size(y), tf.float64), acc[1] + tf.reduce_sum(y),
-                        acc[2] + tf.reduce_sum(y * y)))
+                        acc[2] + tf.reduce_sum(y * y), tf.minimum(acc[3], tf.reduce_min(y)),
+                        tf.maximum(acc[4], tf.reduce_max(y))))
     n, total, squares = float(n), float(total), float(squares)
     if not n:
-        return 0.0, 1.0
+        return 0.0, 1.0, None, None
     mean = total / n
-    return mean, max(squares / n - mean * mean, 0.0) ** 0.5
+    return mean, max(squares / n - mean * mean, 0.0) ** 0.5, float(low), float(high)
 
 
 def decompressed_bytes(file_patterns: Sequence[str], sample: int = 1000) -> int:

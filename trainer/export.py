@@ -3,8 +3,9 @@
 Signatures:
 ``serving_default``     ``examples``: serialized raw tf.Examples without the label (what a
                         TF Serving client sends) -> ``probabilities`` (binary: float32 [batch],
-                        P(positive); multi-class: float32 [batch, classes]) or
-                        ``predictions`` (regression).
+                        P(positive), and ``predicted_class``, int64 [batch], 1 where P >= the
+                        threshold chosen on validation; multi-class: float32 [batch, classes])
+                        or ``predictions`` (regression).
 ``transform_features``  ``examples``: raw tf.Examples with the label columns -> every
                         transformed feature and the label; TFMA uses it to derive the label.
 
@@ -16,10 +17,12 @@ from __future__ import annotations
 
 import os
 import tempfile
+from typing import Any, Dict, Optional
 
 import tensorflow as tf
 
 import task_types
+from trainer import decision
 from trainer import strategy as strategy_lib
 from transforms import features as F
 
@@ -27,7 +30,7 @@ SERVING_SIGNATURE = "serving_default"
 TRANSFORM_SIGNATURE = "transform_features"
 
 
-def build_signatures(model, tf_transform_output, spec: F.FeatureSpec):
+def build_signatures(model, tf_transform_output, spec: F.FeatureSpec, threshold: Optional[float] = None):
     model.tft_layer = tf_transform_output.transform_features_layer()
     raw_spec = tf_transform_output.raw_feature_spec()
     serving_spec = {k: raw_spec[k] for k in spec.serving_columns}
@@ -38,7 +41,7 @@ def build_signatures(model, tf_transform_output, spec: F.FeatureSpec):
     def serve(examples):
         transformed = model.tft_layer(tf.io.parse_example(examples, serving_spec))
         outputs = tf.cast(model({n: transformed[n] for n in names}), tf.float32)
-        return {task.output_key: task.serving_output(spec.label, outputs)}
+        return task.serving_outputs(spec.label, outputs, threshold)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
     def transform_features(examples):
@@ -49,19 +52,22 @@ def build_signatures(model, tf_transform_output, spec: F.FeatureSpec):
     return {SERVING_SIGNATURE: serve, TRANSFORM_SIGNATURE: transform_features}
 
 
-def export(model, tf_transform_output, spec: F.FeatureSpec, serving_model_dir: str) -> str:
-    """Save the model; in multi-worker runs only the chief writes to the real directory.
+def export(model, tf_transform_output, spec: F.FeatureSpec, serving_model_dir: str,
+           chosen: Optional[Dict[str, Any]] = None) -> str:
+    """Save the model and its decision (``chosen``: trainer/decision.py); in multi-worker runs
+    only the chief writes to the real directory.
 
     Every worker must call save (it runs collective ops), so the others write to a
     temporary directory that is removed afterwards. Returns the directory written.
     """
-    signatures = build_signatures(model, tf_transform_output, spec)
+    signatures = build_signatures(model, tf_transform_output, spec, chosen and chosen["threshold"])
     if strategy_lib.is_chief():
         target = serving_model_dir
     else:
         target = os.path.join(tempfile.mkdtemp(prefix="tfxline-worker-export-"), "model")
     # No optimizer state: serving does not train, and the export stays smaller.
     model.save(target, save_format="tf", signatures=signatures, include_optimizer=False)
+    decision.write(target, chosen)
     if not strategy_lib.is_chief():
         tf.io.gfile.rmtree(os.path.dirname(target))
     return target

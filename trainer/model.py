@@ -15,6 +15,7 @@ import tensorflow as tf
 
 import task_types
 from trainer.keras_compat import keras
+from transforms.preprocessing import widened
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,6 +38,8 @@ class Head:
     num_classes: int = 2
     label_mean: float = 0.0    # regression: the output is label_mean + label_scale * the network's
     label_scale: float = 1.0
+    label_min: Optional[float] = None  # regression: the train split's label range (learnt space); the
+    label_max: Optional[float] = None  # output is clipped to it, widened (None: no clip, older heads)
 
     @property
     def units(self) -> int:
@@ -95,7 +98,20 @@ def build_model(model_inputs: Sequence[ModelInput], head: Head, hidden_units: Se
     if (head.label_mean, head.label_scale) != (0.0, 1.0):  # a standardised label (regression)
         output = k.layers.Rescaling(head.label_scale, offset=head.label_mean, dtype="float32",
                                     name="label_scale")(output)
+    if head.label_min is not None and head.label_max is not None:  # bounded to the label's range (regression)
+        low, high = widened(float(head.label_min), float(head.label_max))
+        output = layers["ClipRange"](low, high, dtype="float32", name="label_range")(output)
     return k.Model(inputs=inputs, outputs=output, name="wide_and_deep")
+
+
+@tf.custom_gradient
+def clip_passing_gradient(x, low, high):
+    """``x`` clipped to [low, high], whose gradient is the identity's: a prediction outside the
+    range (early in training) still learns towards its label instead of getting no gradient."""
+    def grad(dy):
+        return dy, tf.zeros_like(low), tf.zeros_like(high)
+
+    return tf.minimum(tf.maximum(x, low), high), grad
 
 
 @tf.custom_gradient
@@ -166,7 +182,21 @@ def _layers():
         def call(self, x):
             return tf.reduce_sum(x, axis=1)
 
-    return {"Stack": Stack, "FusedEmbedding": FusedEmbedding, "SumFeatures": SumFeatures}
+    class ClipRange(k.layers.Layer):
+        """The output inside [low, high]: every path that runs the model (serving_default,
+        TFLite, predict) bounded to the label's widened training range."""
+
+        def __init__(self, low: float, high: float, **kwargs):
+            super().__init__(**kwargs)
+            self.low, self.high = float(low), float(high)
+
+        def call(self, x):
+            return clip_passing_gradient(x, tf.constant(self.low, x.dtype), tf.constant(self.high, x.dtype))
+
+        def get_config(self):
+            return dict(super().get_config(), low=self.low, high=self.high)
+
+    return {"Stack": Stack, "FusedEmbedding": FusedEmbedding, "SumFeatures": SumFeatures, "ClipRange": ClipRange}
 
 
 def loss_and_metrics(head: Head):

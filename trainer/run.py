@@ -20,7 +20,7 @@ import tensorflow as tf
 
 import task_types
 from trainer import callbacks as callbacks_lib
-from trainer import data, export, precision, resume
+from trainer import data, decision, export, precision, resume
 from trainer import model as model_lib
 from trainer import optimizer as optimizer_lib
 from trainer import profile as profile_lib
@@ -50,7 +50,8 @@ def model_inputs(spec: F.FeatureSpec, tf_transform_output) -> List[model_lib.Mod
 def make_head(spec: F.FeatureSpec, tf_transform_output, train_files=()) -> model_lib.Head:
     """The task's head, as its task type sizes it: e.g. a multi-class head by the label
     vocabulary, a regression head at the train split's label scale (mean and standard
-    deviation), so the network learns a standardised target whatever the label's unit."""
+    deviation), so the network learns a standardised target whatever the label's unit, and
+    bounded to the split's label range (min and max, widened)."""
     def label_moments():
         return data.label_moments(train_files, spec.label.name, data.transformed_decoder(tf_transform_output))
 
@@ -147,13 +148,16 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
     seconds = fit(built, inputs, sizes, cbs, state)
     step_profile = profile_lib.summarize_run(cbs.profiler, cbs.log_dir, sizes.device) if cbs.profiler else None
     history = cbs.checkpoint.history if cbs.checkpoint else built.trainable.history.history
-    export.export(built.model, sizes.tf_transform_output, settings.features, fn_args.serving_model_dir)
+    chosen = decision.choose(built.model, inputs.validation, inputs.validation_steps, settings.features.task,
+                             settings.threshold)
+    export.export(built.model, sizes.tf_transform_output, settings.features, fn_args.serving_model_dir, chosen)
     if not strategy_lib.is_chief():
         tf.io.gfile.rmtree(cbs.log_dir)
     elif cbs.checkpoint and tf.io.gfile.exists(backup):
         tf.io.gfile.rmtree(backup)  # finished: nothing left to resume
     info = training_info(settings, strategy, policy, sizes, inputs, built, cbs, resumable, seconds, history,
                          step_profile)
+    info["decision"] = chosen  # binary: the threshold chosen on validation, and what it gives there
     if strategy_lib.is_chief():
         with tf.io.gfile.GFile(os.path.join(fn_args.model_run_dir, TRAINING_RUN_FILE), "w") as f:
             json.dump(info, f, indent=2)

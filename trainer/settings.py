@@ -115,6 +115,7 @@ class TrainerSettings:
     model: ModelConfig
     training: TrainingConfig
     runtime: RuntimeConfig
+    threshold: str = "f1"  # evaluation.threshold: the objective a binary model's threshold is chosen for
 
     @classmethod
     def from_custom_config(cls, custom_config: Mapping[str, Any]) -> "TrainerSettings":
@@ -124,6 +125,7 @@ class TrainerSettings:
             model=section(ModelConfig, custom_config.get("model", {}), "model"),
             training=section(TrainingConfig, custom_config.get("training", {}), "training"),
             runtime=section(RuntimeConfig, custom_config.get("runtime", {}), "runtime"),
+            threshold=str(custom_config.get("threshold", "f1")),
         )
 
 

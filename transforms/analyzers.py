@@ -5,13 +5,15 @@ vocabularies): computed by tft in the Transform, or read back from a Transform o
 the Transform's saved graph holds each one, as a constant, under a name this module knows.
 ``FrozenAnalyzers.load`` reads them back from a Transform output (and the vocabularies from
 its asset files), for a model that runs the same preprocessing without tft (TFLite,
-serving/tflite.py); a value it cannot find names the Transform to re-run.
+serving/tflite.py); a value it cannot find names the Transform to re-run, except a numeric
+input's range (``value_range``): a Transform written before ranges were learnt clips nothing,
+and neither does its frozen copy.
 """
 from __future__ import annotations
 
 import os
 import re
-from typing import Any, Dict, List, Mapping, Protocol
+from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -34,6 +36,7 @@ def analyzer_name(feature: F.InputFeature, kind: str) -> str:
 class Analyzers(Protocol):
     def mean(self, feature: F.InputFeature, values: tf.Tensor) -> tf.Tensor: ...
     def var(self, feature: F.InputFeature, values: tf.Tensor) -> tf.Tensor: ...
+    def value_range(self, feature: F.InputFeature, values: tf.Tensor) -> Optional[Tuple[tf.Tensor, tf.Tensor]]: ...
     def quantiles(self, feature: F.InputFeature, values: tf.Tensor) -> tf.Tensor: ...
     def apply_buckets(self, x: tf.Tensor, boundaries: tf.Tensor) -> tf.Tensor: ...
     def vocabulary(self, feature: F.InputFeature, dense: tf.Tensor) -> tf.Tensor: ...
@@ -49,6 +52,14 @@ class TftAnalyzers:
     def var(self, feature, values):
         import tensorflow_transform as tft
         return tf.identity(tft.var(values), name=analyzer_name(feature, "var"))
+
+    def value_range(self, feature, values):
+        """(min, max) of the present values; NaN for a column with none. tft.min is a Sub of
+        its analysis result in the saved graph, so the min is saved as the max of -x, which
+        (as every named value) is a constant there."""
+        import tensorflow_transform as tft
+        negated_min = tf.identity(tft.max(-values), name=analyzer_name(feature, "negated_min"))
+        return -negated_min, tf.identity(tft.max(values), name=analyzer_name(feature, "max"))
 
     def quantiles(self, feature, values):
         import tensorflow_transform as tft
@@ -72,6 +83,13 @@ def needed(spec: F.FeatureSpec) -> List[str]:
     return [analyzer_name(f, k) for f in spec.inputs for k in kinds.get(f.transform, ())]
 
 
+def optional(spec: F.FeatureSpec) -> List[str]:
+    """The analyzer names the spec's preprocessing reads where present: the numeric inputs'
+    ranges (a Transform written before they were learnt clips nothing)."""
+    return [analyzer_name(f, k) for f in spec.inputs if f.transform in F.NUMERIC_TRANSFORMS
+            for k in ("negated_min", "max")]
+
+
 class FrozenAnalyzers:
     """The values a Transform computed, as constants; vocabularies as in-graph tables.
 
@@ -88,7 +106,7 @@ class FrozenAnalyzers:
     def load(cls, transform_output_dir: str, spec: F.FeatureSpec) -> "FrozenAnalyzers":
         import tensorflow_transform as tft
         output = tft.TFTransformOutput(transform_output_dir)
-        values = read_values(os.path.join(transform_output_dir, "transform_fn"), needed(spec))
+        values = read_values(os.path.join(transform_output_dir, "transform_fn"), needed(spec), optional(spec))
         vocabularies = {f.name: output.vocabulary_by_name(F.vocabulary_name(f.name))
                         for f in spec.inputs if f.transform == "vocabulary"}
         return cls(values, vocabularies)
@@ -101,6 +119,11 @@ class FrozenAnalyzers:
 
     def var(self, feature, values):
         return self._value(feature, "var")
+
+    def value_range(self, feature, values):
+        if not all(analyzer_name(feature, k) in self.values for k in ("negated_min", "max")):
+            return None  # a Transform that learnt no range: its graph clips nothing
+        return -self._value(feature, "negated_min"), self._value(feature, "max")
 
     def quantiles(self, feature, values):
         return self.values[analyzer_name(feature, "boundaries")].reshape(-1).tolist()
@@ -143,16 +166,16 @@ class FrozenAnalyzers:
         return tf.where(ids >= 0, ids, buckets)
 
 
-def read_values(transform_fn_dir: str, names: List[str]) -> Dict[str, np.ndarray]:
-    """{analyzer name: value} from a Transform's saved graph.
+def read_values(transform_fn_dir: str, names: List[str], optional_names: Sequence[str] = ()) -> Dict[str, np.ndarray]:
+    """{analyzer name: value} from a Transform's saved graph; of ``optional_names``, those it holds.
 
     tft saves the transform as a signature that calls the traced ``preprocessing_fn``; each
     analyzer output reaches it as an argument fed by a captured constant (or, in graphs
     frozen differently, as a Const inside). The named identity is followed to either."""
-    if not names:
+    if not names and not optional_names:
         return {}
     loaded = tf.saved_model.load(transform_fn_dir)
-    pattern = re.compile(r"(?:^|/)(" + "|".join(map(re.escape, names)) + r")$")
+    pattern = re.compile(r"(?:^|/)(" + "|".join(map(re.escape, list(names) + list(optional_names))) + r")$")
     found: Dict[str, np.ndarray] = {}
     for cf in loaded.signatures.values():
         graph = cf.graph
@@ -181,7 +204,7 @@ def read_values(transform_fn_dir: str, names: List[str]) -> Dict[str, np.ndarray
             f"the Transform output {os.path.dirname(transform_fn_dir)} holds no value for {missing[0]} "
             f"({len(missing)} of {len(names)} missing): it was written before its analyzers were named; "
             "fix: run the pipeline again so the Transform re-runs (tfxline run)")
-    return {n: found[n] for n in names}
+    return {n: found[n] for n in list(names) + list(optional_names) if found.get(n) is not None}
 
 
 def _follow_identities(node, nodes):

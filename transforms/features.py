@@ -20,6 +20,11 @@ number and as quantile buckets):
                 category (the empty string, or -1 for integers).
 ``identity``    integer category already in ``[0, num_buckets)``; missing or out of range
                 values map to ``default`` (0 unless set).
+``datetime``    text of ISO dates or date-times (``2013-01-01``, ``2013-01-01 05:00:00``,
+                ``2013-01-01T05:00:00.5+01:00``; transforms/dates.py), one ``part`` of it:
+                ``hour`` (0-23), ``weekday`` (0 Monday to 6 Sunday) or ``month`` (0-11) is a
+                category, a missing or unparsable value taking ``default``; ``days`` since
+                1970-01-01 (time of day as the fraction) is a number, then as ``zscore``.
 
 A cross combines the transformed indices of two or more categorical features and hashes
 them into ``hash_buckets``.
@@ -37,15 +42,13 @@ import task_types
 from task_types import TASK_BINARY, TASK_MULTICLASS, TASK_REGRESSION  # noqa: F401 - the names callers import here
 from task_types.multiclass import LABEL_VOCABULARY  # noqa: F401 - Transform's and the Trainer's name for it
 from transforms.close_names import did_you_mean
+from transforms.dates import PARTS as DATETIME_PARTS
+from transforms.spec_parse import FeatureSpecError, build, check_keys, drop_none
 
 NUMERIC_TRANSFORMS = ("zscore", "log_zscore")
 CATEGORICAL_TRANSFORMS = ("vocabulary", "identity", "bucketize")
-INPUT_TRANSFORMS = NUMERIC_TRANSFORMS + CATEGORICAL_TRANSFORMS
+INPUT_TRANSFORMS = NUMERIC_TRANSFORMS + CATEGORICAL_TRANSFORMS + ("datetime",)  # its part decides which
 LABEL_TRANSFORMS = task_types.LABEL_TRANSFORMS   # ratio_threshold, binary, class_vocabulary, regression
-
-
-class FeatureSpecError(ValueError):
-    """The feature spec in a config is invalid."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,10 +60,12 @@ class InputFeature:
     num_buckets: int = 10
     default: int = 0
     column: Optional[str] = None   # the raw column read; None: the feature's own name
+    part: Optional[str] = None     # datetime: hour | weekday | month | days
 
     @property
     def is_categorical(self) -> bool:
-        return self.transform in CATEGORICAL_TRANSFORMS
+        return self.transform in CATEGORICAL_TRANSFORMS or bool(self.transform == "datetime" and
+                                                                DATETIME_PARTS.get(self.part))
 
     @property
     def source(self) -> str:
@@ -100,9 +105,6 @@ class Label:
         if self.transform == "ratio_threshold":
             return (self.numerator, self.denominator)
         return (self.source,)
-
-
-_FIELDS = {kind: {f.name for f in dataclasses.fields(kind)} for kind in (InputFeature, Cross, Label)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -146,9 +148,9 @@ class FeatureSpec:
 
     def to_dict(self) -> Dict[str, Any]:
         return {
-            "label": {k: v for k, v in _drop_none(dataclasses.asdict(self.label)).items()
+            "label": {k: v for k, v in drop_none(dataclasses.asdict(self.label)).items()
                       if k != "log" or v},  # a plain label serialises as before (log: false unsaid)
-            "inputs": [_drop_none(dataclasses.asdict(f)) for f in self.inputs],
+            "inputs": [drop_none(dataclasses.asdict(f)) for f in self.inputs],
             "crosses": [dict(dataclasses.asdict(c), inputs=list(c.inputs)) for c in self.crosses],
         }
 
@@ -157,13 +159,13 @@ class FeatureSpec:
         if not isinstance(raw, Mapping):
             raise FeatureSpecError("features: expected a mapping with 'label' and 'inputs'; "
                                    "see pipeline/configs/taxi.yaml")
-        _check_keys("features", raw, {"label", "inputs", "crosses"})
+        check_keys("features", raw, {"label", "inputs", "crosses"})
         if "label" not in raw or "inputs" not in raw:
             raise FeatureSpecError("features: both 'label' and 'inputs' are required; add the missing one "
                                    "(pipeline/configs/taxi.yaml has both)")
-        label = _build(Label, "features.label", raw["label"])
-        inputs = tuple(_build(InputFeature, f"features.inputs[{i}]", x) for i, x in enumerate(raw["inputs"] or []))
-        crosses = tuple(_build(Cross, f"features.crosses[{i}]", x) for i, x in enumerate(raw.get("crosses") or []))
+        label = build(Label, "features.label", raw["label"])
+        inputs = tuple(build(InputFeature, f"features.inputs[{i}]", x) for i, x in enumerate(raw["inputs"] or []))
+        crosses = tuple(build(Cross, f"features.crosses[{i}]", x) for i, x in enumerate(raw.get("crosses") or []))
         spec = cls(label=label, inputs=inputs, crosses=crosses)
         spec.validate()
         return spec
@@ -204,6 +206,7 @@ class FeatureSpec:
                 if getattr(f, field) < 1:
                     raise FeatureSpecError(
                         f"features.inputs: {f.name!r} needs {field} >= 1; set it to 1 or more")
+            _check_part(f)
             if f.name in seen:
                 raise FeatureSpecError(f"features: duplicate feature name {f.name!r}; give each feature its own name")
             seen.add(f.name)
@@ -219,7 +222,8 @@ class FeatureSpec:
                 if name not in self.input_names or not self.input(name).is_categorical:
                     raise FeatureSpecError(
                         f"features.crosses: {c.name!r} crosses {name!r}, which is not a "
-                        "categorical input; cross only inputs with transform vocabulary, identity or bucketize")
+                        "categorical input; cross only inputs with transform vocabulary, identity, bucketize "
+                        "or datetime (hour, weekday, month)")
             if c.hash_buckets < 2:
                 raise FeatureSpecError(f"features.crosses: {c.name!r} needs hash_buckets >= 2; "
                                        "set hash_buckets to 2 or more")
@@ -240,32 +244,18 @@ class FeatureSpec:
                     f"config{did_you_mean(missing, schema_columns)}, or add the columns to the data and its schema")
 
 
-def _drop_none(d: Dict[str, Any]) -> Dict[str, Any]:
-    return {k: v for k, v in d.items() if v is not None}
-
-
-def _check_keys(where: str, raw: Mapping[str, Any], allowed: set) -> None:
-    unknown = sorted(set(raw) - allowed)
-    if unknown:
-        raise FeatureSpecError(
-            f"{where}: unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}")
-
-
-def _build(kind, where: str, raw: Any):
-    if not isinstance(raw, Mapping):
-        raise FeatureSpecError(f"{where}: expected a mapping, got {raw!r}; "
-                               "write name: and transform: keys indented under it")
-    _check_keys(where, raw, _FIELDS[kind])
-    if "name" not in raw:
-        raise FeatureSpecError(f"{where}: 'name' is required; "
-                               "add name: (the column it reads, unless column: says otherwise)")
-    values = dict(raw)
-    if kind is Cross:
-        values["inputs"] = tuple(values.get("inputs") or ())
-    try:
-        return kind(**values)
-    except TypeError as e:
-        raise FeatureSpecError(f"{where}: {e}; the keys of each kind are in docs/your-data.md") from None
+def _check_part(f: InputFeature) -> None:
+    """A datetime feature names a known part (and a default among its categories); no other has one."""
+    if f.transform == "datetime" and (not isinstance(f.part, str) or f.part not in DATETIME_PARTS):
+        raise FeatureSpecError(f"features.inputs: {f.name!r} has transform datetime and part {f.part!r}; "
+                               f"set part: to one of {', '.join(DATETIME_PARTS)}")
+    if f.transform != "datetime" and f.part is not None:
+        raise FeatureSpecError(f"features.inputs: {f.name!r} has part {f.part!r} but transform "
+                               f"{f.transform!r}; part applies to transform datetime: remove part: or "
+                               "use transform: datetime")
+    if f.transform == "datetime" and f.is_categorical and not 0 <= f.default < DATETIME_PARTS[f.part]:
+        raise FeatureSpecError(f"features.inputs: {f.name!r} has default {f.default} outside its part's "
+                               f"categories; set default: between 0 and {DATETIME_PARTS[f.part] - 1}")
 
 
 def categorical_cardinality(feature: InputFeature, vocabulary_size: Optional[int] = None) -> int:
@@ -276,6 +266,8 @@ def categorical_cardinality(feature: InputFeature, vocabulary_size: Optional[int
         return vocabulary_size + feature.oov_buckets
     if feature.transform in ("identity", "bucketize"):
         return feature.num_buckets
+    if feature.is_categorical and feature.transform == "datetime":
+        return DATETIME_PARTS[feature.part]
     raise ValueError(f"{feature.name!r} is not categorical")
 
 

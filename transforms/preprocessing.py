@@ -14,16 +14,26 @@ from __future__ import annotations
 
 import dataclasses
 import types
-from typing import Any, Callable, Dict, Mapping, Optional
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 import tensorflow as tf
 
 import task_types
+from transforms import dates
 from transforms import features as F
 from transforms.analyzers import Analyzers, TftAnalyzers
 
 MISSING_STRING = "__MISSING__"
 MISSING_INT = -1
+# A numeric input is clipped to its training range widened by this fraction of (max - min) on each
+# side (transforms/features.py); a regression model's output, to the label's (trainer/model.py)
+RANGE_MARGIN = 0.1
+
+
+def widened(low: Any, high: Any) -> Tuple[Any, Any]:
+    """A learnt [low, high] widened by ``RANGE_MARGIN`` of its width on each side."""
+    margin = RANGE_MARGIN * (high - low)
+    return low - margin, high + margin
 
 
 def preprocessing_fn(inputs: Dict[str, Any], custom_config: Mapping[str, Any]) -> Dict[str, Any]:
@@ -125,17 +135,44 @@ def transform_input(feature: F.InputFeature, x: Any, analyzers: Analyzers) -> tf
         dense = tf.cast(to_dense(x, tf.constant(feature.default, x.dtype)), tf.int64)
         out_of_range = tf.logical_or(dense < 0, dense >= feature.num_buckets)
         return tf.where(out_of_range, tf.constant(feature.default, tf.int64), dense)
+    if feature.transform == "datetime":
+        return datetime_part(feature, x, analyzers)
     raise ValueError(f"unknown transform {feature.transform!r}")  # FeatureSpec.validate stops this
 
 
+def datetime_part(feature: F.InputFeature, x: Any, analyzers: Analyzers) -> tf.Tensor:
+    """One part of an ISO date(-time) text column (transforms/dates.py): a category, ``default``
+    where the value is missing or does not parse; or the days since 1970, z-scored as ``zscore``."""
+    if x.dtype != tf.string:
+        raise ValueError(f"feature {feature.name!r}: transform datetime reads text, and column {feature.source!r} "
+                         f"holds {x.dtype.name}; fix: declare the column as text (BYTES) in the schema")
+    parts, parsed = dates.parse_tensor(to_dense(x, ""))
+    if feature.part == "days":
+        return zscore_fill_mean(feature, Present(tf.cast(parts["days"], tf.float32), parsed), analyzers)
+    return tf.where(parsed, parts[feature.part], tf.constant(feature.default, tf.int64))
+
+
 def zscore_fill_mean(feature: F.InputFeature, x: Any, analyzers: Analyzers) -> tf.Tensor:
-    """(x - mean) / std over the present values; a missing value becomes 0 (the mean)."""
+    """(x - mean) / std over the present values; a missing value becomes 0 (the mean). A value
+    is first clipped to the present values' range, widened (``widened``): one far outside it
+    (a data-entry error) is the edge value, not a point a network extrapolates to."""
     values = _float_values(x)
     mean = analyzers.mean(feature, values)
     std = tf.sqrt(analyzers.var(feature, values))
-    filled = to_dense(_as_float(x), mean)
+    filled = clip_to_range(to_dense(_as_float(x), mean), analyzers.value_range(feature, values))
     safe_std = tf.where(std > 0, std, tf.ones_like(std))
     return (filled - mean) / safe_std
+
+
+def clip_to_range(x: tf.Tensor, value_range: Optional[Tuple[tf.Tensor, tf.Tensor]]) -> tf.Tensor:
+    """``x`` inside the widened ``value_range`` (None, or NaN for a column with no values: as is)."""
+    if value_range is None:
+        return x
+    low, high = widened(*value_range)
+    learnt = value_range[0] <= value_range[1]  # False for NaN
+    low = tf.where(learnt, low, tf.constant(-float("inf"), low.dtype))
+    high = tf.where(learnt, high, tf.constant(float("inf"), high.dtype))
+    return tf.minimum(tf.maximum(x, low), high)
 
 
 def log1p_non_negative(x: Any) -> Any:

@@ -24,6 +24,7 @@ def training_section(run: RunArtifacts) -> Dict[str, Any]:
     info_path = storage.join(model_run.uri, TRAINING_RUN_FILE)
     if storage.isfile(info_path):
         info = storage.read_json(info_path)
+        section["note"] = summary_lib.training_length_note(info)  # stopped at its cap, still improving
         section["settings"] = {k: info.get(k) for k in (
             "strategy", "device", "replicas", "precision", "examples_per_second", "mode", "epochs",
             "best_epoch", "resumed_at_epoch", "steps", "global_batch", "learning_rate",
