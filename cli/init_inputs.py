@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from cli import column_profile as cp
 from cli.column_profile import ColumnProfile
@@ -29,6 +29,7 @@ class Decision:
     column: str
     what: str           # e.g. "vocabulary (top 4)", "left out"
     why: str
+    kept_as: List[Dict[str, Any]] = dataclasses.field(default_factory=list)  # a leak's specs, were it kept
 
     def line(self) -> str:
         return f"  {self.column}: {self.what} ({self.why})"
@@ -46,9 +47,11 @@ def feature_name(column: str, taken: set) -> str:
     return name
 
 
-def choose_inputs(profiles: Sequence[ColumnProfile], label: str,
-                  taken: set) -> Tuple[List[Dict[str, Any]], List[Decision], List[str]]:
-    """(input feature specs, one decision per column, slice columns)."""
+def choose_inputs(profiles: Sequence[ColumnProfile], label: str, taken: set,
+                  leaks: Optional[Dict[str, str]] = None) -> Tuple[List[Dict[str, Any]], List[Decision], List[str]]:
+    """(input feature specs, one decision per column, slice columns). ``leaks``: {column: why}
+    for the columns that give the label away (cli/init_leaks.py), left out with what they
+    would have been."""
     inputs: List[Dict[str, Any]] = []
     decisions: List[Decision] = []
     slices: List[str] = []
@@ -56,22 +59,31 @@ def choose_inputs(profiles: Sequence[ColumnProfile], label: str,
         if p.name == label:
             continue
         out, why = input_for(p)
+        if out and p.name in (leaks or {}):
+            decisions.append(Decision(p.name, "left out", leaks[p.name], kept_as=[_named(s, set(taken)) for s in out]))
+            continue
         if not out:
             decisions.append(Decision(p.name, "left out", why))
             continue
-        for spec in out:
-            source = spec.pop("column")
-            spec = {"name": feature_name(spec.pop("name", source), taken), **spec}
-            if spec["name"] != source:
-                spec["column"] = source
-            inputs.append(spec)
+        inputs += [_named(spec, taken) for spec in out]
         decisions.append(Decision(p.name, " + ".join(describe(s) for s in out_specs(inputs, p.name)), why))
         if p.kind == cp.STRING and 2 <= p.distinct <= 10 and len(slices) < MAX_SLICES:
             slices.append(p.name)
     if not inputs:
-        raise InitError("no column but the label can be an input (each was left out: empty, constant or an ID); "
-                        "add feature columns to the CSV")
+        raise InitError("no column but the label can be an input (each was left out: empty, constant, an ID or "
+                        "giving the label away); add feature columns to the CSV")
     return inputs, decisions, slices
+
+
+def _named(spec: Dict[str, Any], taken: set) -> Dict[str, Any]:
+    """``input_for``'s spec as the config writes it: a name Keras takes (reserved in ``taken``),
+    ``column:`` where the column's own differs."""
+    spec = dict(spec)
+    source = spec.pop("column")
+    named = {"name": feature_name(spec.pop("name", source), taken), **spec}
+    if named["name"] != source:
+        named["column"] = source
+    return named
 
 
 def out_specs(inputs: Sequence[Dict[str, Any]], column: str) -> List[Dict[str, Any]]:

@@ -1,6 +1,6 @@
 """``tfxline init``'s label: its task (what the values suggest, or ``--task`` checked against them),
 its spec as the task type reads it (a binary label's positive value, a skewed regression label
-learnt in log space), and the columns that give it away (``leaks``: a warning, not a refusal).
+learnt in log space). The columns that give it away: cli/init_leaks.py.
 """
 from __future__ import annotations
 
@@ -13,9 +13,6 @@ from cli.column_profile import ColumnProfile
 from pipeline import labels
 from task_types.binary import positive_value
 from transforms import features as F
-
-LEAK_CORRELATION = 0.95   # |r| with a numeric label (or a binary one as 0/1) at or above: suspect
-LEAK_PURITY = 0.99        # share of a text column's rows whose value alone names their class
 
 
 class InitError(ValueError):
@@ -97,47 +94,3 @@ def check_task_flag(column: str, values: labels.LabelValues, task: str, inferred
     if problem:
         raise InitError(f"--task {task}: {problem}; drop --task (the values make it {inferred}), "
                         "or pick another --label")
-
-
-def leaks(header: Sequence[str], columns: Sequence[Sequence[str]], label: str, task: str,
-          positive: Any = None) -> Dict[str, str]:
-    """Columns that give the label away (computed from it, or recorded after it), for a warning
-    beside their decision: numbers that follow a numeric or binary label almost exactly, and
-    text whose value alone names the class. Not left out: the user knows which are real."""
-    import numpy as np
-
-    cells = columns[header.index(label)]
-    rows = [i for i, c in enumerate(cells) if c]
-    if len(rows) < 50:
-        return {}
-    task_type = task_types.get(task)
-    numbers = task_type.label_as_numbers([cells[i] for i in rows], positive)
-    y = np.array(numbers) if numbers is not None else None
-    found: Dict[str, str] = {}
-    for name, column in zip(header, columns):
-        if name == label:
-            continue
-        kind = cp.kind_of(column)
-        if kind in (cp.INT, cp.FLOAT) and y is not None:
-            both = [(k, float(column[i])) for k, i in enumerate(rows) if column[i]]
-            if len(both) >= 50:
-                x = np.array([v for _, v in both])
-                t = y[[k for k, _ in both]]
-                if np.std(x) > 0 and np.std(t) > 0:
-                    r = float(np.corrcoef(x, t)[0, 1])
-                    if abs(r) >= LEAK_CORRELATION:
-                        found[name] = (f"it follows the label almost exactly (r = {r:.2f}); if it is computed from "
-                                       "the label or known only after it, remove it from the inputs")
-        elif kind == cp.STRING and task_type.predicts_classes:
-            groups: Dict[str, Dict[str, int]] = {}
-            for i in rows:
-                if column[i]:
-                    groups.setdefault(column[i], {}).setdefault(cells[i], 0)
-                    groups[column[i]][cells[i]] += 1
-            total = sum(sum(g.values()) for g in groups.values())
-            pure = sum(max(g.values()) for g in groups.values())
-            classes = len({c for g in groups.values() for c in g})
-            if total >= 50 and 1 < len(groups) <= total / 5 and classes > 1 and pure >= LEAK_PURITY * total:
-                found[name] = (f"its value alone names the class in {pure / total:.1%} of rows; if it is "
-                               "recorded from the label or after it, remove it from the inputs")
-    return found

@@ -25,8 +25,10 @@ import re
 from typing import Any, Dict, List, Optional, TextIO, Tuple
 
 from cli import column_profile as cp
+from cli import init_balance
 from cli.init_inputs import Decision, choose_inputs, feature_name, out_specs
-from cli.init_label import InitError, choose_label, leaks
+from cli.init_label import InitError, choose_label
+from cli.init_leaks import find_leaks
 from pipeline import data_source, names
 from runs import files
 from transforms.close_names import closest
@@ -52,6 +54,8 @@ class Plan:
     patience: int
     eval_steps: int
     sizing_why: str
+    balance: init_balance.Balance = dataclasses.field(default_factory=lambda: init_balance.Balance([]))
+    suspects: Dict[str, str] = dataclasses.field(default_factory=dict)  # column: why it gives the label away
 
 
 def sizing(labelled: int) -> Dict[str, Any]:
@@ -93,13 +97,19 @@ def plan(data_path: str, label: str, task: Optional[str] = None,
     label_name = feature_name(label, taken)
     if label_name != label:  # a name Keras takes; the column keeps its own
         label_spec = {"name": label_name, "column": label, **{k: v for k, v in label_spec.items() if k != "name"}}
-    inputs, decisions, slices = choose_inputs(profiles, label, taken)
-    suspects = leaks(header, columns, label, chosen_task, label_spec.get("positive"))
+    found = find_leaks(header, columns, label, chosen_task, label_spec.get("positive"))
+    inputs, decisions, slices = choose_inputs(profiles, label, taken,
+                                              {c: leak.why for c, leak in found.items() if leak.leave_out})
     for d in decisions:
-        if d.column in suspects and d.what != "left out":
-            d.why += f"; WARNING: {suspects[d.column]}"
+        if d.kept_as:
+            d.why = (f"gives the label away: {d.why}; if it is known when a prediction is asked for, keep it: add "
+                     f"{' and '.join(_flow(s) for s in d.kept_as)} to features.inputs")
+        elif d.column in found and d.what != "left out":
+            d.why += f"; WARNING: {found[d.column].why}"
     labelled = sum(1 for c in label_cells if c)
     size = sizing(labelled)
+    spread = init_balance.balance(label_cells, chosen_task, label_spec.get("positive"), size["buckets"],
+                                  len(label_cells), init_balance.duplicate_rows(columns))
     # one pipeline per table and label: two projects on one CSV never share runs or a serving model
     stem = (os.path.basename(files[0]).split(".")[0] if os.path.isfile(data_path)
             else os.path.basename(os.path.normpath(data_path)))
@@ -107,7 +117,8 @@ def plan(data_path: str, label: str, task: Optional[str] = None,
     return Plan(name=name, data_path=os.path.abspath(data_path), rows=len(label_cells), labelled=labelled,
                 label=label_spec, task=chosen_task, task_why=task_why, inputs=inputs, decisions=decisions,
                 slices=slices, buckets=size["buckets"], batch_size=size["batch_size"], epochs=size["epochs"],
-                patience=size["patience"], eval_steps=size["eval_steps"], sizing_why=size["why"]), header, columns
+                patience=size["patience"], eval_steps=size["eval_steps"], sizing_why=size["why"],
+                balance=spread, suspects={c: leak.why for c, leak in found.items()}), header, columns
 
 
 def _flow(spec: Dict[str, Any]) -> str:
@@ -168,13 +179,25 @@ def render_config(p: Plan, schema_path: str) -> str:
         f"  early_stopping_patience: {p.patience}",
         f"  eval_steps: {p.eval_steps}",
         "  seed: 42",
+        *[f"  {key}: {value}   # {why}" for key, (value, why) in p.balance.training.items()],
         "",
         "evaluation:",
         "  # the defaults gate the task: the model must beat the trivial one (docs/your-data.md, \"Gates\")",
         f"  slices: [{', '.join(_quote(s) for s in p.slices)}]   # reported per value (low-cardinality text columns)",
+        *[f"  {key}: {value}   # {why}" for key, (value, why) in p.balance.evaluation.items()],
+        *_suspects(p.suspects),
         "",
     ]
     return "\n".join(lines)
+
+
+def _suspects(suspects: Dict[str, str]) -> List[str]:
+    """evaluation.suspect_columns: each run warns while an input reads one of them."""
+    if not suspects:
+        return []
+    return ["  # columns that give the label away (left out, or kept with a WARNING above): each run's summary",
+            "  # and report warn while an input reads one",
+            "  suspect_columns:"] + [f"    {_quote(c)}: {_quote(why)}" for c, why in suspects.items()]
 
 
 def _quote(text: str) -> str:
@@ -205,6 +228,8 @@ def init(data_path: str, label: str, task: Optional[str], positive: Optional[str
     for d in p.decisions:
         print(d.line(), file=stream)
     print(f"sizing: {p.sizing_why}", file=stream)
+    for line in p.balance.lines:
+        print(line, file=stream)
     print(f"slices: {', '.join(p.slices) or 'none (no text column with 2-10 values)'}", file=stream)
     files.write_text_atomic(schema_path, f"# Drafted by `tfxline init` from {p.data_path}; review it.\n" + schema_text)
     files.write_text_atomic(config_path, config_text)

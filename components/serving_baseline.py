@@ -131,16 +131,22 @@ class EvaluatorExecutor(evaluator_executor.Executor):
         models = {decision_threshold.CANDIDATE: input_dict[standard_component_specs.MODEL_KEY][0]}
         if baseline:
             models[decision_threshold.BASELINE] = baseline[0]
-        thresholds = {}
-        for name, artifact in models.items():
-            chosen = trainer_decision.read(path_utils.serving_model_path(artifact.uri))
-            thresholds[name] = chosen and chosen["threshold"]
-        eval_config = tfma_pb2.EvalConfig()
-        proto_utils.json_to_proto(exec_properties[standard_component_specs.EVAL_CONFIG_KEY], eval_config)
-        eval_config = decision_threshold.with_thresholds(eval_config, thresholds)
-        exec_properties = dict(exec_properties, **{
-            standard_component_specs.EVAL_CONFIG_KEY: proto_utils.proto_to_json(eval_config)})
+        if exec_properties.get(standard_component_specs.EVAL_CONFIG_KEY):
+            exec_properties = dict(exec_properties, **{standard_component_specs.EVAL_CONFIG_KEY: _at_thresholds(
+                exec_properties[standard_component_specs.EVAL_CONFIG_KEY], models)})
         super().Do(input_dict, output_dict, exec_properties)
+
+
+def _at_thresholds(eval_config_json: str, models: Dict[str, types.Artifact]) -> str:
+    """The eval config (JSON) with each model's threshold metrics at the threshold its Trainer
+    chose (components/decision_threshold.py)."""
+    thresholds = {}
+    for name, artifact in models.items():
+        chosen = trainer_decision.read(path_utils.serving_model_path(artifact.uri))
+        thresholds[name] = chosen and chosen["threshold"]
+    eval_config = tfma_pb2.EvalConfig()
+    proto_utils.json_to_proto(eval_config_json, eval_config)
+    return proto_utils.proto_to_json(decision_threshold.with_thresholds(eval_config, thresholds))
 
 
 class GatedEvaluator(Evaluator):

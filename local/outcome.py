@@ -13,6 +13,7 @@ from local import monitoring
 from pipeline.config import PipelineConfig
 from runs import files
 from runs import summary as summary_lib
+from runs.warnings import run_warnings
 
 
 def record_run(cfg: PipelineConfig, pipeline, run_id: str, started_at: str, seconds: float, error: str):
@@ -28,12 +29,14 @@ def record_run(cfg: PipelineConfig, pipeline, run_id: str, started_at: str, seco
         return None
     result.wall_seconds = round(seconds, 1)
     result.error = error
+    result.warnings = run_warnings(cfg.evaluation.suspect_columns, cfg.features.raw_columns, result.metrics,
+                                   result.leans_on)
     run_dir = os.path.join(cfg.output_root, "runs", result.run_id)
     info = {
         "pipeline_name": cfg.name, "run_id": result.run_id, "started": started_at,
         "wall_seconds": result.wall_seconds, "error": error, "output_root": os.path.abspath(cfg.output_root),
         "metadata_store": cfg.metadata_store, "model_name": cfg.serving.model_name or cfg.name,
-        "serving_columns": list(cfg.features.serving_columns),
+        "serving_columns": list(cfg.features.serving_columns), "warnings": result.warnings,
         "graph": [{"id": c.id, "upstream": sorted(u.id for u in c.upstream_nodes)} for c in pipeline.components],
     }
     files.write_json_atomic(os.path.join(run_dir, RUN_INFO_FILE), info)

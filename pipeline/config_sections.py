@@ -139,6 +139,9 @@ class EvaluationConfig:
     # Accuracy, precision and recall are measured at it; a model that predicts one class only at
     # its threshold on the eval split is not blessed (task_types/decision.py)
     threshold: str = "f1"
+    # {column: why}: what `tfxline init` found giving the label away (it leaves such columns out);
+    # each run's summary and report warn while an input reads one of them (runs/warnings.py)
+    suspect_columns: Dict[str, str] = dataclasses.field(default_factory=dict)
 
     def problems(self) -> Iterator[Problem]:
         try:

@@ -11,6 +11,7 @@ from typing import Any, Dict, Iterator, Optional
 from pipeline.config_parse import Problem, bad
 from trainer.settings import (
     BATCH_SCALINGS,
+    CLASS_WEIGHTS,
     JIT_COMPILES,
     PRECISIONS,
     READERS,
@@ -55,6 +56,8 @@ def training_problems(training: TrainingConfig) -> Iterator[Problem]:
         yield bad(training, "cache_max_gb", "must be > 0 (training.cache: false caches nothing)")
     if not training.eval_steps >= 1:
         yield bad(training, "eval_steps", "must be >= 1")
+    if training.class_weight not in CLASS_WEIGHTS:
+        yield bad(training, "class_weight", f"use one of {', '.join(CLASS_WEIGHTS)}")
 
 
 def runtime_problems(runtime: RuntimeConfig) -> Iterator[Problem]:

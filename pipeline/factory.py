@@ -43,9 +43,11 @@ def example_gen_configs(cfg: PipelineConfig, data_pattern: str):
         example_gen_pb2.Input.Split(name="single_split", pattern=data_pattern)])
     buckets = {TRAIN_SPLIT: cfg.data.train_buckets, VALIDATION_SPLIT: cfg.data.validation_buckets,
                EVAL_SPLIT: cfg.data.eval_buckets}
-    output_config = example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(
-        splits=[example_gen_pb2.SplitConfig.Split(name=name, hash_buckets=buckets[name]) for name in cfg.data.splits],
-        partition_feature_name=cfg.data.split_key))  # a group column: its rows in one split
+    split_config = example_gen_pb2.SplitConfig(splits=[
+        example_gen_pb2.SplitConfig.Split(name=name, hash_buckets=buckets[name]) for name in cfg.data.splits])
+    if cfg.data.split_key:  # a group column: its rows in one split (a oneof: set only when named)
+        split_config.partition_feature_name = cfg.data.split_key
+    output_config = example_gen_pb2.Output(split_config=split_config)
     return input_config, output_config
 
 

@@ -119,6 +119,7 @@ def format_summary(summary: RunSummary, tf_serving_url: str = "") -> str:
         lines.append(drift_line(summary.drift, cached_from(summary, "DriftGate")))
     if summary.blessed is not None:
         lines.append(baseline_line(summary))
+    lines += [f"  WARNING: {w}" for w in summary.warnings]
     lines.append(blessing_line(summary.blessed, summary.failed_thresholds))
     return "\n".join(lines + push_lines(summary, tf_serving_url))
 

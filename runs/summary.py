@@ -77,6 +77,8 @@ class RunSummary:
     wall_seconds: float = 0.0
     step_profile: str = ""        # runtime.profile_steps: the Trainer's traced steps, in one line
     training: str = ""            # a training cut short at its cap while still improving (training_length_note)
+    leans_on: List[List[Any]] = dataclasses.field(default_factory=list)  # [column, loss without it], the Trainer's
+    warnings: List[str] = dataclasses.field(default_factory=list)  # what the numbers may not mean (runs/warnings.py)
 
     def component(self, node_id: str) -> Optional[ComponentRun]:
         return next((c for c in self.components if c.node_id == node_id), None)
@@ -128,6 +130,7 @@ def collect_run(metadata_store: Any, pipeline_name: str, run_id: Optional[str] =
         if node_id == "Trainer" and outputs.get("model_run"):
             info = training_run(outputs["model_run"][0].uri)
             summary.step_profile, summary.training = step_profile_line(info), training_length_note(info)
+            summary.leans_on = info.get("leans_on") or []
         if node_id == "ServingBaseline" and outputs.get("baseline_model"):
             # from MLMD, not the artifact's baseline.json: retention may have deleted the copy
             version = _str_prop(outputs["baseline_model"][0], "serving_version")

@@ -183,17 +183,56 @@ def test_a_yaml_boolean_positive_is_refused(capsys, tmp_path):
     assert code == 2 and 'positive is the YAML boolean true' in err and 'positive: "yes"' in err
 
 
-def test_columns_that_give_the_label_away_are_warned_about(tmp_path):
-    """A number computed from the label, or text that names the class, is flagged in its
-    decision line (kept: whether it is known at prediction time is the user's to say)."""
+def test_columns_that_give_the_label_away_are_left_out_with_how_to_keep_them(tmp_path):
+    """A number computed from the label, text that names the class, or a one-sided rule
+    (AER's CreditCard: expenditure > 0 implies card = yes) is left out by default, its line saying
+    why and the spec that keeps it; a number that only follows the label closely is kept, warned.
+    Before: each was kept with a warning, and the leaky model blessed (loans: accuracy 1.0000)."""
     path = tmp_path / "t.csv"
-    rows = [(i, 100 + 7 * (i % 13), (100 + 7 * (i % 13)) * 2.0 + (i % 3) * 0.1, i % 5, "paid" if i % 13 > 6 else "open")
+    rows = [(i, 100 + 7 * (i % 13), (100 + 7 * (i % 13)) * 2.0 + (i % 3) * 0.1,
+             100 + 7 * (i % 13) + 2 * ((i * 7919) % 11 - 5), i % 5, "paid" if i % 13 > 6 else "open")
             for i in range(200)]
-    path.write_text("n,price,price_with_tax,noise,status\n" + "".join(",".join(map(str, r)) + "\n" for r in rows))
+    path.write_text("n,price,price_with_tax,price_estimate,noise,status\n"
+                    + "".join(",".join(map(str, r)) + "\n" for r in rows))
     plan, _, _ = init_project.plan(str(path), "price")
-    warned = {d.column for d in plan.decisions if "WARNING: it follows the label almost exactly" in d.why}
-    assert warned == {"price_with_tax"}
+    why = {d.column: (d.what, d.why) for d in plan.decisions}
+    assert why["price_with_tax"][0] == "left out" and "explain the label with R²" in why["price_with_tax"][1]
+    assert "add {name: price_with_tax, transform: zscore} to features.inputs" in why["price_with_tax"][1]
+    assert why["price_estimate"][0] != "left out" and "WARNING: it follows the label closely" in why["price_estimate"][1]
+    assert "price_with_tax" not in {f.get("column", f["name"]) for f in plan.inputs}
     path.write_text("x,status,label\n" + "".join(f"{i % 7},{'paid' if i % 2 else 'open'},{'yes' if i % 2 else 'no'}\n"
                                                   for i in range(200)))
     plan, _, _ = init_project.plan(str(path), "label")
-    assert [d.column for d in plan.decisions if "WARNING: its value alone names the class in 100.0% of rows" in d.why] == ["status"]
+    assert [d.column for d in plan.decisions if d.what == "left out" and "names the class in 100.0% of rows" in d.why] == [
+        "status"]
+    spend = [0.0 if i % 4 == 0 or i % 37 == 0 else 10 + (i * 31) % 97 for i in range(400)]  # 0 for every "no"
+    path.write_text("age,expenditure,card\n" + "".join(f"{20 + i % 50},{s},{'no' if i % 4 == 0 else 'yes'}\n"
+                                                       for i, s in enumerate(spend)))
+    plan, _, _ = init_project.plan(str(path), "card")
+    why = {d.column: (d.what, d.why) for d in plan.decisions}
+    assert why["expenditure"][0] == "left out" and "every row where it is > 0 is class 'yes'" in why["expenditure"][1]
+    assert why["age"][0] != "left out"
+
+
+def test_a_rare_class_is_named_and_handled(capsys, tmp_path):
+    """ISLR's Caravan (6 % Yes) was pushed predicting no positive, and nothing said so. init names
+    the imbalance: a binary label's threshold is chosen for F1 on validation (written out), a
+    multi-class label's rare classes weigh as much as the others; repeated rows and classes too
+    small for a split get their own line."""
+    rows = [f"{i % 17},{'Yes' if i % 16 == 0 else 'No'}" for i in range(800)]
+    path = tmp_path / "caravan.csv"
+    path.write_text("x,Purchase\n" + "\n".join(rows) + "\n")
+    code, out, _ = run_cli(["init", "--data", str(path), "--label", "Purchase", "--dir", str(tmp_path / "b")], capsys)
+    assert code == 0 and "imbalance: 'Yes' is 6.2% of the labelled rows" in out
+    assert "duplicates: " in out and "repeat an earlier row" in out
+    config = (tmp_path / "b" / "config.yaml").read_text()
+    assert "\n  threshold: f1   # 'Yes' is 6.2%" in config and "class_weight" not in config
+    rows = [f"{i % 23},{'c' if i % 40 == 0 else 'a' if i % 2 else 'b'}" for i in range(2000)] + ["1,d", "2,d"]
+    path.write_text("x,kind\n" + "\n".join(rows) + "\n")
+    code, out, _ = run_cli(["init", "--data", str(path), "--label", "kind", "--dir", str(tmp_path / "m")], capsys)
+    assert code == 0 and "imbalance: class(es) far below the others ('d' 0.1%, 'c' 2.5%" in out
+    assert "small classes: 'd' (2 rows)" in out
+    assert "\n  class_weight: balanced" in (tmp_path / "m" / "config.yaml").read_text()
+    from pipeline.config_loader import load_config
+
+    assert load_config(str(tmp_path / "m" / "config.yaml")).training.class_weight == "balanced"

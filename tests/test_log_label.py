@@ -110,9 +110,13 @@ def test_a_tflite_model_of_a_log_label_serves_in_the_labels_unit(analyzed, tmp_p
     assert saved.min() > -1.0  # exp(x) - 1: in the price's unit
 
 
-def test_a_log_labels_prediction_stays_inside_its_widened_range_in_its_unit(analyzed):
+def test_a_log_labels_prediction_stays_inside_its_widened_range_in_its_unit(analyzed, tmp_path):
     """Clipped in log space (the label's range widened by 10% each side), then exp: a carat 50
-    standard deviations out serves a price inside exp(widened range) - 1, not an exp() blow-up."""
+    standard deviations out serves a price inside exp(widened range) - 1, not an exp() blow-up,
+    from the saved model and from its TFLite model alike."""
+    from serving import tflite
+    from trainer.export import export
+
     _, output = analyzed
     logs = np.log1p(np.maximum(PRICES, 0.0))
     tf.keras.utils.set_random_seed(0)
@@ -120,11 +124,17 @@ def test_a_log_labels_prediction_stays_inside_its_widened_range_in_its_unit(anal
                         label_scale=float(logs.std()), label_min=float(logs.min()), label_max=float(logs.max())),
                         hidden_units=(4,))
     low, high = logs.min() - 0.1 * np.ptp(logs), logs.max() + 0.1 * np.ptp(logs)
-    far = float(np.mean(CARATS) + 50 * np.std(CARATS))
     log_space = model({"carat_xf": tf.constant([50.0, -50.0])}).numpy()  # past the Transform's own clip
     assert np.all((log_space >= low - 1e-5) & (log_space <= high + 1e-5))
-    example = tf.train.Example(features=tf.train.Features(feature={
-        "carat": tf.train.Feature(float_list=tf.train.FloatList(value=[far]))})).SerializeToString()
-    signatures = build_signatures(model, tft.TFTransformOutput(output), SPEC)
-    served = signatures[SERVING_SIGNATURE](examples=tf.constant([example]))["predictions"].numpy()
-    assert np.all((served >= np.exp(low) - 1.0 - 1e-3) & (served <= np.exp(high) - 1.0 + 1e-3)), served
+    far = float(np.mean(CARATS) + 50 * np.std(CARATS))
+    records = [tf.train.Example(features=tf.train.Features(feature={
+        "price": tf.train.Feature(float_list=tf.train.FloatList(value=[p])),
+        "carat": tf.train.Feature(float_list=tf.train.FloatList(value=[c]))})).SerializeToString()
+        for p, c in zip(PRICES + [1000.0], CARATS + [far])]
+    model_dir = export(model, tft.TFTransformOutput(output), SPEC, str(tmp_path / "model"))
+    saved, _ = tflite.saved_model_outputs(model_dir, records, SPEC)
+    assert np.all((saved >= np.exp(low) - 1.0 - 1e-3) & (saved <= np.exp(high) - 1.0 + 1e-3)), saved
+    exported = tflite.export(model_dir, output, SPEC, "none", records)
+    assert exported.parity.ok, exported.parity.reason
+    lite = tflite.predict(tflite.Runner(exported.content), tflite.columns_from_examples(records, SPEC, output))
+    np.testing.assert_allclose(lite, saved, rtol=1e-4)

@@ -270,3 +270,16 @@ def in_memory_batches(records: tf.data.Dataset, decode: Decode, label_key: str, 
             lambda batch_ids: split_label({k: tf.gather(v, batch_ids) for k, v in cols.items()}, label_key))
 
     return tf.data.Dataset.zip((tf.data.Dataset.range(1 << 62), columns)).flat_map(epoch_batches)
+
+
+def label_counts(file_patterns: Sequence[str], label: str, decode: Decode, limit: int = 1_000_000) -> List[int]:
+    """Rows per class (index) of a class label over the first ``limit`` records: one streaming pass."""
+    ds = tf.data.TFRecordDataset(list_files(file_patterns), compression_type="GZIP").take(limit).batch(4096)
+    ds = ds.map(lambda r: tf.reshape(tf.cast(decode(r)[label], tf.int64), [-1]))
+    counts = ds.reduce(tf.zeros([0], tf.int64), lambda acc, y: _add_counts(acc, tf.math.bincount(y, dtype=tf.int64)))
+    return [int(c) for c in counts.numpy()]
+
+
+def _add_counts(a, b):
+    size = tf.maximum(tf.size(a), tf.size(b))
+    return tf.pad(a, [[0, size - tf.size(a)]]) + tf.pad(b, [[0, size - tf.size(b)]])

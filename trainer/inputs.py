@@ -9,6 +9,7 @@ from typing import Any, Dict, Optional
 
 import tensorflow_transform as tft
 
+import task_types
 from trainer import batch as batch_lib
 from trainer import data, resume
 from trainer import strategy as strategy_lib
@@ -82,6 +83,7 @@ class Inputs:
     validation_steps: int
     cache: bool
     data_bytes: Optional[int]
+    class_weight: Optional[Dict[int, float]] = None  # training.class_weight: balanced, per class index
 
 
 def input_data(fn_args, settings: TrainerSettings, sizes: Sizes, state: Dict[str, Any]) -> Inputs:
@@ -112,7 +114,25 @@ def input_data(fn_args, settings: TrainerSettings, sizes: Sizes, state: Dict[str
                               "data more rows or change its split (data.validation_buckets)")
     eval_ds = input_dataset(fn_args, settings, fn_args.eval_files, sizes.tf_transform_output,
                             eval_batch, shuffle=False, cache=cache, repeat=False, limit=eval_rows)
-    return Inputs(train_ds, eval_ds, math.ceil(eval_rows / eval_batch), cache, data_bytes)
+    return Inputs(train_ds, eval_ds, math.ceil(eval_rows / eval_batch), cache, data_bytes,
+                  class_weights(fn_args, settings, sizes))
+
+
+def class_weights(fn_args, settings: TrainerSettings, sizes: Sizes) -> Optional[Dict[int, float]]:
+    """training.class_weight: balanced: each class's weight rows / (classes x its rows) over the
+    train split, so each class weighs the same in the loss; None otherwise or for a regression."""
+    spec = settings.features
+    if settings.training.class_weight != "balanced":
+        return None
+    if not task_types.get(spec.task).predicts_classes:
+        logging.warning("training.class_weight: balanced applies to class labels; %s is %s: ignored",
+                        spec.label.name, spec.task)
+        return None
+    counts = data.label_counts(fn_args.train_files, spec.label.name,
+                               data.transformed_decoder(sizes.tf_transform_output))
+    present = [(i, c) for i, c in enumerate(counts) if c]
+    total = sum(c for _, c in present)
+    return {i: total / (len(present) * c) for i, c in present}
 
 
 def input_dataset(fn_args, settings: TrainerSettings, files, tf_transform_output, batch_size: int,

@@ -20,7 +20,7 @@ import tensorflow as tf
 
 import task_types
 from trainer import callbacks as callbacks_lib
-from trainer import data, decision, export, precision, resume
+from trainer import data, decision, export, importance, precision, resume
 from trainer import model as model_lib
 from trainer import optimizer as optimizer_lib
 from trainer import profile as profile_lib
@@ -128,7 +128,7 @@ def fit(built: Built, inputs: Inputs, sizes: Sizes, cbs: callbacks_lib.Callbacks
         built.trainable.fit(
             inputs.train, initial_epoch=cbs.first_epoch, epochs=sizes.epochs, steps_per_epoch=sizes.steps_per_epoch,
             validation_data=inputs.validation, validation_steps=inputs.validation_steps, callbacks=cbs.callbacks,
-            verbose=2)
+            class_weight=inputs.class_weight, verbose=2)
     return time.monotonic() - started
 
 
@@ -158,6 +158,9 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
     info = training_info(settings, strategy, policy, sizes, inputs, built, cbs, resumable, seconds, history,
                          step_profile)
     info["decision"] = chosen  # binary: the threshold chosen on validation, and what it gives there
+    # the columns the model leans on most: [column, the main metric's loss on validation when shuffled]
+    info["leans_on"] = importance.leaned_on(built.model, inputs.validation, inputs.validation_steps,
+                                            settings.features, settings.training.seed)
     if strategy_lib.is_chief():
         with tf.io.gfile.GFile(os.path.join(fn_args.model_run_dir, TRAINING_RUN_FILE), "w") as f:
             json.dump(info, f, indent=2)
@@ -184,6 +187,7 @@ def training_info(settings: TrainerSettings, strategy, policy: str, sizes: Sizes
         "batch_size": sizes.batch.per_replica,
         "configured_batch_size": settings.training.batch_size,
         "batch_reason": sizes.batch.reason,  # why this batch (training.batch_scaling's rule)
+        "class_weight": {str(k): round(v, 4) for k, v in (inputs.class_weight or {}).items()} or None,
         "learning_rate": sizes.batch.learning_rate,
         "gradient_accumulation_steps": sizes.accumulation,
         "global_batch": sizes.global_batch,

@@ -19,6 +19,7 @@ PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
 TRAINING_MODES = ("steps", "epochs")
 BATCH_SCALINGS = ("auto", "always", "off")
 READERS = ("tfrecord", "tfxio")
+CLASS_WEIGHTS = ("none", "balanced")
 JIT_COMPILES = ("auto", "true", "false")
 # The Trainer's record of a training run, in its model_run directory (trainer/run.py writes it;
 # the run report, the run summary and the bench scripts read it).
@@ -69,6 +70,12 @@ class TrainingConfig:
     # the available memory: a larger train split streams from the files every epoch, so the Trainer's
     # memory stays flat at any size (a 10M-row taxi day's 3.5 GB cached took the run to 4.3 GB).
     cache_max_gb: float = 1.0
+    # Weigh each class's rows in the loss: none, or balanced (rows x classes / the class's rows in
+    # the train split, so every class weighs the same in all): a rare class is then predicted too.
+    # For multi-class labels whose classes are far apart in size (`tfxline init` writes it); a
+    # binary model keeps its probabilities calibrated and decides at a chosen threshold instead
+    # (evaluation.threshold).
+    class_weight: str = "none"
     # tfrecord: this project's tf.data reader (cached, measured 3-4x faster here);
     # tfxio: TFX's data accessor (TFXIO; reads any payload format the examples declare).
     reader: str = "tfrecord"

@@ -84,10 +84,9 @@ def needed(spec: F.FeatureSpec) -> List[str]:
 
 
 def optional(spec: F.FeatureSpec) -> List[str]:
-    """The analyzer names the spec's preprocessing reads where present: the numeric inputs'
+    """The analyzer names the spec's preprocessing reads where present: the z-scored inputs'
     ranges (a Transform written before they were learnt clips nothing)."""
-    return [analyzer_name(f, k) for f in spec.inputs if f.transform in F.NUMERIC_TRANSFORMS
-            for k in ("negated_min", "max")]
+    return [analyzer_name(f, k) for f in spec.inputs if not f.is_categorical for k in ("negated_min", "max")]
 
 
 class FrozenAnalyzers:

@@ -8,10 +8,13 @@ Transforms of an input column. A feature reads the column of its own name, or th
 named by ``column`` (so one column can feed two features, e.g. ``fare`` as a log-scaled
 number and as quantile buckets):
 
-``zscore``      numeric; missing values are filled with the column mean, so they
-                become 0 after scaling.
+``zscore``      numeric; clipped to the range Transform learns on the training split (the
+                present values' [min, max], widened by 10% of max - min on each side), then
+                scaled: a value beyond it (a data-entry error 23 standard deviations out) is
+                the edge value, never a point the network extrapolates to. Missing values are
+                filled with the column mean, so they become 0 after scaling.
 ``log_zscore``  numeric, for skewed non-negative columns (fares, distances, durations):
-                ``log1p(max(x, 0))``, then as ``zscore``.
+                ``log1p(max(x, 0))``, then as ``zscore`` (its range in log space).
 ``bucketize``   numeric; quantile buckets (``num_buckets``), missing values filled with
                 the mean first, so they land in the middle bucket.
 ``vocabulary``  string or integer category; ``top_k`` most frequent values get their own

@@ -68,6 +68,7 @@ def evaluation_section(run: RunArtifacts) -> Dict[str, Any]:
     section: Dict[str, Any] = {"available": evaluation is not None, "overall": {}, "baseline_diff": {},
                                "slices": [], "thresholds": [], "blessed": s.blessed,
                                "failed_thresholds": list(s.failed_thresholds), "slice_metric": "",
+                               "warnings": list(run.info.get("warnings") or []),  # runs/warnings.py
                                "slices_undefined": [], "baseline_uri": "", "baseline_version": None,
                                "baseline_model_uri": "", "undefined": {},
                                "history_metric": "", "history": [], "task": s.task,

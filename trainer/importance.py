@@ -1,0 +1,65 @@
+"""Which columns the model leans on: permutation importance on the validation rows.
+
+Each raw column's transformed features (and the crosses built from them) are shuffled across
+the rows, together, and the main metric measured again (the task type's ``main_metric_value``);
+the loss of quality is the column's importance. Recorded in training_run.json, so a run whose
+eval metric is too good to be true names the columns to suspect (runs/summary.py), as the ones
+``tfxline init`` leaves out (cli/init_leaks.py) are not always all of them.
+"""
+from __future__ import annotations
+
+import math
+from typing import Dict, List, Tuple
+
+import numpy as np
+import tensorflow as tf
+
+import task_types
+from transforms import features as F
+
+MAX_ROWS = 4096   # validation rows it measures on (each column: one forward pass over them)
+TOP = 5
+
+
+def leaned_on(model, validation, steps: int, spec: F.FeatureSpec, seed: int = 0) -> List[Tuple[str, float]]:
+    """[(raw column, the main metric's loss without it)], the largest first, at most ``TOP``;
+    [] where the metric is undefined on these rows (one class)."""
+    task = task_types.get(spec.task)
+    features: Dict[str, List[np.ndarray]] = {}
+    labels = []
+    for batch, label in validation.take(steps):
+        for name in spec.model_feature_names:
+            features.setdefault(name, []).append(batch[name].numpy())
+        labels.append(np.reshape(label, [-1]))
+        if sum(len(x) for x in labels) >= MAX_ROWS:
+            break
+    if not labels:
+        return []
+    columns = {name: np.concatenate(parts)[:MAX_ROWS] for name, parts in features.items()}
+    y = np.concatenate(labels)[:MAX_ROWS]
+
+    def score(inputs) -> float:
+        outputs = model({k: tf.constant(v) for k, v in inputs.items()}, training=False)
+        return task.main_metric_value(np.asarray(task.flat_output(tf.cast(outputs, tf.float32))), y)
+
+    base = score(columns)
+    if not math.isfinite(base):
+        return []
+    order = np.random.default_rng(seed).permutation(len(y))
+    drops = []
+    for column, names in _features_by_column(spec).items():
+        shuffled = dict(columns, **{n: columns[n][order] for n in names})
+        value = score(shuffled)
+        drops.append((column, (base - value) if task.higher_is_better else (value - base)))
+    return sorted(((c, round(float(d), 4)) for c, d in drops if d > 0), key=lambda cd: -cd[1])[:TOP]
+
+
+def _features_by_column(spec: F.FeatureSpec) -> Dict[str, List[str]]:
+    """{raw column: the transformed features that read it, and the crosses over them}."""
+    out: Dict[str, List[str]] = {}
+    for f in spec.inputs:
+        out.setdefault(f.source, []).append(F.transformed_name(f.name))
+    for cross in spec.crosses:
+        for column in {spec.input(n).source for n in cross.inputs}:
+            out[column].append(F.transformed_name(cross.name))
+    return out
