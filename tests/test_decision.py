@@ -99,3 +99,13 @@ def test_a_model_that_predicts_one_class_is_refused_naming_the_key():
     failure.metric_threshold.value_threshold.lower_bound.value = gates.lower_bound("predicted_positive_rate", 0.0)
     line = tfma_results.describe_failure(failure, "overall", {}, {"decision_threshold": 0.5})
     assert "calls no row positive at its threshold 0.5" in line and "evaluation.threshold" in line
+
+
+def test_the_report_draws_the_confusion_matrix_at_the_models_threshold():
+    from runs.report.model import binary_confusion
+
+    overall = {"example_count": 1000.0, "mean_label": 0.06, "predicted_positive_rate": 0.1, "recall": 0.5,
+               "decision_threshold": 0.1379, "auc": 0.7}
+    matrix = binary_confusion(overall)
+    assert matrix["counts"] == [[870, 70], [30, 30]] and "threshold 0.1379" in matrix["title"]
+    assert binary_confusion({"auc": 0.7})["classes"] == []  # a model from before thresholds: no matrix

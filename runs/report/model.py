@@ -90,6 +90,8 @@ def evaluation_section(run: RunArtifacts) -> Dict[str, Any]:
     model_dir = summary_lib.serving_model_dir(model.uri) if model is not None and not run.deleted(model) else ""
     section.update(task_charts_data(evaluation.uri, model_dir))
     section["overall"].update(section.pop("class_recall"))
+    if not section["confusion_matrix"]["classes"]:
+        section["confusion_matrix"] = binary_confusion(section["overall"])
     view = task_metrics.view(s.task, section["overall"])
     section["task"] = view.task
     metric, higher_is_better = (view.main, view.higher_is_better) if view.main in section["overall"] else (
@@ -124,6 +126,21 @@ def task_charts_data(evaluation_uri: str, model_dir: str) -> Dict[str, Any]:
         "class_recall": tfma_results.class_recall(matrix, names),
         "prediction_sample": tfma_results.prediction_sample(evaluation_uri),
     }
+
+
+def binary_confusion(overall: Dict[str, Any]) -> Dict[str, Any]:
+    """A binary run's confusion matrix at the model's own threshold, from its eval metrics (rows,
+    positive share, share predicted positive, recall); empty where they are not all there."""
+    names = ("example_count", "mean_label", "predicted_positive_rate", "recall", "decision_threshold")
+    if any(not isinstance(overall.get(n), (int, float)) for n in names):
+        return {"classes": [], "counts": []}
+    n = overall["example_count"]
+    positives, called = overall["mean_label"] * n, overall["predicted_positive_rate"] * n
+    tp = overall["recall"] * positives
+    fp, fn = called - tp, positives - tp
+    counts = [[round(n - positives - fp), round(fp)], [round(fn), round(tp)]]
+    return {"classes": ["0", "1"], "counts": counts,
+            "title": f"confusion matrix at the threshold {overall['decision_threshold']:.4g} (eval split)"}
 
 
 HISTORY_RUNS = 20

@@ -92,7 +92,8 @@ def task_charts(ev: Dict[str, Any]) -> List[str]:
     sample = ev.get("prediction_sample") or {}
     out = []
     if matrix.get("classes"):
-        out.append(svg.confusion_matrix(matrix["classes"], matrix["counts"], "confusion matrix (eval split)"))
+        out.append(svg.confusion_matrix(matrix["classes"], matrix["counts"],
+                                        matrix.get("title") or "confusion matrix (eval split)"))
     if sample.get("label"):
         labels, predictions = sample["label"], sample["prediction"]
         n = f"{len(labels)} eval rows"
