@@ -9,6 +9,7 @@ import os
 import time
 from typing import List, Optional, Sequence, TextIO
 
+from components.tfma_results import label_classes
 from local import monitoring
 from pipeline.config import PipelineConfig
 from runs import files
@@ -29,8 +30,9 @@ def record_run(cfg: PipelineConfig, pipeline, run_id: str, started_at: str, seco
         return None
     result.wall_seconds = round(seconds, 1)
     result.error = error
+    classes = label_classes(summary_lib.serving_model_dir(result.model_uri)) if result.model_uri else []
     result.warnings = run_warnings(cfg.evaluation.suspect_columns, cfg.features.raw_columns, result.metrics,
-                                   result.leans_on)
+                                   result.leans_on, classes)
     run_dir = os.path.join(cfg.output_root, "runs", result.run_id)
     info = {
         "pipeline_name": cfg.name, "run_id": result.run_id, "started": started_at,

@@ -6,7 +6,8 @@
 - **too good to be true**: an eval metric near perfect against a non-trivial baseline (AUC, accuracy
   or R² at ``TOO_GOOD`` or above, accuracy with the commonest class under it), naming the columns
   the model leans on most (the Trainer's permutation importance, trainer/importance.py): a column
-  computed from the label, or recorded after it, is the usual cause.
+  computed from the label, or recorded after it, is the usual cause;
+- **classes the eval split lacks**: a multi-class model's classes with no eval row (no recall).
 """
 from __future__ import annotations
 
@@ -40,7 +41,20 @@ def too_good(metrics: Mapping[str, Any], leans_on: Optional[Sequence[Sequence[An
     return ""
 
 
+def missing_classes(metrics: Mapping[str, Any], classes: Sequence[str]) -> str:
+    """'' or one line: the classes the model learnt (its label vocabulary) that no eval row holds
+    (multi-class: their recall is missing; the split had too few of their rows)."""
+    if not any(k.startswith("recall[") for k in metrics):
+        return ""
+    missing = [c for c in classes if f"recall[{c}]" not in metrics]
+    if not missing:
+        return ""
+    shown = ", ".join(repr(c) for c in missing[:5]) + (" ..." if len(missing) > 5 else "")
+    return (f"the eval split holds no row of class(es) {shown}: nothing says how the model does on them; more rows "
+            "of them (or data.eval_buckets) bring them into the eval split")
+
+
 def run_warnings(suspects: Mapping[str, str], read: Sequence[str], metrics: Dict[str, Any],
-                 leans_on: Optional[Sequence[Sequence[Any]]]) -> List[str]:
-    line = too_good(metrics, leans_on)
-    return suspect_lines(suspects, read) + ([line] if line else [])
+                 leans_on: Optional[Sequence[Sequence[Any]]], classes: Sequence[str] = ()) -> List[str]:
+    lines = [too_good(metrics, leans_on), missing_classes(metrics, classes)]
+    return suspect_lines(suspects, read) + [line for line in lines if line]

@@ -5,6 +5,7 @@ The real-browser check is in tests/test_report_browser.py."""
 import base64
 import io
 import json
+import math
 import os
 import re
 import subprocess
@@ -121,6 +122,15 @@ def test_data_section_counts_add_up_to_the_csv(pipeline_run, report, taxi_slice)
     assert features["company"]["splits"]["train"]["top_values"] and features["fare"]["splits"]["eval"]["histogram"]
     assert data["anomalies"] == [] and not any(f["anomalous"] for f in data["features"])
     assert "payment_type" in data["schema_text"] and os.path.isfile(data["schema_path"])
+    # the z-scored inputs outside the range the Transform learnt on train (widened): none of train's
+    clipped = {f["name"]: f for f in data["clipped"]["features"]}
+    assert set(clipped) == {"fare", "trip_miles", "trip_seconds"}  # the taxi's log_zscore inputs
+    for name, f in clipped.items():
+        assert f["splits"]["train"][0] == 0 and f["splits"]["train"][1] == data["examples"]["train"], name
+        assert f["low"] < f["high"]
+        outside = [float(r[name]) for r in rows if r[name] != ""
+                   if not f["low"] <= math.log1p(max(float(r[name]), 0.0)) <= f["high"]]
+        assert sum(f["splits"][s][0] for s in data["splits"]) == len(outside), name
 
 
 def test_training_section_equals_the_keras_history(pipeline_run, report):

@@ -48,3 +48,10 @@ def test_permutation_importance_names_the_column_the_model_reads():
     leaned = importance.leaned_on(model, validation, 4, spec)
     assert [c for c, _ in leaned][:2] == ["x", "kind"] and leaned[0][1] > 0.2
     assert "noise" not in [c for c, d in leaned if d > 0.01]
+
+
+def test_a_class_the_eval_split_lacks_is_named():
+    metrics = {"accuracy": 0.8, "recall[a]": 0.9, "recall[b]": 0.7}
+    assert "no row of class(es) 'c'" in warnings.missing_classes(metrics, ["a", "b", "c"])
+    assert warnings.missing_classes(metrics, ["a", "b"]) == ""
+    assert warnings.missing_classes({"auc": 0.8}, ["0", "1"]) == ""  # binary: its undefined metrics say so

@@ -8,6 +8,7 @@ from typing import Any, Dict
 from components.anomalies_gate import anomaly_records
 from pipeline import data_source
 from runs.report.artifacts import RunArtifacts
+from runs.report.clipping import clipped_counts
 
 SCHEMA_FILE = "schema.pbtxt"
 TOP_VALUES = 3
@@ -15,8 +16,10 @@ TOP_VALUES = 3
 
 def data_section(run: RunArtifacts) -> Dict[str, Any]:
     schema = run.artifact("ImportSchemaGen", "schema") or run.artifact("SchemaGen", "schema")
-    return statistics_section(run.artifact("StatisticsGen", "statistics"), schema,
-                              run.artifact("ExampleValidator", "anomalies"))
+    section = statistics_section(run.artifact("StatisticsGen", "statistics"), schema,
+                                 run.artifact("ExampleValidator", "anomalies"))
+    section["clipped"] = clipped_counts(run)  # inputs outside the range the Transform learnt
+    return section
 
 
 def statistics_section(stats, schema=None, anomalies=None) -> Dict[str, Any]:
