@@ -32,7 +32,8 @@ class Balance:
 
 
 def duplicate_rows(columns: Sequence[Sequence[str]]) -> int:
-    """Rows equal in every cell to an earlier row."""
+    """Rows equal in every cell of ``columns`` (the table's, less its row numbers and IDs) to an
+    earlier row."""
     seen = set()
     repeats = 0
     for row in zip(*columns):

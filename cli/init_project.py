@@ -108,8 +108,12 @@ def plan(data_path: str, label: str, task: Optional[str] = None,
             d.why += f"; WARNING: {found[d.column].why}"
     labelled = sum(1 for c in label_cells if c)
     size = sizing(labelled)
+    # repeats as the model sees rows: a row number or an ID (left out) would make every row unique
+    ids = {d.column for d in decisions
+           if d.what == "left out" and not d.kept_as and ("ID" in d.why or "unique" in d.why)}
+    compared = [c for name, c in zip(header, columns) if name not in ids]
     spread = init_balance.balance(label_cells, chosen_task, label_spec.get("positive"), size["buckets"],
-                                  len(label_cells), init_balance.duplicate_rows(columns))
+                                  len(label_cells), init_balance.duplicate_rows(compared))
     # one pipeline per table and label: two projects on one CSV never share runs or a serving model
     stem = (os.path.basename(files[0]).split(".")[0] if os.path.isfile(data_path)
             else os.path.basename(os.path.normpath(data_path)))

@@ -84,7 +84,9 @@ def format_versions(serving_dir: str, server: str = "") -> str:
     release = serving_release.read(serving_dir)
     rows = version_rows(serving_dir, release)
     if not rows:
-        return f"no pushed model in {serving_dir}; run 'tfxline run' until a model is blessed and pushed"
+        return (f"no pushed model in {serving_dir}: no run of this config has pushed one yet; run 'tfxline run "
+                "--config YOUR_CONFIG' (the same config); a run that is not blessed names the gate and its key on its "
+                "blessing: line ('tfxline runs show' prints it again)")
     how = ("TF Serving serves the highest version; no release labels yet"
            if release.stable is None and release.pending is None else
            f"labels in {serving_release.release_dir(serving_dir)}/{serving_release.MODELS_CONFIG}")

@@ -169,7 +169,9 @@ def serving_version_dir(serving_dir: str) -> str:
     version = serving_version(serving_dir)
     if version is None:
         raise FileNotFoundError(
-            f"no pushed model in {serving_dir}; run 'tfxline run' until a model is blessed and pushed")
+            f"no pushed model in {serving_dir}: no run of this config has pushed one yet; run 'tfxline run --config "
+            "YOUR_CONFIG' (the same config); a run that is not blessed names the gate and its key on its blessing: "
+            "line ('tfxline runs show' prints it again)")
     return storage.join(serving_dir, str(version))
 
 

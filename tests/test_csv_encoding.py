@@ -124,7 +124,9 @@ def _run_executor(executor_class, data_dir, out_dir, shard_bytes=None, component
     examples.uri = str(out_dir)
     splits = example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(splits=[
         example_gen_pb2.SplitConfig.Split(name=n, hash_buckets=b)
-        for n, b in [("train", 7), ("validation", 1), ("eval", 2)]], partition_feature_name=split_key))
+        for n, b in [("train", 7), ("validation", 1), ("eval", 2)]]))
+    if split_key:  # a oneof: set only when named (an empty name is a feature TFX looks for)
+        splits.split_config.partition_feature_name = split_key
     props = {"input_base": str(data_dir), "output_config": proto_utils.proto_to_json(splits),
              "input_config": proto_utils.proto_to_json(example_gen_pb2.Input(splits=[
                  example_gen_pb2.Input.Split(name="single_split", pattern="*.csv")])),

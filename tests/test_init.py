@@ -219,9 +219,9 @@ def test_a_rare_class_is_named_and_handled(capsys, tmp_path):
     the imbalance: a binary label's threshold is chosen for F1 on validation (written out), a
     multi-class label's rare classes weigh as much as the others; repeated rows and classes too
     small for a split get their own line."""
-    rows = [f"{i % 17},{'Yes' if i % 16 == 0 else 'No'}" for i in range(800)]
+    rows = [f"{i + 1},{i % 17},{'Yes' if i % 16 == 0 else 'No'}" for i in range(800)]
     path = tmp_path / "caravan.csv"
-    path.write_text("x,Purchase\n" + "\n".join(rows) + "\n")
+    path.write_text("rownames,x,Purchase\n" + "\n".join(rows) + "\n")  # R's row numbers: not a repeat's cell
     code, out, _ = run_cli(["init", "--data", str(path), "--label", "Purchase", "--dir", str(tmp_path / "b")], capsys)
     assert code == 0 and "imbalance: 'Yes' is 6.2% of the labelled rows" in out
     assert "duplicates: " in out and "repeat an earlier row" in out

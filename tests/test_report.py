@@ -185,7 +185,8 @@ def test_serving_section_request_runs_on_the_pushed_model(pipeline_run, report):
     sv = report["serving"]
     assert sv["pushed"] is True and sv["destination"] == summary.pushed_to
     assert sv["inputs"] == {"examples": {"dtype": "string", "shape": [-1]}}
-    assert sv["outputs"] == {"probabilities": {"dtype": "float32", "shape": [-1]}}
+    assert sv["outputs"] == {"probabilities": {"dtype": "float32", "shape": [-1]},
+                             "predicted_class": {"dtype": "int64", "shape": [-1]}}  # 1 at its threshold
     request = json.loads(sv["request"])
     assert request["signature_name"] == "serving_default"
     example = base64.b64decode(request["instances"][0]["examples"]["b64"])

@@ -81,7 +81,7 @@ def test_strategies_train_and_export_the_same_signature(transform_output, tmp_pa
     assert loss[-1] < loss[0]
     inputs, outputs = signature(args["serving_model_dir"])
     assert inputs == {"examples": ("string", [None])}
-    assert outputs == {"probabilities": ("float32", [None])}
+    assert outputs == {"probabilities": ("float32", [None]), "predicted_class": ("int64", [None])}
 
 
 def test_multi_worker_mirrored_over_two_local_processes(transform_output, tmp_path):

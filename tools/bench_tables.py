@@ -184,7 +184,10 @@ SCHEMAS["batch_scaling/*.json"] = {"overrides": [str], "model": METRICS}
 SCHEMAS["tables.json"] = {"tables": [{
     "name": str, "source": str, "rows": int, "eval_rows": int, "task": str, "label": str, "log_label": Opt(bool),
     "metric": str, "model": NUM, "trees": NUM, "ratio": NUM, "goal_met": bool, "blessed": bool,
-    "note": Opt((str, None))}]}
+    "note": Opt((str, None))}],
+    "trials": Opt([{"name": str, "kind": str, "source": str, "label": str, "task": str, "rows": int, "metric": str,
+                    "model": NUM, "trees": NUM, "within_reach": bool, "recall": NUM_OR_NULL, "pushed_first_run": bool,
+                    "note": str}])}
 
 
 def quality() -> str:
@@ -229,6 +232,21 @@ def tables() -> str:
                      "yes" if r["blessed"] else "no", r.get("note") or ""])
     return table(["table", "source", "rows (eval rows)", "task", "label", "metric", "pushed model", "trees (default)",
                   "model / trees", "goal met", "blessed", "notes"], rows)
+
+
+def trials() -> str:
+    """tables.json's trials: a new user's holdout, one public table a row, model next to the trees."""
+    rows = []
+    for r in load("tables.json").get("trials", []):
+        fmt = "{:,.0f}" if r["metric"] == "rmse" and r["model"] > 100 else "{:.4f}"
+        kind, _, item = r["source"].partition(":")
+        rows.append([r["name"], r["kind"], f"R `{item.replace('/', '::')}`", f"{r['rows']:,}", f"`{r['label']}`",
+                     r["metric"], fmt.format(r["model"]), fmt.format(r["trees"]),
+                     "yes" if r["within_reach"] else "**no**",
+                     "" if r["recall"] is None else f"{r['recall']:.3f}",
+                     "yes" if r["pushed_first_run"] else "**no**", r["note"]])
+    return table(["table", "case", "source", "rows", "label", "metric", "model (holdout)", "trees (holdout)",
+                  "within reach", "recall at its threshold", "pushed on the first run", "notes"], rows)
 
 
 def batch_scaling() -> str:
@@ -442,14 +460,15 @@ def tflite() -> str:
 
 # The results file each table reads (the tables' and the schemas' one list of files).
 SOURCES: Dict[str, str] = {
-    "quality": "quality.json", "quality-setup": "quality.json", "tables": "tables.json",
+    "quality": "quality.json", "quality-setup": "quality.json", "tables": "tables.json", "trials": "tables.json",
     "batch-scaling": "batch_scaling/*.json", "gpu-bench-cpu": "gpu_bench.json", "gpu-bench-h100": "gpu_bench_h100.json",
     "gpu-bench-h100-before": "gpu_bench_h100.json", "fused-optimizer": "fused_optimizer_cpu.json",
     "step-profile-cpu": "step_profile.json", "step-profile-h100": "step_profile_h100.json",
     "trainer-input": "trainer.json", "e2e": "e2e.json", "scale": "scale.json", "tflite": "tflite.json",
 }
 TABLES: Dict[str, Callable[[], str]] = {
-    "quality": quality, "quality-setup": quality_setup, "tables": tables, "batch-scaling": batch_scaling,
+    "quality": quality, "quality-setup": quality_setup, "tables": tables, "trials": trials,
+    "batch-scaling": batch_scaling,
     "gpu-bench-cpu": gpu_bench_cpu, "gpu-bench-h100": gpu_bench_h100,
     "gpu-bench-h100-before": gpu_bench_h100_before, "fused-optimizer": fused_optimizer,
     "step-profile-cpu": step_profile_cpu, "step-profile-h100": step_profile_h100,
