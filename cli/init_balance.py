@@ -1,8 +1,8 @@
 """``tfxline init``'s look at how the rows are spread: repeated rows (how the split treats them),
 a rare class (how the model is made to predict it), and classes too small for every split.
 
-- **Duplicates.** A row's split follows its place in the file (components/example_splits.py), so
-  copies of a row spread over the splits as rows at random do; ``data.split_key`` keeps a group's
+- **Duplicates.** A repeated row's copies are numbered and each split by its bytes and number
+  (components/example_splits.py), so copies of a row spread over the splits as different rows do; ``data.split_key`` keeps a group's
   rows together where copies are one entity seen twice.
 - **Imbalance.** A binary label whose rarer class is under ``RARE_SHARE`` of the rows: its
   threshold is chosen on the validation split for the best F1 (``evaluation.threshold: f1``, the
@@ -49,8 +49,8 @@ def balance(label_cells: Sequence[str], task: str, positive: Any, buckets: Tuple
     out = Balance([])
     if repeats:
         out.lines.append(
-            f"duplicates: {repeats} rows ({repeats / max(rows, 1):.1%}) repeat an earlier row; each row's split "
-            "follows its place in the file, so copies spread over the splits as other rows do (data.split_key: "
+            f"duplicates: {repeats} rows ({repeats / max(rows, 1):.1%}) repeat an earlier row; each copy is split "
+            "as a row of its own, so copies spread over the splits as different rows do (data.split_key: "
             "COLUMN keeps each group's rows in one split)")
     kind = task_types.get(task)
     if not kind.predicts_classes:

@@ -6,8 +6,8 @@ The rows are then typed and encoded ``csv_records.BATCH_ROWS`` at a time, not on
 tf.Example per row: each column's type as TFX infers it (``column_type``), each record serialized
 by ``components/example_encoder.py``, byte for byte TFX's example serialized deterministically.
 (tests/test_csv_encoding.py); on a 1M-row CSV the component went from 206 s to the figure in
-docs/scale.md. TFX hashes those bytes to pick a record's split; here a row's place in its file
-does, or a group column's value (components/example_splits.py says why).
+docs/scale.md. TFX hashes those bytes to pick a record's split; here too, with a copy's number
+added to a repeated row's bytes, or a group column's value instead (components/example_splits.py).
 """
 from __future__ import annotations
 
@@ -119,13 +119,14 @@ class _EncodeBatch(beam.DoFn):
     """Each record of a batch of columns as a serialized tf.Example, byte for byte TFX's
     ``_ParsedCsvToTfExample`` example serialized deterministically (so the split hash is the
     same): an empty cell is the column's kind with no value, a column empty throughout has
-    no kind. A batch read with split keys stays paired with them: ``(records, keys)``."""
+    no kind. A batch read with split hints gets each record's split key (``csv_records.split_key``):
+    ``(records, keys)``."""
 
     def process(self, batch, column_infos):
-        columns, keys = batch if isinstance(batch, tuple) else (batch, None)
+        columns, hints = batch if isinstance(batch, tuple) else (batch, None)
         if columns and len(columns[0]):
             records = encode_columns(columns, column_infos)
-            yield records if keys is None else (records, keys)
+            yield records if hints is None else (records, [csv_records.split_key(r, h) for r, h in zip(records, hints)])
 
 
 def encode_columns(columns: Sequence[Sequence[bytes]], column_infos) -> List[bytes]:
@@ -151,7 +152,7 @@ def encode_columns(columns: Sequence[Sequence[bytes]], column_infos) -> List[byt
 class _CsvToExample(tfx_csv._CsvToExample):  # pylint: disable=protected-access
     """TFX's transform, with the header read by ``read_header`` and the records typed and
     encoded a batch at a time. Its elements are batches of serialized tf.Examples, or with
-    ``split_keys`` (``csv_records.POSITION`` or a column's name) ``(records, split keys)``."""
+    ``split_keys`` (``csv_records.COPIES`` or a column's name) ``(records, split keys)``."""
 
     def __init__(self, exec_properties, split_pattern: str, split_keys: Optional[str] = None):
         super().__init__(exec_properties, split_pattern)
@@ -188,8 +189,9 @@ class _CsvToExample(tfx_csv._CsvToExample):  # pylint: disable=protected-access
 
 class Executor(tfx_csv.Executor):
     """TFX's CsvExampleGen executor, its records encoded by ``_CsvToExample`` and split and
-    written a batch at a time by components/example_splits.py, by each row's place in its
-    file or by a group column (TFX's ``partition_feature_name``), not by the record's bytes."""
+    written a batch at a time by components/example_splits.py: each row where TFX puts it, but
+    a repeated row's copies spread over the splits, or each group in one split (TFX's
+    ``partition_feature_name``)."""
 
     def GetInputSourceToExamplePTransform(self) -> beam.PTransform:
         return _CsvToExample
@@ -212,10 +214,10 @@ class Executor(tfx_csv.Executor):
         # An output split config hashes one input split into buckets; without one, each input
         # split is an output split (TFX's two modes).
         buckets = list(itertools.accumulate(s.hash_buckets for s in output_config.split_config.splits))
-        # A row's split: the hash of its place in its file (csv_records.POSITION), or of its
-        # partition_feature_name column's value (data.split_key: a group stays in one split). TFX
-        # hashes the whole record, which sends every copy of a row to the same split.
-        split_keys = (output_config.split_config.partition_feature_name or csv_records.POSITION) if buckets else None
+        # A row's split: the hash of its record and its copy number in its file (csv_records.COPIES),
+        # or of its partition_feature_name column's value (data.split_key: a group stays in one
+        # split). TFX hashes the record alone, which sends every copy of a row to the same split.
+        split_keys = (output_config.split_config.partition_feature_name or csv_records.COPIES) if buckets else None
         sources = [_CsvToExample(exec_properties, split.pattern, split_keys) for split in input_config.splits]
         shards = example_splits.shard_count([p for source in sources for p in source.csv_files])
         pieces_dir = os.path.join(artifact_utils.get_single_uri(examples), example_splits.PIECES_DIR)

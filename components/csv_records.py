@@ -17,6 +17,7 @@ gzip works too (TFX's reader iterated the file, which Beam's gzip reader cannot)
 """
 from __future__ import annotations
 
+import array
 import csv
 import hashlib
 import io
@@ -64,22 +65,37 @@ def parse_records(records: List[str], column_names: List[str],
     """(the cells of a batch of CSV records as columns (bytes, as TFX's ``ParseCSVLine`` gives
     them), the number of rows left out because a ``required`` column's cell is empty); blank
     records are skipped, as TFX's CsvExampleGen does."""
-    columns, dropped, _ = parse_numbered(records, column_names, required)
-    return columns, dropped
-
-
-def parse_numbered(records: List[str], column_names: List[str], required: Sequence[int] = (),
-                   first: int = 0) -> Tuple[List[Tuple[bytes, ...]], int, List[int]]:
-    """``parse_records``, and the row number of each row kept: its place among the file's
-    non-blank records, counted from ``first`` (the rows of the batches before this one); the
-    batch's rows are numbered ``first`` to ``first + len(columns[0]) + dropped - 1``."""
     rows = [[cell.encode() for cell in row] for row in csv.reader(records) if row]
     for row in rows:
         if len(row) != len(column_names):
             raise ValueError(f"Columns do not match specified csv headers: {column_names} -> {row}")
-    numbers = [first + i for i, row in enumerate(rows) if not required or all(row[j] for j in required)]
-    kept = [rows[n - first] for n in numbers] if required else rows
-    return (list(zip(*kept)) if kept else [() for _ in column_names]), len(rows) - len(kept), numbers
+    kept = [row for row in rows if all(row[i] for i in required)] if required else rows
+    return (list(zip(*kept)) if kept else [() for _ in column_names]), len(rows) - len(kept)
+
+
+COPIES = ""  # ReadCsvBatches(split_keys=COPIES): each row's count of earlier equal rows in its file
+COPY_SLOTS = 1 << 25  # Copies' table: 2 bytes a slot, 64 MB a file being read, whatever its rows
+
+
+class Copies:
+    """How many earlier rows of a file were equal to each row: a fixed table of counters indexed
+    by a hash of the row, so memory stays flat at any row count. Two different rows that share a
+    slot (about rows / 2^26 of them: 1.5 % at a million rows) count as copies of each other;
+    either way the count is the same on every read of the same file, and of any file that
+    starts with the same rows (a file grown at its end)."""
+
+    def __init__(self):
+        self._counts = array.array("H", bytes(2 * COPY_SLOTS))
+
+    def of(self, columns: Sequence[Sequence[bytes]]) -> List[int]:
+        out = []
+        counts = self._counts
+        for row in zip(*columns):
+            slot = int.from_bytes(hashlib.blake2b(b"\x1f".join(row), digest_size=8).digest(), "big") % COPY_SLOTS
+            n = counts[slot]
+            out.append(n)
+            counts[slot] = min(n + 1, 65535)
+        return out
 
 
 class ReadCsvBatches(beam.DoFn):
@@ -92,9 +108,10 @@ class ReadCsvBatches(beam.DoFn):
     def __init__(self, column_names: List[str], batch_rows: Optional[int] = None, required: Sequence[str] = (),
                  count_dropped: bool = True, split_keys: Optional[str] = None):
         self._column_names, self._batch_rows = column_names, batch_rows or BATCH_ROWS
-        # None: yield the columns; POSITION or a column's name: yield (columns, each row's split key)
+        # None: yield the columns; COPIES or a column's name: (columns, each row's split hint): its
+        # count of earlier equal rows (int), or its group's value (bytes; a row without one: its count)
         self._split_keys = split_keys
-        if split_keys not in (None, POSITION) and split_keys not in column_names:
+        if split_keys not in (None, COPIES) and split_keys not in column_names:
             raise ValueError(f"the CSV lacks column {split_keys!r}, which data.split_key names")
         self._count_dropped = count_dropped  # False: a second pass over the same files (column types)
         missing = [c for c in required if c not in column_names]
@@ -103,25 +120,21 @@ class ReadCsvBatches(beam.DoFn):
         self._required = [column_names.index(c) for c in required]
         self._dropped = beam.metrics.Metrics.counter(COUNTER_NAMESPACE, DROPPED)
 
-    def _parse(self, records: List[str], first: int, file_key: bytes):
-        """(what the batch yields, the number of rows it parsed)"""
-        columns, dropped, numbers = parse_numbered(records, self._column_names, self._required, first)
+    def _parse(self, records: List[str], copies: Optional[Copies]):
+        columns, dropped = parse_records(records, self._column_names, self._required)
         if dropped and self._count_dropped:
             self._dropped.inc(dropped)
-        parsed = len(numbers) + dropped
-        if self._split_keys is None:
-            return columns, parsed
-        if self._split_keys == POSITION:
-            return (columns, [file_key + str(n).encode() for n in numbers]), parsed
+        if copies is None:
+            return columns
+        counts = copies.of(columns)
+        if self._split_keys == COPIES:
+            return columns, counts
         group = columns[self._column_names.index(self._split_keys)]
-        # a row without a group value is a group of its own (its position)
-        return (columns, [cell or file_key + str(n).encode() for cell, n in zip(group, numbers)]), parsed
+        return columns, [cell or n for cell, n in zip(group, counts)]
 
     def process(self, csv_filepath: str):
-        records, first = [], 0
-        # A row's split key names its place: the file's content and the row's number in it. The
-        # same files split the same way on every run; copies of a row are rows of their own.
-        file_key = (file_digest(csv_filepath) + ":").encode() if self._split_keys is not None else b""
+        records = []
+        copies = Copies() if self._split_keys is not None else None
         with beam.io.filesystems.FileSystems.open(csv_filepath) as f:
             f.readline()  # the header
             buffer = tfx_csv._CsvLineBuffer()  # pylint: disable=protected-access
@@ -134,24 +147,19 @@ class ReadCsvBatches(beam.DoFn):
                     if buffer.is_complete_line():
                         records.append(buffer.read())
                 if len(records) >= self._batch_rows:
-                    batch, parsed = self._parse(records, first, file_key)
-                    yield batch
-                    first += parsed
+                    yield self._parse(records, copies)
                     records = []
             if not buffer.is_empty():
                 raise ValueError(f"Csv record had unbalanced quotes. File: {csv_filepath}")
         if records:
-            yield self._parse(records, first, file_key)[0]
+            yield self._parse(records, copies)
 
 
-POSITION = ""  # ReadCsvBatches(split_keys=POSITION): each row's key is its place in its file
-
-
-def file_digest(path: str) -> str:
-    """The sha256 of a file's bytes (as stored: a .gz file's compressed bytes)."""
-    digest = hashlib.sha256()
-    with beam.io.filesystems.FileSystems.open(
-            path, compression_type=beam.io.filesystem.CompressionTypes.UNCOMPRESSED) as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()[:32]
+def split_key(record: bytes, hint) -> bytes:
+    """The bytes a record's split is hashed from: its group's value (bytes), else the record
+    itself for its first copy in its file (TFX's key: a row that appears once lands where TFX's
+    CsvExampleGen puts it) and the record with its copy number for the others, so copies of a row
+    spread over the splits as different rows do."""
+    if isinstance(hint, bytes):
+        return hint
+    return record if not hint else record + b"\x00copy %d" % hint

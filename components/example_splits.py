@@ -8,11 +8,13 @@ Beam element is a batch:
 
 - ``SplitBatch`` hashes each record's split key as TFX's ``_PartitionFn`` hashes its partition
   key (sha256 modulo the total hash buckets, the split by ``bisect``); other bits of the same
-  hash pick the record's shard and its place in the shard. The key is the row's place in the
-  data (its file's digest and its row number), or a group column's value (TFX's
-  ``partition_feature_name``), not the record's bytes as in TFX's default: hashing the bytes
-  sends every copy of a row to one split (AER's Fertility: 13,065 distinct rows in 203,724,
-  eval AUC 0.166; split by position 0.621). It writes the records to piece files, one per (split, shard) and bundle,
+  hash pick the record's shard and its place in the shard. The key is the record's bytes, as
+  TFX's default, for a row's first copy in its file, and the bytes with the copy's number for
+  its other copies (csv_records.split_key), or a group column's value (TFX's
+  ``partition_feature_name``). The bytes alone send every copy of a row to one split (AER's
+  Fertility: 13,065 distinct rows in 203,724, eval AUC 0.166; with a row-number column 0.621).
+  A row that appears once lands where TFX puts it, on every run and in any file that holds it.
+  It writes the records to piece files, one per (split, shard) and bundle,
   and passes on only their names: the shuffle between the two stages carries file names, not
   records. (It carried the records: Beam's DirectRunner holds a stage's whole output in the
   runner's memory until the next stage runs, so a 1M-row day's ExampleGen peaked at 3.4 GB and
@@ -69,7 +71,7 @@ class SplitBatch(beam.DoFn):
     path)`` once the bundle is done. ``buckets`` are the splits' cumulative hash buckets (TFX's
     output split config), or ``split`` the one split every record goes to (TFX's input splits).
     A batch is a list of records, each hashed by its bytes, or ``(records, keys)``: each record
-    hashed by its key (its place in the data, or its group)."""
+    hashed by its key (its bytes and copy number, or its group: csv_records.split_key)."""
 
     def __init__(self, shards: int, pieces_dir: str, buckets: Optional[List[int]] = None,
                  split: Optional[int] = None):

@@ -65,9 +65,9 @@ class DataConfig:
     validation_buckets: int = 1    # the validation split's buckets (see train_buckets; 0: none)
     eval_buckets: int = 2          # the eval split's buckets (see train_buckets)
     # A column whose rows stay together in one split (a customer, a patient, a store): every row
-    # of a group is trained on or evaluated on, never both. Empty: a row's split follows its place
-    # in its file (the file's content and the row's number), so copies of a row spread over the
-    # splits as at random, and the same files split the same way on every run.
+    # of a group is trained on or evaluated on, never both. Empty: a row's split follows its bytes
+    # (TFX's hash) and, for a repeated row, its copy's number in its file, so copies of a row
+    # spread over the splits as different rows do; a row keeps its split on every run.
     split_key: str = ""
     # Rows whose label is empty (CSV): drop leaves them out of training and evaluation (CsvExampleGen
     # skips them; the run's summary and report give their count); fail refuses the file before the run

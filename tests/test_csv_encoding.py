@@ -4,7 +4,6 @@ tf.Example serialized deterministically, which is what TFX hashes to pick a reco
 So the splits, and everything downstream, are what TFX's own CsvExampleGen gives."""
 import csv
 import hashlib
-import itertools
 import os
 
 import apache_beam as beam
@@ -152,19 +151,12 @@ def _run_executor(executor_class, data_dir, out_dir, shard_bytes=None, component
     return out
 
 
-def _position_split(path, row, buckets=(7, 1, 2)):
-    """The split a row lands in by its place in its file (the executor's rule, written out)."""
-    key = (csv_records.file_digest(str(path)) + ":" + str(row)).encode()
-    h = int.from_bytes(hashlib.sha256(key).digest(), "big") % sum(buckets)
-    return ("train", "validation", "eval")[sum(1 for edge in itertools.accumulate(buckets) if h >= edge)]
-
-
 @pytest.mark.e2e
-def test_the_executor_writes_tfxs_examples_split_by_position_in_a_deterministic_shuffled_order(tmp_path):
-    """The whole executor against TFX's own, on 2,000 taxi rows: together the splits hold TFX's
-    examples, each in the split its row's place in the file picks (not TFX's hash of its
-    bytes), in an order that is shuffled (not the CSV's) and the same on every run, in memory or
-    in Beam worker processes, in as many shards as the input size asks."""
+def test_the_executor_writes_tfxs_splits_in_a_deterministic_shuffled_order(tmp_path):
+    """The whole executor against TFX's own, on 2,000 taxi rows (each appears once): each split
+    holds the same examples (a row's first copy is split by TFX's hash of its bytes), in an order
+    that is shuffled (not the CSV's) and the same on every run, in memory or in Beam worker
+    processes, in as many shards as the input size asks."""
     data = tmp_path / "data"
     data.mkdir()
     with open(data_source.default_data_path()) as f:
@@ -181,15 +173,13 @@ def test_the_executor_writes_tfxs_examples_split_by_position_in_a_deterministic_
     in_csv_order = next(csv_example_gen._EncodeBatch().process(
         columns, types.extract_output(types.add_input({}, columns))))
     position = {r: i for i, r in enumerate(in_csv_order)}
-    everything = sorted(tf.train.Example.FromString(r).SerializeToString(deterministic=True)
-                        for split in tfx for r in tfx[split][1])
-    assert sorted(r for split in ours for r in ours[split][1]) == everything
+    assert len(position) == len(in_csv_order)  # no row repeats another: each is split as TFX splits it
     for split in ours:
         files, records = ours[split]
         assert [os.path.basename(f) for f in files] == [f"data_tfrecord-0000{i}-of-00003.gz" for i in range(3)]
         assert records == again[split][1] == workers[split][1]
-        assert len(records) > 100
-        assert {_position_split(data / "taxi.csv", position[r]) for r in records} == {split}
+        want = sorted(tf.train.Example.FromString(r).SerializeToString(deterministic=True) for r in tfx[split][1])
+        assert sorted(records) == want and len(records) > 100
         assert [position[r] for r in records] != sorted(position[r] for r in records)  # shuffled
     assert sum(len(ours[s][1]) for s in ours) == len(in_csv_order) == 2000
     for out in ("ours", "again", "workers"):  # the piece files went with the pipeline
@@ -267,8 +257,9 @@ def _split_of_each(out, column):
 
 def test_copies_of_a_row_spread_over_the_splits(tmp_path):
     """A table of repeated rows (AER's Fertility: 13,065 distinct rows in 203,724): each copy is a
-    row of its own, split by its place in the file, so a row's copies land in the splits as rows
-    at random would; TFX's hash of the record's bytes sent every copy to one split."""
+    row of its own, split by its bytes and its copy number, so a row's copies land in the splits
+    as different rows would; TFX's hash of the record's bytes sent every copy to one split. A file
+    grown at its end keeps its rows' splits (the serving model's eval rows stay eval rows)."""
     data = tmp_path / "data"
     data.mkdir()
     rows = ["kind,label"] + [f"k{i},{i % 2}" for i in range(20)] * 30  # 20 distinct rows, 30 copies each
@@ -282,11 +273,19 @@ def test_copies_of_a_row_spread_over_the_splits(tmp_path):
     assert 0.55 < len(out["train"][1]) / 600 < 0.85  # 7 of 10 buckets
     again = _run_executor(csv_example_gen.Executor, data, tmp_path / "again")
     assert {s: out[s][1] for s in out} == {s: again[s][1] for s in again}  # the same files, the same splits
+    grown = tmp_path / "grown"
+    grown.mkdir()
+    (grown / "t.csv").write_text("\n".join(rows + [f"k{i},{i % 2}" for i in range(20)] * 10) + "\n")
+    more = _run_executor(csv_example_gen.Executor, grown, tmp_path / "more")
+    for split in out:  # each split of the grown file holds the first file's (and more)
+        kept = list(more[split][1])
+        for r in out[split][1]:
+            kept.remove(r)
 
 
 def test_a_split_key_keeps_each_group_in_one_split(tmp_path):
     """data.split_key (TFX's partition_feature_name): every row of a customer lands in one split;
-    a row without a value is a group of its own."""
+    a row without a value is split as a row of its own."""
     data = tmp_path / "data"
     data.mkdir()
     rows = ["customer,x,label"] + [f"c{i % 40},{i},{i % 2}" for i in range(400)] + [f",{i},1" for i in range(50)]
@@ -298,6 +297,6 @@ def test_a_split_key_keeps_each_group_in_one_split(tmp_path):
         for c in customers:
             groups.setdefault(c, set()).add(split)
     assert all(len(s) == 1 for c, s in groups.items() if c) and len(groups) == 41
-    assert len(groups[None]) > 1  # no value: each row by its place
+    assert len(groups[None]) > 1  # no value: each row as a row of its own
     assert sum(len(v) for v in grouped.values()) == 450
     assert len({s for c, s in groups.items() if c for s in s}) == 3  # 40 groups reach every split

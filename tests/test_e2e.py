@@ -118,10 +118,9 @@ def test_schema_violations_stop_the_run_before_training(anomalies_run):
 
 
 def test_data_too_small_for_its_split_stops_the_run_before_training(tmp_path, capsys):
-    """15 rows whose places in the file hash to no validation row (10 train, 5 eval): TFDV reports
-    nothing, and Keras would train on without validation or early stopping; the AnomaliesGate
-    stops it."""
-    data = write_taxi_slice(tmp_path / "d" / "t.csv", every=1000, offset=4, limit=15)
+    """15 rows that hash to no validation row (9 train, 6 eval): TFDV reports nothing, and
+    Keras would train on without validation or early stopping; the AnomaliesGate stops it."""
+    data = write_taxi_slice(tmp_path / "d" / "t.csv", every=1000, offset=6, limit=15)
     out_dir = tmp_path / "out"
     code = cli.main(["run", "--data", data, "--output", str(out_dir)], stream=io.StringIO())
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error:")]
