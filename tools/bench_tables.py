@@ -184,10 +184,11 @@ SCHEMAS["batch_scaling/*.json"] = {"overrides": [str], "model": METRICS}
 SCHEMAS["tables.json"] = {"tables": [{
     "name": str, "source": str, "rows": int, "eval_rows": int, "task": str, "label": str, "log_label": Opt(bool),
     "metric": str, "model": NUM, "trees": NUM, "ratio": NUM, "goal_met": bool, "blessed": bool,
-    "note": Opt((str, None))}],
-    "trials": Opt([{"name": str, "kind": str, "source": str, "label": str, "task": str, "rows": int, "metric": str,
-                    "model": NUM, "trees": NUM, "within_reach": bool, "recall": NUM_OR_NULL, "pushed_first_run": bool,
-                    "note": str}])}
+    "note": Opt((str, None))}]}
+# a new user's holdout trial on public tables (issue 62; docs/performance.md says how it was made)
+SCHEMAS["trials.json"] = {"protocol": str, "trials": NonEmpty([{
+    "name": str, "kind": str, "source": str, "label": str, "task": str, "rows": int, "metric": str, "model": NUM,
+    "trees": NUM, "within_reach": bool, "recall": NUM_OR_NULL, "pushed_first_run": bool, "note": str}])}
 
 
 def quality() -> str:
@@ -235,9 +236,9 @@ def tables() -> str:
 
 
 def trials() -> str:
-    """tables.json's trials: a new user's holdout, one public table a row, model next to the trees."""
+    """trials.json: a new user's holdout, one public table a row, the model next to the trees."""
     rows = []
-    for r in load("tables.json").get("trials", []):
+    for r in load("trials.json")["trials"]:
         fmt = "{:,.0f}" if r["metric"] == "rmse" and r["model"] > 100 else "{:.4f}"
         kind, _, item = r["source"].partition(":")
         rows.append([r["name"], r["kind"], f"R `{item.replace('/', '::')}`", f"{r['rows']:,}", f"`{r['label']}`",
@@ -460,7 +461,7 @@ def tflite() -> str:
 
 # The results file each table reads (the tables' and the schemas' one list of files).
 SOURCES: Dict[str, str] = {
-    "quality": "quality.json", "quality-setup": "quality.json", "tables": "tables.json", "trials": "tables.json",
+    "quality": "quality.json", "quality-setup": "quality.json", "tables": "tables.json", "trials": "trials.json",
     "batch-scaling": "batch_scaling/*.json", "gpu-bench-cpu": "gpu_bench.json", "gpu-bench-h100": "gpu_bench_h100.json",
     "gpu-bench-h100-before": "gpu_bench_h100.json", "fused-optimizer": "fused_optimizer_cpu.json",
     "step-profile-cpu": "step_profile.json", "step-profile-h100": "step_profile_h100.json",
