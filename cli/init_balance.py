@@ -2,8 +2,8 @@
 a rare class (how the model is made to predict it), and classes too small for every split.
 
 - **Duplicates.** A repeated row's copies are numbered and each split by its bytes and number
-  (components/example_splits.py), so copies of a row spread over the splits as different rows do; ``data.split_key`` keeps a group's
-  rows together where copies are one entity seen twice.
+  (components/example_splits.py), so copies of a row spread over the splits as different rows
+  do; ``data.split_key`` keeps a group's rows together where copies are one entity seen twice.
 - **Imbalance.** A binary label whose rarer class is under ``RARE_SHARE`` of the rows: its
   threshold is chosen on the validation split for the best F1 (``evaluation.threshold: f1``, the
   default, written out), so the rare class is predicted and the probabilities stay calibrated.
