@@ -86,6 +86,14 @@ def _named(spec: Dict[str, Any], taken: set) -> Dict[str, Any]:
     return named
 
 
+ID_REASONS = ("an ID", "nearly unique")  # how input_for's reasons for a row number or an ID start
+
+
+def identifies_rows(d: Decision) -> bool:
+    """The column was left out as a row number or an ID (each row's own value)."""
+    return d.what == "left out" and not d.kept_as and d.why.startswith(ID_REASONS)
+
+
 def out_specs(inputs: Sequence[Dict[str, Any]], column: str) -> List[Dict[str, Any]]:
     return [s for s in inputs if s.get("column", s["name"]) == column]
 

@@ -11,8 +11,12 @@ pushes on the first try. The rules (docs/your-data.md states them):
   two-valued text label needs a usual spelling (yes/no, true/false, y/n, 1/0, positive/negative)
   or ``--positive``; a skewed non-negative regression label is learnt in log space (``log: true``);
 - each other column (cli/init_inputs.py): left out when empty, constant, or unique per row (an
-  ID); text is a vocabulary; whole numbers with few values are categories; skewed non-negative
-  numbers are log-scaled; numbers with many values also get quantile buckets;
+  ID), or when it gives the label away (cli/init_leaks.py: left out, with the spec that keeps it);
+  ISO dates and date-times become their parts; other text is a vocabulary; whole numbers with few
+  values are categories; skewed non-negative numbers are log-scaled; numbers with many values also
+  get quantile buckets;
+- how the rows are spread (cli/init_balance.py): repeated rows, a rare class (a binary label's
+  threshold for F1; a multi-class label's balanced class weights), classes too small for a split;
 - the batch, the validation split and the training length from the row count; slices from
   low-cardinality text columns.
 """
@@ -26,7 +30,7 @@ from typing import Any, Dict, List, Optional, TextIO, Tuple
 
 from cli import column_profile as cp
 from cli import init_balance
-from cli.init_inputs import Decision, choose_inputs, feature_name, out_specs
+from cli.init_inputs import Decision, choose_inputs, feature_name, identifies_rows, out_specs
 from cli.init_label import InitError, choose_label
 from cli.init_leaks import find_leaks
 from pipeline import data_source, names
@@ -109,8 +113,7 @@ def plan(data_path: str, label: str, task: Optional[str] = None,
     labelled = sum(1 for c in label_cells if c)
     size = sizing(labelled)
     # repeats as the model sees rows: a row number or an ID (left out) would make every row unique
-    ids = {d.column for d in decisions
-           if d.what == "left out" and not d.kept_as and ("ID" in d.why or "unique" in d.why)}
+    ids = {d.column for d in decisions if identifies_rows(d)}
     compared = [c for name, c in zip(header, columns) if name not in ids]
     spread = init_balance.balance(label_cells, chosen_task, label_spec.get("positive"), size["buckets"],
                                   len(label_cells), init_balance.duplicate_rows(compared))
