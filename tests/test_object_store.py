@@ -108,7 +108,7 @@ def test_the_pusher_baseline_drift_gate_and_run_metrics_on_gs(gcs, pipeline_run)
     assert pushed.get_string_custom_property("pushed_destination") == f"{serving}/{version}"
     assert sp.read_metadata(serving, version)["model_uri"] == model.uri
     assert set(sp.read_metadata(serving, version)["batching"]["latency_ms"]) == {"1", "8", "32", "128", "512"}
-    assert pushed.get_string_custom_property("release").startswith(f"version {version} becomes stable")
+    assert pushed.get_string_custom_property("release") == "stable: predict and the next run's baseline use it"
     assert storage.isfile(f"{serving}/{sr.LINK}/{sr.MODELS_CONFIG}")
 
     baseline = standard_artifacts.Model()
