@@ -152,16 +152,10 @@ def _pure_side(values: List[str], numeric: bool, classes: np.ndarray, labelled: 
 
 
 def _auc(scores: np.ndarray, y: np.ndarray) -> Optional[float]:
-    positives, negatives = y == 1, y == 0
-    if not positives.any() or not negatives.any():
-        return None
-    ranks = np.argsort(np.argsort(scores, kind="stable"), kind="stable").astype(np.float64)
-    # ties: the mean rank of each score
-    _, inverse = np.unique(scores, return_inverse=True)
-    ranks = np.bincount(inverse, weights=ranks) / np.bincount(inverse)
-    ranks = ranks[inverse] + 1
-    n_pos, n_neg = positives.sum(), negatives.sum()
-    return float((ranks[positives].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+    """scikit-learn's ROC AUC (as the binary task's main metric), None with one class only."""
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(y, scores)) if 0 < y.sum() < len(y) else None
 
 
 def _correlation(values: List[str], y: np.ndarray) -> Optional[float]:
