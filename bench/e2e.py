@@ -41,8 +41,8 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
 from bench import smoke  # noqa: E402
-from pipeline import data_source  # noqa: E402
-from runs.summary import collect_run  # noqa: E402
+from tfxline.pipeline import data_source  # noqa: E402
+from tfxline.runs.summary import collect_run  # noqa: E402
 
 RESULTS = os.path.join(HERE, "results", "e2e.json")
 EXAMPLE_NAME = "chicago_taxi_native_keras"

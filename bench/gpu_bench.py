@@ -48,7 +48,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 from bench import smoke  # noqa: E402
 from bench.results_table import HEADER, record, row_error  # noqa: E402
-from trainer.settings import TRAINING_RUN_FILE  # noqa: E402  (no TensorFlow: the parent process stays light)
+from tfxline.trainer.settings import TRAINING_RUN_FILE  # noqa: E402  (no TensorFlow: the parent process stays light)
 RESULTS = os.path.join(ROOT, "bench", "results", "gpu_bench.json")
 WIDE = (2048, 2048, 2048)
 
@@ -163,11 +163,11 @@ def build_training(info, files, row: dict):
     built under the row's precision policy, which the caller keeps set while it trains."""
     import tensorflow as tf
 
-    from trainer import data, precision
-    from trainer.model import Head, ModelInput, build_model, loss_and_metrics
-    from trainer.optimizer import optimizer
-    from trainer.strategy import create_strategy
-    from trainer.train_step import training_model
+    from tfxline.trainer import data, precision
+    from tfxline.trainer.model import Head, ModelInput, build_model, loss_and_metrics
+    from tfxline.trainer.optimizer import optimizer
+    from tfxline.trainer.strategy import create_strategy
+    from tfxline.trainer.train_step import training_model
 
     kind, batch, policy = row["model"], row["batch"], row["precision"]
     inputs = [ModelInput(name, card) for name, card in info["model_inputs"]]
@@ -193,9 +193,9 @@ def build_training(info, files, row: dict):
 
 
 def measure(info, files, row: dict, seconds: float, on_gpu: bool) -> dict:
-    from trainer import precision
-    from trainer.keras_compat import keras
-    from trainer.train_step import step_kernel_ops
+    from tfxline.trainer import precision
+    from tfxline.trainer.keras_compat import keras
+    from tfxline.trainer.train_step import step_kernel_ops
 
     kind, batch, spe, xla = (row[k] for k in ("model", "batch", "steps_per_execution", "xla"))
     if kind == "input":
@@ -290,14 +290,14 @@ def start_tensorflow():
     """TensorFlow imported quietly and set up as run_fn sets it up (GPU memory growth; AutoGraph
     must not convert tf_keras itself); returns the module. For this bench's workers and
     bench/step_profile.py."""
-    from cli.quiet import import_tensorflow_quietly, quiet_libraries
+    from tfxline.cli.quiet import import_tensorflow_quietly, quiet_libraries
 
     quiet_libraries()
     import_tensorflow_quietly()
     import tensorflow as tf
 
-    from trainer.keras_compat import skip_autograph_for_libraries
-    from trainer.strategy import enable_memory_growth
+    from tfxline.trainer.keras_compat import skip_autograph_for_libraries
+    from tfxline.trainer.strategy import enable_memory_growth
 
     enable_memory_growth()
     skip_autograph_for_libraries()

@@ -34,7 +34,7 @@ def materialize(output_root: str, dest: str, split: str = "train") -> int:
     import tensorflow as tf
     import tensorflow_transform as tft
 
-    from trainer import data
+    from tfxline.trainer import data
 
     root = os.path.join(output_root, "pipeline_root")
     graph = newest(os.path.join(root, "Transform", "transform_graph", "*"))

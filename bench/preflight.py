@@ -28,7 +28,7 @@ REFUSED = 2  # tfxline's exit code for a run refused before it starts
 
 
 def cases(d: str, label_rows: int = 15_002):
-    from pipeline import data_source
+    from tfxline.pipeline import data_source
 
     with open(data_source.default_data_path(), newline="") as f:
         rows = list(csv.reader(f))

@@ -44,8 +44,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np  # noqa: E402
 
 from bench import smoke  # noqa: E402
-from pipeline.config import EVAL_SPLIT, TRAIN_SPLIT, VALIDATION_SPLIT  # noqa: E402
-from trainer.settings import TRAINING_RUN_FILE  # noqa: E402
+from tfxline.pipeline.config import EVAL_SPLIT, TRAIN_SPLIT, VALIDATION_SPLIT  # noqa: E402
+from tfxline.trainer.settings import TRAINING_RUN_FILE  # noqa: E402
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "quality.json")
 TREE_ROUNDS = 1000
@@ -55,8 +55,8 @@ SMOKE_TREE_ROUNDS, SMOKE_TREE_GRID, SMOKE_BOOTSTRAP_ROUNDS = 20, {k: v[:1] for k
 
 def finished_run(cfg):
     """The newest run's summary when it trained a model, else None."""
-    from runs import store as store_lib
-    from runs import summary as summary_lib
+    from tfxline.runs import store as store_lib
+    from tfxline.runs import summary as summary_lib
 
     if not store_lib.store_exists(cfg.metadata_store):
         return None
@@ -124,7 +124,7 @@ def serving_requests(records, serving_columns):
 def model_scores(model_dir: str, requests) -> np.ndarray:
     import tensorflow as tf
 
-    from pipeline.predict import load_serving_fn
+    from tfxline.pipeline.predict import load_serving_fn
 
     serve = load_serving_fn(model_dir)
     out = []
@@ -267,13 +267,13 @@ def main(argv=None) -> int:
         args.output = os.path.join(folder, "run")
         sets = [f"data.path={smoke.taxi_rows(os.path.join(folder, 'taxi.csv'))}", *smoke.SETTINGS, *args.set]
 
-    from cli.quiet import import_tensorflow_quietly, quiet_libraries
+    from tfxline.cli.quiet import import_tensorflow_quietly, quiet_libraries
 
     quiet_libraries()
     import_tensorflow_quietly()
-    from local import runner as local_runner
-    from pipeline.config_loader import load_config
-    from transforms import features as F
+    from tfxline.local import runner as local_runner
+    from tfxline.pipeline.config_loader import load_config
+    from tfxline.transforms import features as F
 
     cfg = load_config(args.config, overrides=[f"output_root={args.output}", *sets])
     if cfg.features.task != F.TASK_BINARY:

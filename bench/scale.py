@@ -38,9 +38,9 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
 from bench import smoke  # noqa: E402
-from pipeline import data_source  # noqa: E402
-from runs.summary import collect_run  # noqa: E402
-from trainer.settings import TRAINING_RUN_FILE  # noqa: E402
+from tfxline.pipeline import data_source  # noqa: E402
+from tfxline.runs.summary import collect_run  # noqa: E402
+from tfxline.trainer.settings import TRAINING_RUN_FILE  # noqa: E402
 
 # Numeric columns and their jitter: relative for amounts, absolute for coordinates.
 RELATIVE = {"fare": 0.03, "tips": 0.03, "trip_miles": 0.03, "trip_seconds": 0.03}
@@ -106,7 +106,7 @@ class PeakRSS(threading.Thread):
 def component_peaks(metadata_path: str, summary, samples) -> Dict[str, float]:
     """Each component's peak (GB, the whole process tree) over its execution's window in MLMD
     (a component shorter than the 0.5 s sampling may hold no sample: left out)."""
-    from runs.store import open_store
+    from tfxline.runs.store import open_store
 
     nodes = {c.execution_id: c.node_id for c in summary.components}
     peaks = {}

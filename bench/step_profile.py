@@ -31,7 +31,7 @@ sys.path.insert(0, ROOT)
 
 from bench import gpu_bench, smoke  # noqa: E402
 from bench.results_table import row_error, write_results  # noqa: E402
-from trainer import profile  # noqa: E402
+from tfxline.trainer import profile  # noqa: E402
 
 ROWS = {
     "b256": gpu_bench.case("default", 256, spe=1),
@@ -56,7 +56,7 @@ def profile_fit(trainable, ds, log_dir: str, executions: int, warmup: int = 3) -
 
 
 def profile_row(info, files, name: str, row: dict, steps: int, traces: str, gpu: bool) -> dict:
-    from trainer import precision
+    from tfxline.trainer import precision
 
     spe = row["steps_per_execution"]
     executions = max(2, -(-steps // spe))

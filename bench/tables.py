@@ -97,7 +97,7 @@ def label_values(records, graph: str, label, task: str):
         import tensorflow as tf
         import tensorflow_transform as tft
 
-        from transforms.preprocessing import label_in_its_unit
+        from tfxline.transforms.preprocessing import label_in_its_unit
 
         out_tf = tft.TFTransformOutput(graph)
         layer, spec = out_tf.transform_features_layer(), out_tf.raw_feature_spec()
@@ -111,7 +111,7 @@ def model_outputs(model_dir: str, requests):
     import numpy as np
     import tensorflow as tf
 
-    from pipeline.predict import load_serving_fn
+    from tfxline.pipeline.predict import load_serving_fn
 
     serve = load_serving_fn(model_dir)
     out = []
@@ -144,9 +144,9 @@ def score(name: str, work: str, sets) -> dict:
     from sklearn.metrics import accuracy_score, mean_squared_error, roc_auc_score
 
     import quality as Q
-    from pipeline.config import EVAL_SPLIT, TRAIN_SPLIT
-    from pipeline.config_loader import load_config
-    from cli.quiet import import_tensorflow_quietly, quiet_libraries
+    from tfxline.pipeline.config import EVAL_SPLIT, TRAIN_SPLIT
+    from tfxline.pipeline.config_loader import load_config
+    from tfxline.cli.quiet import import_tensorflow_quietly, quiet_libraries
 
     quiet_libraries()
     import_tensorflow_quietly()

@@ -27,7 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from bench import smoke  # noqa: E402
-from cli.quiet import import_tensorflow_quietly, quiet_libraries  # noqa: E402
+from tfxline.cli.quiet import import_tensorflow_quietly, quiet_libraries  # noqa: E402
 
 LATENCY_ROWS = 300
 SMOKE_LATENCY_ROWS = 20
@@ -35,13 +35,13 @@ RESULTS = os.path.join(ROOT, "bench", "results", "tflite.json")
 
 
 def ensure_run(config: str, output: str, run_args=()):
-    from serving import push as serving_push
-    from pipeline.config_loader import load_config
+    from tfxline.serving import push as serving_push
+    from tfxline.pipeline.config_loader import load_config
 
     cfg = load_config(config, overrides=[f"output_root={output}"])
     if not serving_push.versions(cfg.serving_dir):
         print(f"[{config}] running the pipeline into {output} ...", flush=True)
-        subprocess.run([sys.executable, "-m", "cli.main", "run", "--config", config, "--output", output, *run_args],
+        subprocess.run([sys.executable, "-m", "tfxline.cli.main", "run", "--config", config, "--output", output, *run_args],
                        check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
     return cfg
 
@@ -66,10 +66,10 @@ def single_example_latency(call, rows):
 def bench_config(config: str, output: str, latency_rows: int = LATENCY_ROWS, run_args=()) -> dict:
     import tensorflow as tf
 
-    from serving import push as serving_push
-    from serving import tflite as T
-    from serving.batch_latency import eval_records
-    from trainer.export import SERVING_SIGNATURE
+    from tfxline.serving import push as serving_push
+    from tfxline.serving import tflite as T
+    from tfxline.serving.batch_latency import eval_records
+    from tfxline.trainer.export import SERVING_SIGNATURE
 
     cfg = ensure_run(config, output, run_args)
     version = serving_push.versions(cfg.serving_dir)[-1]
@@ -126,7 +126,7 @@ def main(argv=None) -> int:
         args.output = os.path.join(os.path.dirname(results_path), "runs")
         data = ["--data", smoke.taxi_rows(os.path.join(args.output, "taxi.csv"))] if configs == ["taxi"] else []
         run_args = data + [a for s in smoke.SETTINGS + smoke.PUSHED for a in ("--set", s)]
-    from trainer.keras_compat import select_legacy_keras
+    from tfxline.trainer.keras_compat import select_legacy_keras
     select_legacy_keras()  # before TensorFlow is imported, as the CLI does
     quiet_libraries()
     import_tensorflow_quietly()

@@ -61,7 +61,7 @@ def input_pipeline(graph, examples, batches=BATCHES):
     import tensorflow as tf
     import tensorflow_transform as tft
 
-    from trainer import data
+    from tfxline.trainer import data
 
     output = tft.TFTransformOutput(graph)
     decode = data.transformed_decoder(output)
@@ -94,9 +94,9 @@ if {cpus} > 1:
     tf.config.set_logical_device_configuration(tf.config.list_physical_devices("CPU")[0],
         [tf.config.LogicalDeviceConfiguration() for _ in range({cpus})])
 from tfx.components.trainer.fn_args_utils import FnArgs
-from pipeline.config_loader import load_config
-from pipeline.factory import trainer_custom_config
-from trainer.run import run_fn
+from tfxline.pipeline.config_loader import load_config
+from tfxline.pipeline.factory import trainer_custom_config
+from tfxline.trainer.run import run_fn
 cfg = load_config(overrides=["runtime.precision={precision}",
                              "runtime.strategy={'mirrored' if cpus > 1 else 'default'}", "training.epochs=2",
                              "training.early_stopping_patience=0", "training.batch_size={BATCH}"])

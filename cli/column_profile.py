@@ -13,7 +13,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from transforms import dates
+from tfxline.transforms import dates
 
 INT, FLOAT, STRING, EMPTY = "int", "float", "string", "empty"
 SKEWED = 1.0   # skewness above which non-negative numbers are log-scaled (inputs, a regression label)

@@ -80,9 +80,9 @@ def config_file(args: argparse.Namespace):
 def config_from_args(args: argparse.Namespace, data: bool = True):
     """The config the flags ask for. --train-steps N also fits the config's rounds (training.epochs
     in steps mode) to N unless --set training.epochs is given, and says so on stderr when it lowers them."""
-    from pipeline.config import ConfigError
-    from pipeline.config_loader import config_from_dict, raw_config
-    from pipeline.config_trainer import fit_rounds_to_steps
+    from tfxline.pipeline.config import ConfigError
+    from tfxline.pipeline.config_loader import config_from_dict, raw_config
+    from tfxline.pipeline.config_trainer import fit_rounds_to_steps
 
     explicit = {
         "data.path": args.data, "output_root": args.output, "data.schema": args.schema,
@@ -118,10 +118,10 @@ def config_or_bad_input(args, tensorflow: bool = True, data: bool = True):
     """The command's config, or BadInput (exit 2, one line). ``data``: the command reads the
     data, so its path must exist; the commands that read what runs left (runs, report, gc,
     serving, predict) keep working after the day's file is moved away."""
-    from pipeline.config import ConfigError
-    from pipeline.config_loader import MissingDataError
-    from pipeline.data_source import DataError
-    from transforms.features import FeatureSpecError
+    from tfxline.pipeline.config import ConfigError
+    from tfxline.pipeline.config_loader import MissingDataError
+    from tfxline.pipeline.data_source import DataError
+    from tfxline.transforms.features import FeatureSpecError
 
     try:
         cfg = config_from_args(args, data=data)
@@ -137,7 +137,7 @@ def config_or_bad_input(args, tensorflow: bool = True, data: bool = True):
 def quiet_tensorflow() -> None:
     """Import TensorFlow without its import-time noise (after the cheap checks, so a bad
     input fails fast)."""
-    from cli.quiet import import_tensorflow_quietly
+    from tfxline.cli.quiet import import_tensorflow_quietly
 
     import_tensorflow_quietly()
 

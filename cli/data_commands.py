@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from cli.common import EXIT_OK, BadInput, add_config_args, config_file, config_or_bad_input, quiet_tensorflow
+from tfxline.cli.common import EXIT_OK, BadInput, add_config_args, config_file, config_or_bad_input, quiet_tensorflow
 
 
 def add_init(sub) -> None:
     init = sub.add_parser("init", help="write a config and a schema for your CSV, decided from its columns")
     init.add_argument("--data", required=True, metavar="CSV", help="the CSV (a file, .csv.gz, or a directory of them)")
     init.add_argument("--label", required=True, metavar="COLUMN", help="the column to predict")
-    from task_types import NAMES as TASKS  # no TensorFlow
+    from tfxline.task_types import NAMES as TASKS  # no TensorFlow
 
     init.add_argument("--task", choices=TASKS,
                       help="default: from the label's values (two values: binary; text or a few whole numbers: "
@@ -48,8 +48,8 @@ def add_predict(sub) -> None:
 
 
 def cmd_init(args, stream: TextIO) -> int:
-    from cli import init_project
-    from pipeline.data_source import DataError
+    from tfxline.cli import init_project
+    from tfxline.pipeline.data_source import DataError
 
     quiet_tensorflow()  # the schema is drafted with TFDV
     try:
@@ -59,8 +59,8 @@ def cmd_init(args, stream: TextIO) -> int:
 
 
 def cmd_schema_draft(args, stream: TextIO) -> int:
-    from cli import schema_draft
-    from pipeline.data_source import DataError
+    from tfxline.cli import schema_draft
+    from tfxline.pipeline.data_source import DataError
 
     cfg = config_or_bad_input(args)
     try:
@@ -70,9 +70,9 @@ def cmd_schema_draft(args, stream: TextIO) -> int:
 
 
 def cmd_predict(args, stream: TextIO) -> int:
-    from pipeline.data_source import DataError
-    from pipeline.predict import predict_csv
-    from serving.release import ReleaseError
+    from tfxline.pipeline.data_source import DataError
+    from tfxline.pipeline.predict import predict_csv
+    from tfxline.serving.release import ReleaseError
 
     cfg = config_or_bad_input(args, data=False)
     try:

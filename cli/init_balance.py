@@ -18,7 +18,7 @@ import collections
 import dataclasses
 from typing import Any, Dict, List, Sequence, Tuple
 
-import task_types
+from tfxline import task_types
 
 RARE_SHARE = 0.2
 MIN_PER_SPLIT = 5

@@ -9,9 +9,9 @@ import dataclasses
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from cli import column_profile as cp
-from cli.column_profile import ColumnProfile
-from cli.init_label import InitError
+from tfxline.cli import column_profile as cp
+from tfxline.cli.column_profile import ColumnProfile
+from tfxline.cli.init_label import InitError
 
 MAX_CATEGORY_NUMBERS = 20    # whole numbers with at most this many values are categories
 MAX_VOCABULARY = 1000        # a text column's top_k

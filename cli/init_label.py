@@ -7,12 +7,12 @@ from __future__ import annotations
 import shlex
 from typing import Any, Dict, Optional, Sequence, Tuple
 
-import task_types
-from cli import column_profile as cp
-from cli.column_profile import ColumnProfile
-from pipeline import labels
-from task_types.binary import positive_value
-from transforms import features as F
+from tfxline import task_types
+from tfxline.cli import column_profile as cp
+from tfxline.cli.column_profile import ColumnProfile
+from tfxline.pipeline import labels
+from tfxline.task_types.binary import positive_value
+from tfxline.transforms import features as F
 
 
 class InitError(ValueError):

@@ -25,8 +25,8 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
-import task_types
-from cli import column_profile as cp
+from tfxline import task_types
+from tfxline.cli import column_profile as cp
 
 PERFECT = 0.99           # a one-column model's accuracy, AUC or R² at or above: a leak
 COVERAGE = 0.9           # a pure side holding this share of its class's rows: a leak

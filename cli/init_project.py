@@ -28,14 +28,14 @@ import os
 import re
 from typing import Any, Dict, List, Optional, TextIO, Tuple
 
-from cli import column_profile as cp
-from cli import init_balance
-from cli.init_inputs import Decision, choose_inputs, feature_name, identifies_rows, out_specs
-from cli.init_label import InitError, choose_label
-from cli.init_leaks import find_leaks
-from pipeline import data_source, names
-from runs import files
-from transforms.close_names import closest
+from tfxline.cli import column_profile as cp
+from tfxline.cli import init_balance
+from tfxline.cli.init_inputs import Decision, choose_inputs, feature_name, identifies_rows, out_specs
+from tfxline.cli.init_label import InitError, choose_label
+from tfxline.cli.init_leaks import find_leaks
+from tfxline.pipeline import data_source, names
+from tfxline.runs import files
+from tfxline.transforms.close_names import closest
 
 CONFIG_FILE, SCHEMA_FILE = "config.yaml", "schema.pbtxt"
 
@@ -215,7 +215,7 @@ def _quote(text: str) -> str:
 
 def init(data_path: str, label: str, task: Optional[str], positive: Optional[str], directory: str,
          force: bool, stream: TextIO) -> int:
-    from cli import schema_draft as schema_tools
+    from tfxline.cli import schema_draft as schema_tools
 
     config_path, schema_path = os.path.join(directory, CONFIG_FILE), os.path.join(directory, SCHEMA_FILE)
     existing = [p for p in (config_path, schema_path) if os.path.exists(p)]
@@ -225,7 +225,7 @@ def init(data_path: str, label: str, task: Optional[str], positive: Optional[str
     import yaml
     from google.protobuf import text_format
 
-    from pipeline.config_loader import config_from_dict
+    from tfxline.pipeline.config_loader import config_from_dict
 
     schema_text = text_format.MessageToString(schema_tools.csv_schema(header, columns))
     config_text = render_config(p, os.path.abspath(schema_path))

@@ -12,7 +12,7 @@ import os
 import sys
 from typing import Dict, TextIO
 
-from cli.common import EXIT_FAILED, EXIT_OK, BadInput, add_config_args, config_or_bad_input, quiet_tensorflow
+from tfxline.cli.common import EXIT_FAILED, EXIT_OK, BadInput, add_config_args, config_or_bad_input, quiet_tensorflow
 
 
 def add_commands(sub) -> None:
@@ -47,7 +47,7 @@ def add_commands(sub) -> None:
                     help="compiled with a local --pipeline-root (mounted into the containers) or a gs:// one")
     add_param_args(rc)
     rc.add_argument("--image", default="", help="run every task in this image instead of the compiled one")
-    from kubeflow.launcher import KFP_VERSIONS, NEWEST
+    from tfxline.kubeflow.launcher import KFP_VERSIONS, NEWEST
 
     rc.add_argument("--kfp-version", default=NEWEST, metavar="X.Y",
                     help=f"give each task what this Kubeflow Pipelines backend release's driver and launcher give: "
@@ -77,7 +77,7 @@ def params(args) -> dict:
 
 
 def cmd_compile(args, stream: TextIO) -> int:
-    from kubeflow.compile import compile_pipeline
+    from tfxline.kubeflow.compile import compile_pipeline
 
     cfg = config_or_bad_input(args)
     compile_pipeline(cfg, image=args.image, pipeline_root=args.pipeline_root,
@@ -87,7 +87,7 @@ def cmd_compile(args, stream: TextIO) -> int:
 
 
 def cmd_submit(args, stream: TextIO) -> int:
-    from kubeflow import submit as submit_lib
+    from tfxline.kubeflow import submit as submit_lib
 
     try:
         request = submit_lib.build_request(
@@ -116,8 +116,8 @@ def task_env(pairs) -> Dict[str, str]:
 
 
 def cmd_run_compiled(args, stream: TextIO) -> int:
-    from kubeflow import run_compiled as rc
-    from kubeflow import spec
+    from tfxline.kubeflow import run_compiled as rc
+    from tfxline.kubeflow import spec
 
     try:
         result = rc.run_compiled(args.pipeline_json, parameters=params(args), train_steps=args.train_steps,
@@ -134,8 +134,8 @@ def cmd_run_compiled(args, stream: TextIO) -> int:
         quiet_tensorflow()
         from tfx.utils import path_utils
 
-        from components.tfma_results import read_evaluation
-        from runs.console import format_metrics
+        from tfxline.components.tfma_results import read_evaluation
+        from tfxline.runs.console import format_metrics
 
         model = result.output("model")  # its label vocabulary names a multi-class run's classes
         overall, _, failed = read_evaluation(evaluation["uri"],

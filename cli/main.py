@@ -26,8 +26,8 @@ import threading
 import time
 from typing import Optional, Sequence, TextIO
 
-from cli import data_commands, kubeflow, run_command, runs_commands, serving_commands
-from cli.common import (  # noqa: F401 - the exit codes, read here too
+from tfxline.cli import data_commands, kubeflow, run_command, runs_commands, serving_commands
+from tfxline.cli.common import (  # noqa: F401 - the exit codes, read here too
     EXIT_BAD_INPUT,
     EXIT_BROKEN_PIPE,
     EXIT_FAILED,
@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None, stream: Optional[TextIO] = None) -> int:
-    from local.process import interruption_exit_code, interruption_name, interruption_of, signals_stop_run
+    from tfxline.local.process import interruption_exit_code, interruption_name, interruption_of, signals_stop_run
 
     signals: list = []
     try:
@@ -80,13 +80,13 @@ def main(argv: Optional[Sequence[str]] = None, stream: Optional[TextIO] = None) 
 
 def _command(argv: Optional[Sequence[str]], stream: TextIO) -> int:
     # Entry point: process-wide settings are made here, before TensorFlow is imported.
-    from trainer.keras_compat import select_legacy_keras
+    from tfxline.trainer.keras_compat import select_legacy_keras
 
     select_legacy_keras()
-    from cli.quiet import quiet_libraries
+    from tfxline.cli.quiet import quiet_libraries
 
     quiet_libraries()
-    from pipeline.config import ConfigError
+    from tfxline.pipeline.config import ConfigError
     args = build_parser().parse_args(argv)
     try:
         return args.func(args, stream)

@@ -16,10 +16,10 @@ def start_notebook(work_dir: str) -> str:
     into the cells; here, as in a run (local/process.logging_to), those lines go to
     ``<work_dir>/logs/notebook.log`` (returned), and a cell shows what its code prints and displays.
     A pipeline run still writes its own log, which its first line names."""
-    from trainer.keras_compat import select_legacy_keras
+    from tfxline.trainer.keras_compat import select_legacy_keras
 
     select_legacy_keras()
-    from cli.quiet import import_tensorflow_quietly, quiet_libraries
+    from tfxline.cli.quiet import import_tensorflow_quietly, quiet_libraries
 
     quiet_libraries()
     import_tensorflow_quietly()

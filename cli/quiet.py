@@ -9,7 +9,7 @@ import re
 import sys
 import warnings
 
-from serving.native_stderr import stderr_filtered
+from tfxline.serving.native_stderr import stderr_filtered
 
 
 def quiet_libraries() -> None:

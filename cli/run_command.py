@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Optional, TextIO
 
-from cli.common import (
+from tfxline.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     BadInput,
@@ -33,7 +33,7 @@ def cmd_run(args, stream: TextIO) -> int:
     (local/monitoring.py), as a failed or complete run does from the local runner."""
     import time
 
-    from pipeline.config import ConfigError
+    from tfxline.pipeline.config import ConfigError
 
     started, cfg = time.time(), None
     stream = ReaderMayLeave(stream)  # `tfxline run | head`: the run goes on and is recorded
@@ -54,15 +54,15 @@ def cmd_run(args, stream: TextIO) -> int:
 def _refused(args, cfg, reason: str, message: str, started: float, stream: TextIO) -> None:
     """A run that never reached its components, reported with the config, or with its reporting
     keys alone when the config itself was refused (local/outcome.py)."""
-    from local import outcome
+    from tfxline.local import outcome
 
     outcome.report_refusal(cfg or monitoring_config_of(args), reason, message, started, stream)
 
 
 def _run(args, cfg, stream: TextIO) -> int:
-    from local import runner
-    from pipeline.data_source import DataError
-    from transforms.features import FeatureSpecError
+    from tfxline.local import runner
+    from tfxline.pipeline.data_source import DataError
+    from tfxline.transforms.features import FeatureSpecError
 
     span = span_number(args.span)
     if cfg.data.format != "csv":
@@ -89,7 +89,7 @@ def monitoring_config_of(args):
     """The config's name, output root, serving location and monitoring section alone (the file's
     and the command line's): enough to report a refusal of the rest; None when even those are
     refused (the refusal's own error line says what is wrong)."""
-    from pipeline.config_reporting import load_reporting_config
+    from tfxline.pipeline.config_reporting import load_reporting_config
 
     keep = [item for item in args.set
             if item.partition("=")[0].strip().split(".")[0] in ("monitoring", "name", "output_root", "serving")]
@@ -119,7 +119,7 @@ def span_number(value: Optional[str]) -> Optional[int]:
 def print_summary(result, stream: TextIO, tf_serving_url: str = "") -> None:
     """``tf_serving_url``: serving.tf_serving_url, for a run that just pushed (``runs show`` of an
     earlier run leaves it out: its label move may be long settled)."""
-    from runs.console import format_summary
+    from tfxline.runs.console import format_summary
 
     print(format_summary(result, tf_serving_url), file=stream, flush=True)
     trainer = result.component("Trainer")

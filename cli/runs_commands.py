@@ -6,8 +6,8 @@ import argparse
 import os
 from typing import TextIO
 
-from cli.common import EXIT_OK, BadInput, add_config_args, config_or_bad_input, count, quiet_tensorflow
-from cli.run_command import print_summary
+from tfxline.cli.common import EXIT_OK, BadInput, add_config_args, config_or_bad_input, count, quiet_tensorflow
+from tfxline.cli.run_command import print_summary
 
 
 def add_commands(sub) -> None:
@@ -39,7 +39,7 @@ def add_commands(sub) -> None:
 def cmd_report(args, stream: TextIO) -> int:
     run_dir = args.run_dir or _latest_run_dir(config_or_bad_input(args, data=False))
     quiet_tensorflow()  # before the report's modules, which import TensorFlow
-    from runs.report import collect, render
+    from tfxline.runs.report import collect, render
 
     try:
         data = collect.collect(run_dir)
@@ -57,7 +57,7 @@ def cmd_report(args, stream: TextIO) -> int:
 
 def _latest_run_dir(cfg) -> str:
     """The newest run of the configured pipeline in its MLMD store, as a run directory."""
-    from runs.store import describe_store, latest_run_id, open_store, store_exists
+    from tfxline.runs.store import describe_store, latest_run_id, open_store, store_exists
 
     run_id = latest_run_id(open_store(cfg.metadata_store), cfg.name) if store_exists(cfg.metadata_store) else None
     if run_id is None:
@@ -74,9 +74,9 @@ def cmd_runs(args, stream: TextIO) -> int:
     """The runs' table, or one run's summary (``show RUN_ID``, ``show latest``): from MLMD, with
     each run's error line and wall time as it recorded them under the output root (MLMD holds
     neither)."""
-    from runs import history
-    from runs.store import describe_store, latest_run_id, open_store, store_exists
-    from runs.summary import collect_run
+    from tfxline.runs import history
+    from tfxline.runs.store import describe_store, latest_run_id, open_store, store_exists
+    from tfxline.runs.summary import collect_run
 
     cfg = config_or_bad_input(args, data=False)
     if not store_exists(cfg.metadata_store):
@@ -108,7 +108,7 @@ def cmd_runs(args, stream: TextIO) -> int:
         result.report_path = report if os.path.isfile(report) else ""
         print_summary(result, stream)
         if result.components:
-            from runs.console import component_seconds_line
+            from tfxline.runs.console import component_seconds_line
             print(component_seconds_line(result), file=stream, flush=True)
         return EXIT_OK
     rows = history.list_runs(cfg.metadata_store, cfg.name, last=args.last, serving_dir=cfg.serving_dir,
@@ -131,9 +131,9 @@ def _started_ms(store, run_id) -> int:
 
 
 def cmd_gc(args, stream: TextIO) -> int:
-    from local.lock import one_run_at_a_time
-    from runs import retention
-    from runs.store import store_exists
+    from tfxline.local.lock import one_run_at_a_time
+    from tfxline.runs import retention
+    from tfxline.runs.store import store_exists
 
     cfg = config_or_bad_input(args, data=False)
     keep = args.keep_runs if args.keep_runs is not None else cfg.retention.keep_runs

@@ -17,10 +17,10 @@ from typing import List, Optional, Sequence, TextIO
 
 from google.protobuf import text_format
 
-from pipeline import data_source
-from pipeline.config import PipelineConfig
-from pipeline.data_source import DataError
-from runs import files
+from tfxline.pipeline import data_source
+from tfxline.pipeline.config import PipelineConfig
+from tfxline.pipeline.data_source import DataError
+from tfxline.runs import files
 
 ENCODE_ROWS = 20_000  # rows typed and encoded at a time (the ExampleGen's batch)
 
@@ -32,7 +32,7 @@ def csv_statistics(header: Sequence[str], columns: Sequence[Sequence[str]]):
     from tensorflow_data_validation.statistics import stats_impl, stats_options
     from tfx_bsl.coders import example_coder
 
-    from components import csv_example_gen
+    from tfxline.components import csv_example_gen
 
     cells = [[c.encode() for c in column] for column in columns]
     infos = [csv_example_gen.csv_decoder.ColumnInfo(name, csv_example_gen.column_type(column))

@@ -8,7 +8,7 @@ import os
 import sys
 from typing import TextIO
 
-from cli.common import EXIT_FAILED, EXIT_OK, BadInput, add_config_args, config_or_bad_input
+from tfxline.cli.common import EXIT_FAILED, EXIT_OK, BadInput, add_config_args, config_or_bad_input
 
 
 def add_commands(sub) -> None:
@@ -47,10 +47,10 @@ def add_commands(sub) -> None:
 
 
 def cmd_serving(args, stream: TextIO) -> int:
-    from local.lock import one_run_at_a_time
-    from runs import versions
-    from serving.push import RollbackError
-    from serving.release import ReleaseError
+    from tfxline.local.lock import one_run_at_a_time
+    from tfxline.runs import versions
+    from tfxline.serving.push import RollbackError
+    from tfxline.serving.release import ReleaseError
 
     cfg = config_or_bad_input(args, tensorflow=False, data=False)  # these commands read and copy files
     command = getattr(args, "serving_command", None)

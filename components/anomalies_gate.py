@@ -27,7 +27,7 @@ from tfx.dsl.components.base import base_component, base_executor, executor_spec
 from tfx.types import artifact_utils, standard_artifacts
 from tfx.types.component_spec import ChannelParameter, ExecutionParameter
 
-from components import metric_samples, run_metrics
+from tfxline.components import metric_samples, run_metrics
 
 ANOMALIES_FILE = "SchemaDiff.pb"
 ANOMALIES_KEY, STATISTICS_KEY = "anomalies", "statistics"

@@ -31,8 +31,8 @@ from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import proto_utils
 from tfx_bsl.coders import csv_decoder
 
-from components import csv_records, example_encoder, example_splits
-from components.csv_records import DROPPED, read_header
+from tfxline.components import csv_records, example_encoder, example_splits
+from tfxline.components.csv_records import DROPPED, read_header
 
 ColumnType = csv_decoder.ColumnType
 _INT64_MIN, _INT64_MAX = np.iinfo(np.int64).min, np.iinfo(np.int64).max

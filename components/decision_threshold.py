@@ -16,7 +16,7 @@ from typing import Dict, Optional
 
 from tensorflow_model_analysis.proto import config_pb2 as tfma_pb2
 
-from components import histogram_metrics
+from tfxline.components import histogram_metrics
 
 CANDIDATE, BASELINE = "candidate", "baseline"  # tfma.CANDIDATE_KEY, tfma.BASELINE_KEY
 

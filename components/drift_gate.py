@@ -35,11 +35,11 @@ from tfx.types import artifact_utils, standard_artifacts
 from tfx.types.component_spec import ChannelParameter, ExecutionParameter
 from tfx.utils import io_utils
 
-from components import metric_samples, run_metrics
-from components.anomalies_gate import ANOMALIES_FILE, DataAnomaliesError
-from components.spans import span_of, version_of
-from serving import push as serving_push
-from serving import release as serving_release
+from tfxline.components import metric_samples, run_metrics
+from tfxline.components.anomalies_gate import ANOMALIES_FILE, DataAnomaliesError
+from tfxline.components.spans import span_of, version_of
+from tfxline.serving import push as serving_push
+from tfxline.serving import release as serving_release
 
 STATISTICS_KEY, SCHEMA_KEY, EXAMPLES_KEY, DRIFT_KEY = "statistics", "schema", "examples", "drift_anomalies"
 SPAN_LEDGER = "spans"  # below the pipeline root

@@ -16,7 +16,7 @@ import dataclasses
 import math
 from typing import Dict, Optional
 
-import task_types
+from tfxline import task_types
 
 
 @dataclasses.dataclass(frozen=True)

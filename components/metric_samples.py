@@ -8,9 +8,9 @@ from __future__ import annotations
 import logging
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from components import run_metrics, task_metrics
-from components.run_metrics import COMPLETED, REASONS, Sample
-from serving import push as serving_push
+from tfxline.components import run_metrics, task_metrics
+from tfxline.components.run_metrics import COMPLETED, REASONS, Sample
+from tfxline.serving import push as serving_push
 
 
 def outcome_samples(reason: str, ended: float, component: str = "", no_run_hours: float = 0.0,
@@ -95,7 +95,7 @@ def statistics_examples_at(uri: str) -> Dict[str, int]:
     summary records of it."""
     from tfx.types import artifact_utils, standard_artifacts
 
-    from serving import storage
+    from tfxline.serving import storage
 
     if not uri or not storage.isdir(uri):
         return {}
@@ -121,8 +121,8 @@ def statistics_examples(statistics) -> Dict[str, int]:
 def drift_samples(drift_anomalies_uri: str) -> List[Sample]:
     """Every drift measurement the DriftGate recorded (nothing when it compared nothing); a
     feature compared with two references reports the larger."""
-    from components.drift_gate import ANOMALIES_FILE, SPLIT
-    from serving import storage
+    from tfxline.components.drift_gate import ANOMALIES_FILE, SPLIT
+    from tfxline.serving import storage
 
     path = storage.join(drift_anomalies_uri, f"Split-{SPLIT}", ANOMALIES_FILE) if drift_anomalies_uri else ""
     if not path or not storage.isfile(path):
@@ -148,7 +148,7 @@ def drift_samples_of(anomalies) -> List[Sample]:
 
 def serving_samples(serving_dir: str) -> List[Sample]:
     """The stable version after the run and when the newest version was pushed."""
-    from serving import release as serving_release
+    from tfxline.serving import release as serving_release
 
     versions = serving_push.versions(serving_dir)
     if not versions:

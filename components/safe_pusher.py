@@ -31,16 +31,16 @@ from tfx.types import standard_artifacts
 from tfx.types.component_spec import ChannelParameter, ExecutionParameter
 from tfx.utils import path_utils
 
-from components import metric_samples, run_metrics
-from components.spans import span_of, version_of
-from components.tfma_results import overall_diff, read_evaluation
-from serving import batch_latency
-from serving import push as serving_push
-from serving import release as serving_release
-from serving import tflite as tflite_export
-from trainer import decision as trainer_decision
-from transforms import features as F
-from transforms.analyzers import AnalyzerValuesError
+from tfxline.components import metric_samples, run_metrics
+from tfxline.components.spans import span_of, version_of
+from tfxline.components.tfma_results import overall_diff, read_evaluation
+from tfxline.serving import batch_latency
+from tfxline.serving import push as serving_push
+from tfxline.serving import release as serving_release
+from tfxline.serving import tflite as tflite_export
+from tfxline.trainer import decision as trainer_decision
+from tfxline.transforms import features as F
+from tfxline.transforms.analyzers import AnalyzerValuesError
 
 MODEL_KEY, BLESSING_KEY, EVALUATION_KEY, EXAMPLES_KEY = "model", "model_blessing", "evaluation", "examples"
 STATISTICS_KEY = "statistics"

@@ -41,10 +41,10 @@ from tfx.types import standard_artifacts, standard_component_specs
 from tfx.types.component_spec import ChannelParameter, ExecutionParameter
 from tfx.utils import io_utils, path_utils, proto_utils
 
-from components import decision_threshold
-from serving import push as serving_push
-from serving import release as serving_release
-from trainer import decision as trainer_decision
+from tfxline.components import decision_threshold
+from tfxline.serving import push as serving_push
+from tfxline.serving import release as serving_release
+from tfxline.trainer import decision as trainer_decision
 
 CANDIDATE_KEY, BASELINE_KEY = "candidate_model", "baseline_model"
 BASELINE_FILE = "baseline.json"

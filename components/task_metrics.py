@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Mapping, Optional
 
-import task_types
-from task_types import TaskView
+from tfxline import task_types
+from tfxline.task_types import TaskView
 
 CLASS_RECALL = "recall[{}]"
 

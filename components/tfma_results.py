@@ -9,7 +9,7 @@ import math
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from components import gates
+from tfxline.components import gates
 
 
 def read_evaluation(uri: str, model_dir: str = ""):
@@ -48,7 +48,7 @@ def prediction_sample(uri: str) -> Dict[str, List[float]]:
     overall slice (components/tfma_metrics.py); empty lists when the evaluation has none."""
     import tensorflow_model_analysis as tfma
 
-    from components.tfma_metrics import PREDICTION_SAMPLE, read_sample
+    from tfxline.components.tfma_metrics import PREDICTION_SAMPLE, read_sample
 
     for per_slice in tfma.load_metrics(uri):
         if slice_name(per_slice.slice_key) != "overall":
@@ -61,7 +61,7 @@ def prediction_sample(uri: str) -> Dict[str, List[float]]:
 
 def class_recall(matrix: Dict[Tuple[int, int], float], classes: Sequence[str] = ()) -> Dict[str, float]:
     """{'recall[<class>]': recall} per actual class of a confusion matrix, in class order."""
-    from components.task_metrics import CLASS_RECALL
+    from tfxline.components.task_metrics import CLASS_RECALL
 
     actual = sorted({a for a, _ in matrix})
     out = {}
@@ -77,7 +77,7 @@ def label_classes(model_dir: str) -> List[str]:
     Transform's label vocabulary (assets/); [] when it has none."""
     from tfx.dsl.io import fileio
 
-    from transforms.features import LABEL_VOCABULARY
+    from tfxline.transforms.features import LABEL_VOCABULARY
 
     path = os.path.join(model_dir, "assets", LABEL_VOCABULARY) if model_dir else ""
     if not path or not fileio.exists(path):
@@ -109,7 +109,7 @@ def not_blessed_reasons(validation, overall: Dict[str, Any], slices: Dict[str, D
 
 def _task_of(metrics: Dict[str, Any]) -> Optional[str]:
     """The task whose main metric the metrics hold; None when they hold none."""
-    from components.task_metrics import VIEWS
+    from tfxline.components.task_metrics import VIEWS
 
     return next((task for task, v in VIEWS.items() if v.main in metrics), None)
 

@@ -1,7 +1,7 @@
 """Compile the same ``create_pipeline()`` to a KFP v2 PipelineJob JSON (Vertex AI / KFP 2.x).
 
-Code is referenced by import path (``transforms.preprocessing.preprocessing_fn``,
-``trainer.run.run_fn``) of the project installed in the container image, never by
+Code is referenced by import path (``tfxline.transforms.preprocessing.preprocessing_fn``,
+``tfxline.trainer.run.run_fn``) of the project installed in the container image, never by
 ``module_file`` (which would package and upload user code at compile time). Paths that
 the pipeline reads are paths inside the image (see ``kubeflow/Dockerfile``) or in cloud
 storage; the metadata store is the one the cluster provides. Every task runs TFX's
@@ -19,12 +19,12 @@ import json
 import os
 from typing import Any, Dict, Optional, Tuple
 
-from components import run_metrics
-from kubeflow import entrypoint
-from kubeflow.spec import PUSHGATEWAY_PARAM, TRAIN_ARGS_PARAM
-from pipeline import beam_engines, names, stack_compat
-from pipeline.config import ConfigError, PipelineConfig
-from pipeline.data_source import DEFAULT_PATTERNS, PACKAGE_PREFIX
+from tfxline.components import run_metrics
+from tfxline.kubeflow import entrypoint
+from tfxline.kubeflow.spec import PUSHGATEWAY_PARAM, TRAIN_ARGS_PARAM
+from tfxline.pipeline import beam_engines, names, stack_compat
+from tfxline.pipeline.config import ConfigError, PipelineConfig
+from tfxline.pipeline.data_source import DEFAULT_PATTERNS, PACKAGE_PREFIX
 
 # Where the Dockerfile puts things inside the image.
 CONTAINER_PROJECT_DIR = "/pipeline"
@@ -87,7 +87,7 @@ def container_serving_dir(cfg: PipelineConfig, pipeline_root: str) -> str:
 def runtime_parameters(cfg: PipelineConfig, data_root: Optional[str] = None):
     from tfx import v1 as tfx
 
-    from pipeline.config_trainer import step_budget, train_args_json
+    from tfxline.pipeline.config_trainer import step_budget, train_args_json
 
     default_root = data_root or container_data_location(cfg)[0]
     return {
@@ -103,8 +103,8 @@ def runtime_parameters(cfg: PipelineConfig, data_root: Optional[str] = None):
 
 def build_pipeline(cfg: PipelineConfig, pipeline_root: str, image: str, data_root: Optional[str] = None):
     """The KFP flavour of the pipeline: same factory, cluster paths and runtime parameters."""
-    from kubeflow import vertex
-    from pipeline.factory import create_pipeline
+    from tfxline.kubeflow import vertex
+    from tfxline.pipeline.factory import create_pipeline
 
     params = runtime_parameters(cfg, data_root)
     return create_pipeline(

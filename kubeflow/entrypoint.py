@@ -51,7 +51,7 @@ import sys
 from typing import Any, Dict, List
 
 TFX_ENTRYPOINT = "tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor"
-COMMAND = ("python", "-m", "kubeflow.entrypoint")  # this module
+COMMAND = ("python", "-m", "tfxline.kubeflow.entrypoint")  # this module
 INVOCATION_FLAG = "--json_serialized_invocation_args"
 INPUTS_SPEC_FLAG = "--json_serialized_inputs_spec_args"
 EXECUTOR_LOGS = "executor-logs"  # the output KFP's driver adds from 2.5 (see above)
@@ -117,7 +117,7 @@ def fit_executor_input(argv: List[str]) -> List[str]:
 
 
 def main() -> None:
-    from pipeline.executor_patches import executor_patches
+    from tfxline.pipeline.executor_patches import executor_patches
 
     sys.argv = [sys.argv[0]] + fit_executor_input(sys.argv[1:])
     with executor_patches():

@@ -8,7 +8,7 @@ import dataclasses
 import re
 from typing import Tuple
 
-from kubeflow.spec import SpecError
+from tfxline.kubeflow.spec import SpecError
 
 # The backend releases tagged in kubeflow/pipelines (after 2.5.0 the next is 2.14.0).
 KFP_VERSIONS = ("2.0", "2.1", "2.2", "2.3", "2.4", "2.5", "2.14", "2.15", "2.16", "2.17")

@@ -28,7 +28,7 @@ from decimal import Decimal
 from typing import Any, Callable, Dict, Mapping, Optional
 
 # the releases, here too where run-compiled and the CLI find them
-from kubeflow.kfp_backends import KFP_VERSIONS, NEWEST, Backend, UnsupportedSpec, backend  # noqa: F401
+from tfxline.kubeflow.kfp_backends import KFP_VERSIONS, NEWEST, Backend, UnsupportedSpec, backend  # noqa: F401
 
 # launcher_v2.go:526 at 2.17.0 (:375 at 2.0.0): component.OutputMetadataFilepath.
 OUTPUT_METADATA_FILEPATH = "/tmp/kfp_outputs/output_metadata.json"

@@ -44,9 +44,9 @@ import subprocess
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, TextIO
 
-from kubeflow import launcher, spec
-from kubeflow.launcher import UnsupportedSpec, build_executor_input, fill_placeholders
-from serving import storage
+from tfxline.kubeflow import launcher, spec
+from tfxline.kubeflow.launcher import UnsupportedSpec, build_executor_input, fill_placeholders
+from tfxline.serving import storage
 
 
 class RunCompiledError(RuntimeError):
@@ -84,7 +84,7 @@ class RunResult:
         (one line) and failed thresholds, when the caller can read TFMA's output (the CLI does)."""
         lines = [f"run {self.run_id} ({len(self.tasks)} tasks in containers of {self.image}, as KFP "
                  f"{self.kfp_version} runs them): wall time {self.seconds:.0f}s"]
-        from runs.console import blessing_line, drift_line
+        from tfxline.runs.console import blessing_line, drift_line
 
         drift = metadata_of(self.output("drift_anomalies")).get("compared_with", "")
         if drift:

@@ -15,8 +15,8 @@ import json
 import os
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from pipeline.config_trainer import train_args_json
-from pipeline.data_source import has_span_spec
+from tfxline.pipeline.config_trainer import train_args_json
+from tfxline.pipeline.data_source import has_span_spec
 
 TRAIN_ARGS_PARAM = "train_args"
 PUSHGATEWAY_PARAM = "pushgateway_url"  # the Pusher sends the run's metrics there (components/run_metrics.py)

@@ -13,7 +13,7 @@ import re
 import tempfile
 from typing import Any, Dict, Mapping, Optional
 
-from kubeflow import spec
+from tfxline.kubeflow import spec
 
 TARGETS = ("vertex", "kfp")
 # A Kubernetes object name (DNS-1123 subdomain): what KFP's API server sets as the workflow's

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional
 
-from pipeline.config import PipelineConfig, VertexTrainingConfig
+from tfxline.pipeline.config import PipelineConfig, VertexTrainingConfig
 
 
 def worker_pool_specs(vt: VertexTrainingConfig, image: str) -> List[Dict[str, Any]]:

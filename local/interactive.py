@@ -16,10 +16,10 @@ import sys
 import time
 from typing import Optional, TextIO
 
-from local import runner
-from local.process import interactive_beam_off, logging_to
-from pipeline.config import PipelineConfig
-from pipeline.executor_patches import executor_patches
+from tfxline.local import runner
+from tfxline.local.process import interactive_beam_off, logging_to
+from tfxline.pipeline.config import PipelineConfig
+from tfxline.pipeline.executor_patches import executor_patches
 
 
 class ComponentRunner:

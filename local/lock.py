@@ -8,7 +8,7 @@ import os
 import time
 from typing import Iterator, TextIO
 
-from pipeline.config import PipelineConfig
+from tfxline.pipeline.config import PipelineConfig
 
 LOCK_FILE = ".tfxline-run.lock"
 

@@ -17,9 +17,9 @@ import socket
 import statistics
 from typing import List, Optional, Sequence, TextIO
 
-from components import metric_samples, run_metrics
-from components.run_metrics import METRICS, Sample  # noqa: F401 - the one list, for monitoring/'s tests
-from runs import summary as summary_lib
+from tfxline.components import metric_samples, run_metrics
+from tfxline.components.run_metrics import METRICS, Sample  # noqa: F401 - the one list, for monitoring/'s tests
+from tfxline.runs import summary as summary_lib
 
 # TfxlineRunSlow's baseline: the median of up to this many earlier runs that completed and trained ...
 EXPECTED_FROM_RUNS = 10
@@ -30,8 +30,8 @@ EXPECTED_AFTER_RUNS = 3
 def outcome(summary, error: Optional[BaseException]) -> tuple:
     """(reason, component) of a run that started: which gate or component stopped it, or how it
     completed (run_metrics.REASONS)."""
-    from components.anomalies_gate import DataAnomaliesError
-    from components.drift_gate import DataDriftError
+    from tfxline.components.anomalies_gate import DataAnomaliesError
+    from tfxline.components.drift_gate import DataDriftError
 
     if error is None:
         if summary is None:

@@ -9,20 +9,20 @@ import os
 import time
 from typing import List, Optional, Sequence, TextIO
 
-from components.tfma_results import label_classes
-from local import monitoring
-from pipeline.config import PipelineConfig
-from runs import files
-from runs import summary as summary_lib
-from runs.warnings import run_warnings
+from tfxline.components.tfma_results import label_classes
+from tfxline.local import monitoring
+from tfxline.pipeline.config import PipelineConfig
+from tfxline.runs import files
+from tfxline.runs import summary as summary_lib
+from tfxline.runs.warnings import run_warnings
 
 
 def record_run(cfg: PipelineConfig, pipeline, run_id: str, started_at: str, seconds: float, error: str):
     """Write run.json, summary.json and report.html for this run (``run_id``, this process's
     own). Returns the summary; None when the run failed before MLMD registered it. A report
     that cannot be written is logged, never raised over the run's own outcome."""
-    from runs.report import render
-    from runs.report.artifacts import RUN_INFO_FILE
+    from tfxline.runs.report import render
+    from tfxline.runs.report.artifacts import RUN_INFO_FILE
 
     try:
         result = summary_lib.collect_run(cfg.metadata_store, cfg.name, run_id)
@@ -61,7 +61,7 @@ def cancel_unfinished(cfg: PipelineConfig, run_id: str, failed_too: bool = False
     components run one at a time: the run's one failure is the one the Ctrl-C stopped)."""
     from ml_metadata.proto import metadata_store_pb2 as pb
 
-    from runs import store as store_lib
+    from tfxline.runs import store as store_lib
 
     store = store_lib.open_store(cfg.metadata_store, readonly=False)
     ctx = store.get_context_by_type_and_name("pipeline_run", run_id)
@@ -87,7 +87,7 @@ def interrupted_message(nodes: Sequence[str], how: str = "Ctrl-C") -> str:
 def root_cause_message(e: BaseException) -> str:
     """One line: the schema anomalies if that is what stopped the run, else the innermost
     exception's type and first line."""
-    from components.anomalies_gate import DataAnomaliesError
+    from tfxline.components.anomalies_gate import DataAnomaliesError
 
     chain = monitoring.causes(e)
     for err in chain:
@@ -118,7 +118,7 @@ def report_refusal(cfg: Optional[PipelineConfig], reason: str, message: str, sta
     `tfxline runs` (runs/history.py), and its metrics when the config names a gateway or a
     textfile. ``cfg``: the config, or its reporting keys alone (config_reporting.load_reporting_config)
     when the rest was refused; None when even those were. Never raises: the refusal's line stands."""
-    from runs import history
+    from tfxline.runs import history
 
     if cfg is None:
         return

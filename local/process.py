@@ -17,7 +17,7 @@ import signal
 import time
 from typing import Iterator, List, Optional, TextIO
 
-from serving.native_stderr import TF_RUNTIME_NOISE, stderr_noise_to_file
+from tfxline.serving.native_stderr import TF_RUNTIME_NOISE, stderr_noise_to_file
 
 _RUNNING = re.compile(r"Component (\S+) is running\.")
 _FINISHED = re.compile(r"Component (\S+) is finished\.")
@@ -159,7 +159,7 @@ def interruption_of(error: BaseException, seen: List[KeyboardInterrupt]) -> Opti
     """The Ctrl-C or SIGTERM that ended what raised ``error``: ``error`` itself, one it was raised
     from or during, or else the first signal ``signals_stop_run`` saw meanwhile (``seen``); None
     where none did."""
-    from local.monitoring import causes
+    from tfxline.local.monitoring import causes
 
     for e in causes(error):
         if isinstance(e, KeyboardInterrupt):

@@ -16,9 +16,9 @@ import sys
 import time
 from typing import Optional, TextIO
 
-from local import monitoring, outcome
-from local.lock import one_run_at_a_time
-from local.process import (
+from tfxline.local import monitoring, outcome
+from tfxline.local.lock import one_run_at_a_time
+from tfxline.local.process import (
     frozen_heap,
     interactive_beam_off,
     interruption_exit_code,
@@ -27,14 +27,14 @@ from local.process import (
     logging_to,
     signals_stop_run,
 )
-from pipeline import beam_engines, data_source, labels, stack_compat
-from pipeline.config import TRAIN_SPLIT, PipelineConfig
-from pipeline.executor_patches import executor_patches
-from runs import files
-from runs import store as store_lib
-from runs import summary as summary_lib
-from serving.native_stderr import stderr_to_file
-from transforms.close_names import did_you_mean
+from tfxline.pipeline import beam_engines, data_source, labels, stack_compat
+from tfxline.pipeline.config import TRAIN_SPLIT, PipelineConfig
+from tfxline.pipeline.executor_patches import executor_patches
+from tfxline.runs import files
+from tfxline.runs import store as store_lib
+from tfxline.runs import summary as summary_lib
+from tfxline.serving.native_stderr import stderr_to_file
+from tfxline.transforms.close_names import did_you_mean
 
 
 @dataclasses.dataclass
@@ -81,7 +81,7 @@ def check_release(cfg: PipelineConfig) -> None:
     """The serving directory's release, which the baseline, the drift check and the push read:
     a damaged one is refused before the run (one line naming the file and the fix), not by the
     DriftGate half-way through it with a traceback in the log."""
-    from serving import release
+    from tfxline.serving import release
 
     try:
         release.read(cfg.serving_dir)
@@ -94,7 +94,7 @@ def check_tflite(cfg: PipelineConfig, schema) -> None:
     inputs), refused before the run rather than at its push."""
     from tensorflow_metadata.proto.v0 import schema_pb2
 
-    from serving import tflite
+    from tfxline.serving import tflite
 
     if cfg.serving.tflite == tflite.OFF:
         return
@@ -136,14 +136,14 @@ def component_beam_args(cfg: PipelineConfig, paths: LocalPaths) -> dict:
     """The components that run in Beam worker processes today, and their args
     (pipeline/beam_engines.component_args): CsvExampleGen writes a large day in shards that
     workers can share (TFX's ImportExampleGen writes one file per split: nothing to share)."""
-    from components.example_splits import shard_count
+    from tfxline.components.example_splits import shard_count
 
     shards = shard_count(paths.data_files) if cfg.data.format == "csv" else 1
     return beam_engines.component_args(cfg.beam, shards, cfg.runtime.beam_args)
 
 
 def build_pipeline(cfg: PipelineConfig, paths: LocalPaths, enable_cache: bool = True):
-    from pipeline.factory import create_pipeline
+    from tfxline.pipeline.factory import create_pipeline
     return create_pipeline(
         cfg,
         data_root=paths.data_root,
@@ -273,7 +273,7 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
 def apply_retention(cfg: PipelineConfig, stream: TextIO) -> None:
     """retention.keep_runs after a run (under the run lock): one console line. A failure is
     reported, never raised over the run's own outcome."""
-    from runs import retention
+    from tfxline.runs import retention
 
     try:
         retention.run_retention(cfg, stream)

@@ -25,8 +25,8 @@ from __future__ import annotations
 import os
 from typing import Dict, Optional, Sequence, Tuple
 
-from pipeline.config import ConfigError
-from pipeline.config_platform import ENGINES, PORTABLE_ENGINES
+from tfxline.pipeline.config import ConfigError
+from tfxline.pipeline.config_platform import ENGINES, PORTABLE_ENGINES
 
 # The components that run in worker processes on a large day (docs/scale.md). On a 1M-row day
 # on 2 cores, each reading 4 shards, 2 workers ran the Evaluator in 131 s against 242 s in

@@ -12,10 +12,10 @@ import dataclasses
 import os
 from typing import Any, Dict, Iterator
 
-from pipeline import config_trainer
-from pipeline.config_parse import ConfigError, Problem, bad
-from pipeline.config_platform import BeamConfig, MetadataConfig, MonitoringConfig, VertexTrainingConfig
-from pipeline.config_sections import (
+from tfxline.pipeline import config_trainer
+from tfxline.pipeline.config_parse import ConfigError, Problem, bad
+from tfxline.pipeline.config_platform import BeamConfig, MetadataConfig, MonitoringConfig, VertexTrainingConfig
+from tfxline.pipeline.config_sections import (
     EVAL_SPLIT,
     TRAIN_SPLIT,
     VALIDATION_SPLIT,
@@ -27,8 +27,8 @@ from pipeline.config_sections import (
 )
 
 # The sections the Trainer reads live with the model code (trainer/ never imports pipeline/).
-from trainer.settings import ModelConfig, RuntimeConfig, TrainingConfig
-from transforms.features import FeatureSpec
+from tfxline.trainer.settings import ModelConfig, RuntimeConfig, TrainingConfig
+from tfxline.transforms.features import FeatureSpec
 
 __all__ = ["DEFAULT_CONFIG", "TRAIN_SPLIT", "VALIDATION_SPLIT", "EVAL_SPLIT", "ConfigError", "PipelineConfig",
            "DataConfig", "ModelConfig", "TrainingConfig", "RuntimeConfig", "EvaluationConfig", "DriftConfig",

@@ -15,10 +15,10 @@ from typing import Any, Dict, Mapping, Optional, Sequence
 
 import yaml
 
-from pipeline.config import DEFAULT_CONFIG, ConfigError, PipelineConfig
-from pipeline.config_parse import check, from_yaml
-from pipeline.data_source import PACKAGE_PREFIX, DataError, resolve_data_path
-from transforms.features import FeatureSpec, FeatureSpecError
+from tfxline.pipeline.config import DEFAULT_CONFIG, ConfigError, PipelineConfig
+from tfxline.pipeline.config_parse import check, from_yaml
+from tfxline.pipeline.data_source import PACKAGE_PREFIX, DataError, resolve_data_path
+from tfxline.transforms.features import FeatureSpec, FeatureSpecError
 
 
 class MissingDataError(ConfigError):
@@ -27,7 +27,7 @@ class MissingDataError(ConfigError):
 
 
 def packaged_config_path(name: str) -> str:
-    return str(resources.files("pipeline") / "configs" / f"{name}.yaml")
+    return str(resources.files("tfxline.pipeline") / "configs" / f"{name}.yaml")
 
 
 def load_config(path: Optional[str] = None, overrides: Sequence[str] = (),
@@ -156,7 +156,7 @@ def _set_dotted(raw: Dict[str, Any], key: str, value: Any) -> None:
 def _check_keys(where: str, raw: Mapping[str, Any], allowed: set) -> None:
     unknown = sorted(set(raw) - allowed)
     if unknown:
-        from transforms.close_names import closest
+        from tfxline.transforms.close_names import closest
 
         close = closest(str(unknown[0]), sorted(allowed))
         hint = f"did you mean {close!r}? " if close else ""

@@ -8,7 +8,7 @@ import dataclasses
 import re
 from typing import Dict, Iterator
 
-from pipeline.config_parse import Problem, bad
+from tfxline.pipeline.config_parse import Problem, bad
 
 # The beam section's values (pipeline/beam_engines.py makes each engine's Beam args).
 ENGINES = ("direct", "dataflow", "flink", "spark", "portable")
@@ -128,7 +128,7 @@ class MonitoringConfig:
     def label_problems(self) -> Iterator[Problem]:
         """Prometheus label names (not __-reserved, not one the metrics or rules use already) with
         non-empty values: they become the push's grouping key."""
-        from components.run_metrics import RESERVED_LABELS
+        from tfxline.components.run_metrics import RESERVED_LABELS
 
         for name, value in self.labels.items():
             if not LABEL_NAME.fullmatch(name) or name.startswith("__"):

@@ -6,9 +6,9 @@ import dataclasses
 import os
 from typing import Any, Dict, Mapping, Optional, Sequence
 
-from pipeline.config import MonitoringConfig, PipelineConfig
-from pipeline.config_loader import load_config, raw_config
-from pipeline.config_parse import check, from_yaml
+from tfxline.pipeline.config import MonitoringConfig, PipelineConfig
+from tfxline.pipeline.config_loader import load_config, raw_config
+from tfxline.pipeline.config_parse import check, from_yaml
 
 
 def load_reporting_config(path: Optional[str] = None, overrides: Sequence[str] = (),

@@ -7,13 +7,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, Iterator, Mapping, Tuple
 
-from pipeline.config_parse import FROM_YAML, ConfigError, Problem, bad
-from pipeline.data_source import FORMATS, has_span_spec
-from pipeline.labels import MISSING_LABELS
-from serving.release import RELEASES
-from serving.tflite import MODES as TFLITE_MODES
-from serving.tflite import OFF as TFLITE_OFF
-from task_types.decision import parse_objective
+from tfxline.pipeline.config_parse import FROM_YAML, ConfigError, Problem, bad
+from tfxline.pipeline.data_source import FORMATS, has_span_spec
+from tfxline.pipeline.labels import MISSING_LABELS
+from tfxline.serving.release import RELEASES
+from tfxline.serving.tflite import MODES as TFLITE_MODES
+from tfxline.serving.tflite import OFF as TFLITE_OFF
+from tfxline.task_types.decision import parse_objective
 
 # ExampleGen's split names (TFX's defaults for train and eval).
 TRAIN_SPLIT, VALIDATION_SPLIT, EVAL_SPLIT = "train", "validation", "eval"

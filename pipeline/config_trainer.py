@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, Iterator, Optional
 
-from pipeline.config_parse import Problem, bad
-from trainer.settings import (
+from tfxline.pipeline.config_parse import Problem, bad
+from tfxline.trainer.settings import (
     BATCH_SCALINGS,
     CLASS_WEIGHTS,
     JIT_COMPILES,

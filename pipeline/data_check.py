@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Sequence, Tupl
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 if TYPE_CHECKING:
-    from pipeline.labels import LabelValues
+    from tfxline.pipeline.labels import LabelValues
 
 _TFRECORD_FIX = "data.format tfrecord expects TFRecords of tf.Example, GZIP-compressed when the name ends in .gz"
 

@@ -22,7 +22,7 @@ from google.protobuf import text_format
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 # the pre-flight check and its error, where the callers find them
-from pipeline.data_check import DataError, check_csv, check_tfrecords, csv_lines, csv_reader, read_columns  # noqa: F401
+from tfxline.pipeline.data_check import DataError, check_csv, check_tfrecords, csv_lines, csv_reader, read_columns  # noqa: F401
 
 FORMATS = ("csv", "tfrecord")
 DEFAULT_PATTERNS = {"csv": "*.csv", "tfrecord": "*"}
@@ -130,7 +130,7 @@ def schema_path(name_or_path: str) -> str:
     if name_or_path.endswith(".pbtxt") or os.sep in name_or_path:
         path = name_or_path
     else:
-        path = str(resources.files("schema") / f"{name_or_path}.pbtxt")
+        path = str(resources.files("tfxline.schema") / f"{name_or_path}.pbtxt")
     if not os.path.isfile(path):
         raise DataError(
             f"schema {path} does not exist; draft one from the data with "

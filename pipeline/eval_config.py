@@ -22,12 +22,12 @@ from google.protobuf.wrappers_pb2 import BoolValue
 # tfma.EvalConfig etc., TFMA 0.52 (TFX 1.21) no longer does (its __all__ still lists them).
 from tensorflow_model_analysis.proto import config_pb2 as tfma_pb2
 
-import task_types
-from components import histogram_metrics, tfma_metrics
-from components.gates import lower_bound
-from pipeline.config import EvaluationConfig
-from trainer.export import SERVING_SIGNATURE, TRANSFORM_SIGNATURE
-from transforms import features as F
+from tfxline import task_types
+from tfxline.components import histogram_metrics, tfma_metrics
+from tfxline.components.gates import lower_bound
+from tfxline.pipeline.config import EvaluationConfig
+from tfxline.trainer.export import SERVING_SIGNATURE, TRANSFORM_SIGNATURE
+from tfxline.transforms import features as F
 
 HIGHER, LOWER = tfma_pb2.MetricDirection.HIGHER_IS_BETTER, tfma_pb2.MetricDirection.LOWER_IS_BETTER
 

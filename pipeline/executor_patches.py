@@ -18,12 +18,12 @@ from __future__ import annotations
 import contextlib
 from typing import Iterator
 
-from pipeline import beam_option_views, beam_packaging, beam_signatures, tft_inspection
+from tfxline.pipeline import beam_option_views, beam_packaging, beam_signatures, tft_inspection
 
 
 @contextlib.contextmanager
 def executor_patches() -> Iterator[None]:
-    from trainer.keras_compat import skip_autograph_for_libraries
+    from tfxline.trainer.keras_compat import skip_autograph_for_libraries
 
     skip_autograph_for_libraries()
     with beam_packaging.no_sdist_for_local_runners(), tft_inspection.shared_inspection_traces(), \

@@ -20,20 +20,20 @@ from tfx.proto import example_gen_pb2, range_config_pb2, trainer_pb2, transform_
 from tfx.types import standard_artifacts
 from tfx.types.channel import Channel
 
-import task_types
-from components import csv_example_gen
-from components.anomalies_gate import AnomaliesGate
-from components.csv_example_gen import CsvExampleGen
-from components.drift_gate import SPAN_LEDGER, DriftGate
-from components.safe_pusher import SafePusher
-from components.serving_baseline import GatedEvaluator, ServingBaseline
-from pipeline import config_trainer
-from pipeline.config import EVAL_SPLIT, TRAIN_SPLIT, VALIDATION_SPLIT, PipelineConfig
-from pipeline.eval_config import build_eval_config
-from pipeline.pusher_settings import release_properties, tflite_properties
+from tfxline import task_types
+from tfxline.components import csv_example_gen
+from tfxline.components.anomalies_gate import AnomaliesGate
+from tfxline.components.csv_example_gen import CsvExampleGen
+from tfxline.components.drift_gate import SPAN_LEDGER, DriftGate
+from tfxline.components.safe_pusher import SafePusher
+from tfxline.components.serving_baseline import GatedEvaluator, ServingBaseline
+from tfxline.pipeline import config_trainer
+from tfxline.pipeline.config import EVAL_SPLIT, TRAIN_SPLIT, VALIDATION_SPLIT, PipelineConfig
+from tfxline.pipeline.eval_config import build_eval_config
+from tfxline.pipeline.pusher_settings import release_properties, tflite_properties
 
-PREPROCESSING_FN = "transforms.preprocessing.preprocessing_fn"
-RUN_FN = "trainer.run.run_fn"
+PREPROCESSING_FN = "tfxline.transforms.preprocessing.preprocessing_fn"
+RUN_FN = "tfxline.trainer.run.run_fn"
 BASELINE_ID = "ServingBaseline"
 WINDOW_ID = "SpanWindow"
 

@@ -17,9 +17,9 @@ import dataclasses
 import math
 from typing import List, Optional, Tuple
 
-import task_types
-from task_types.base import LabelError  # noqa: F401 - raised here and by the task types' check_label
-from transforms import features as F
+from tfxline import task_types
+from tfxline.task_types.base import LabelError  # noqa: F401 - raised here and by the task types' check_label
+from tfxline.transforms import features as F
 
 MISSING_LABELS = ("drop", "fail")
 # The usual spellings of a two-valued label, positive first (compared without case)

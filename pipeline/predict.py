@@ -14,14 +14,14 @@ from typing import Dict, List, Optional, Sequence, TextIO
 
 import numpy as np
 
-import task_types
-from components.tfma_results import label_classes
-from pipeline import data_source
-from pipeline.config import PipelineConfig
-from pipeline.examples import read_csv_rows, serialize_rows
-from serving.native_stderr import TF_RUNTIME_NOISE, stderr_filtered
-from serving.release import serving_version_dir
-from task_types.decision import PREDICTED_CLASS
+from tfxline import task_types
+from tfxline.components.tfma_results import label_classes
+from tfxline.pipeline import data_source
+from tfxline.pipeline.config import PipelineConfig
+from tfxline.pipeline.examples import read_csv_rows, serialize_rows
+from tfxline.serving.native_stderr import TF_RUNTIME_NOISE, stderr_filtered
+from tfxline.serving.release import serving_version_dir
+from tfxline.task_types.decision import PREDICTED_CLASS
 
 # Nothing here imports TensorFlow at module level: `tfxline predict` imports this module before
 # its checks, and TensorFlow after them, quietly (cli/quiet.py), so it prints its own lines only.
@@ -30,7 +30,7 @@ from task_types.decision import PREDICTED_CLASS
 def load_serving_fn(model_dir: str):
     import tensorflow as tf
 
-    from trainer.export import SERVING_SIGNATURE
+    from tfxline.trainer.export import SERVING_SIGNATURE
 
     return tf.saved_model.load(model_dir).signatures[SERVING_SIGNATURE]
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from typing import Dict
 
-from pipeline.config import PipelineConfig
-from serving import release as serving_release
+from tfxline.pipeline.config import PipelineConfig
+from tfxline.serving import release as serving_release
 
 
 def release_properties(cfg: PipelineConfig) -> Dict:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from components import task_metrics
-from components.tfma_results import both_classes, undefined_metrics
-from runs.history import UNRECORDED
-from runs.summary import RunSummary, cached_from, describe_drift, describe_spans, earlier_run, failed_component
+from tfxline.components import task_metrics
+from tfxline.components.tfma_results import both_classes, undefined_metrics
+from tfxline.runs.history import UNRECORDED
+from tfxline.runs.summary import RunSummary, cached_from, describe_drift, describe_spans, earlier_run, failed_component
 
 WORST_SLICES = 3
 MIN_SLICE_EXAMPLES = 20

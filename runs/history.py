@@ -13,10 +13,10 @@ import json
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from components import task_metrics, tfma_results
-from runs import store as store_lib
-from runs import summary as summary_lib
-from serving import push as serving_push
+from tfxline.components import task_metrics, tfma_results
+from tfxline.runs import store as store_lib
+from tfxline.runs import summary as summary_lib
+from tfxline.serving import push as serving_push
 
 
 @dataclasses.dataclass
@@ -155,7 +155,7 @@ REFUSAL_FILE = "last-refusal.json"
 
 def record_refusal(output_root: str, reason: str, message: str, at: float) -> None:
     """Keep the newest refusal under an existing output root (a refused first run creates none)."""
-    from runs import files
+    from tfxline.runs import files
 
     if output_root and os.path.isdir(output_root):
         files.write_json_atomic(os.path.join(output_root, REFUSAL_FILE),

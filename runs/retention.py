@@ -35,7 +35,7 @@ from typing import Dict, Iterable, List, Optional, Set, TextIO
 
 from ml_metadata.proto import metadata_store_pb2
 
-from runs import store as store_lib
+from tfxline.runs import store as store_lib
 
 COLLECTED_TYPES = ("Examples", "TransformGraph", "TransformCache", "Model", "ModelRun")
 _LIVE, _MARKED, _DELETED = (metadata_store_pb2.Artifact.LIVE, metadata_store_pb2.Artifact.MARKED_FOR_DELETION,

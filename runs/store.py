@@ -12,7 +12,7 @@ from ml_metadata.proto import metadata_store_pb2
 def connection_config(store: Any, readonly: bool = True) -> metadata_store_pb2.ConnectionConfig:
     """MLMD's connection config for ``PipelineConfig.metadata_store`` (a SQLite path, or
     {"mysql": {...}} with the password from its environment variable)."""
-    from pipeline.config import ConfigError
+    from tfxline.pipeline.config import ConfigError
 
     config = metadata_store_pb2.ConnectionConfig()
     if isinstance(store, str):

@@ -8,9 +8,9 @@ from typing import Any, Dict, List, Optional
 import ml_metadata as mlmd
 from ml_metadata.proto import metadata_store_pb2
 
-from components.tfma_results import overall_diff, read_evaluation, undefined_metrics
-from runs import files
-from runs.store import (
+from tfxline.components.tfma_results import overall_diff, read_evaluation, undefined_metrics
+from tfxline.runs import files
+from tfxline.runs.store import (
     INPUT_EVENTS,
     cached_from_run,
     describe_store,
@@ -20,9 +20,9 @@ from runs.store import (
     open_store,
     spans_of,
 )
-from serving import storage
-from trainer.settings import TRAINING_RUN_FILE
-from transforms.features import FeatureSpec, FeatureSpecError
+from tfxline.serving import storage
+from tfxline.trainer.settings import TRAINING_RUN_FILE
+from tfxline.transforms.features import FeatureSpec, FeatureSpecError
 
 # components/csv_example_gen.DROPPED: the examples' count of rows left out for an empty label (a
 # literal here: that module imports Beam and TFX, and summaries are read without them)

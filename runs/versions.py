@@ -19,11 +19,11 @@ import urllib.parse
 import urllib.request
 from typing import Dict, List, Optional, Tuple
 
-from pipeline.config import PipelineConfig
-from pipeline.pusher_settings import release_settings
-from runs.history import format_columns, metric_text
-from serving import push as serving_push
-from serving import release as serving_release
+from tfxline.pipeline.config import PipelineConfig
+from tfxline.pipeline.pusher_settings import release_settings
+from tfxline.runs.history import format_columns, metric_text
+from tfxline.serving import push as serving_push
+from tfxline.serving import release as serving_release
 
 HEADER = ("version", "pushed (UTC)", "run", "spans", "metric", "state")
 WAIT_S = 300  # --timeout's default: TF Serving's config poll (docs: 30 s), its file-system poll, the load

@@ -35,7 +35,7 @@ def measure(model_dir: str, records: Sequence[bytes], batch_sizes: Sequence[int]
     import numpy as np
     import tensorflow as tf
 
-    from trainer.export import SERVING_SIGNATURE
+    from tfxline.trainer.export import SERVING_SIGNATURE
 
     if not records:
         return {}

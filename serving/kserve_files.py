@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from serving import push as serving_push
-from serving import storage
+from tfxline.serving import push as serving_push
+from tfxline.serving import storage
 
 KSERVE_FILE = "inferenceservice.yaml"
 KSERVE_DIR = "kserve"

@@ -39,7 +39,7 @@ import os
 import time
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
-from serving import storage
+from tfxline.serving import storage
 
 METADATA_FILE = "push_metadata.json"
 SAVED_MODEL_FILE = "saved_model.pb"

@@ -23,12 +23,12 @@ import time
 import uuid
 from typing import Any, Callable, Dict, List, Optional
 
-from serving import kserve_files, storage, tf_serving_files
-from serving import push as serving_push
-from serving.kserve_files import KSERVE_DIR, KSERVE_FILE, kserve_dir  # noqa: F401 - kserve_dir: callers' name
+from tfxline.serving import kserve_files, storage, tf_serving_files
+from tfxline.serving import push as serving_push
+from tfxline.serving.kserve_files import KSERVE_DIR, KSERVE_FILE, kserve_dir  # noqa: F401 - kserve_dir: callers' name
 
 # the release's record: used here, and found by callers as serving.release.<name>
-from serving.release_state import (  # noqa: F401
+from tfxline.serving.release_state import (  # noqa: F401
     CANARY,
     LINK,
     RELEASES,
@@ -44,7 +44,7 @@ from serving.release_state import (  # noqa: F401
     serving_version_dir,
     state_text,
 )
-from serving.tf_serving_files import BATCHING_FILE, MODELS_CONFIG, MONITORING_FILE
+from tfxline.serving.tf_serving_files import BATCHING_FILE, MODELS_CONFIG, MONITORING_FILE
 
 HIDDEN_PREFIX = ".release-"
 WRITE_ORDER = (BATCHING_FILE, MONITORING_FILE, KSERVE_FILE, MODELS_CONFIG, STATE_FILE)

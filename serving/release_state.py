@@ -9,8 +9,8 @@ import json
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
-from serving import push as serving_push
-from serving import storage
+from tfxline.serving import push as serving_push
+from tfxline.serving import storage
 
 LINK = "release"
 STATE_FILE = "release.json"

@@ -8,7 +8,7 @@ import json
 import os
 from typing import Any, Dict, Optional, Sequence, Tuple
 
-from serving import storage
+from tfxline.serving import storage
 
 MODELS_CONFIG = "models.config"
 BATCHING_FILE = "batching_parameters.txt"

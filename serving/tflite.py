@@ -33,9 +33,9 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
 import numpy as np
 
-import task_types
-from serving.tflite_parity import DEFAULT_TOLERANCE, Parity, parity, summary_line  # noqa: F401 - this module's API
-from transforms import features as F
+from tfxline import task_types
+from tfxline.serving.tflite_parity import DEFAULT_TOLERANCE, Parity, parity, summary_line  # noqa: F401 - this module's API
+from tfxline.transforms import features as F
 
 OFF = "off"
 MODES = ("none", "dynamic", "float16", "int8")
@@ -64,8 +64,8 @@ def build_module(model_dir: str, transform_dir: str, spec: F.FeatureSpec):
     import tensorflow as tf
     import tensorflow_transform as tft
 
-    from transforms.analyzers import FrozenAnalyzers
-    from transforms.preprocessing import Present, make_preprocessing_fn
+    from tfxline.transforms.analyzers import FrozenAnalyzers
+    from tfxline.transforms.preprocessing import Present, make_preprocessing_fn
 
     frozen = FrozenAnalyzers.load(transform_dir, spec)
     raw_spec = tft.TFTransformOutput(transform_dir).raw_feature_spec()
@@ -140,7 +140,7 @@ def convert(module, mode: str, calibration: Optional[Dict[str, np.ndarray]] = No
             converter.representative_dataset = lambda: (
                 {input_name(k): v[i:i + CALIBRATION_BATCH] for k, v in calibration.items()}
                 for i in range(0, rows, CALIBRATION_BATCH))
-        from serving.native_stderr import TFLITE_CONVERTER_NOISE, stderr_filtered
+        from tfxline.serving.native_stderr import TFLITE_CONVERTER_NOISE, stderr_filtered
         try:
             with stderr_filtered(TFLITE_CONVERTER_NOISE):
                 return converter.convert()
@@ -211,7 +211,7 @@ def saved_model_outputs(model_dir: str, records: Sequence[bytes], spec: F.Featur
     """(serving_default's outputs, the labels from transform_features) on ``records``."""
     import tensorflow as tf
 
-    from trainer.export import SERVING_SIGNATURE, TRANSFORM_SIGNATURE
+    from tfxline.trainer.export import SERVING_SIGNATURE, TRANSFORM_SIGNATURE
     loaded = tf.saved_model.load(model_dir)
     serve, transform = loaded.signatures[SERVING_SIGNATURE], loaded.signatures[TRANSFORM_SIGNATURE]
     outputs, labels = [], []

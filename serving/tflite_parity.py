@@ -12,7 +12,7 @@ from typing import Any, Dict, Mapping
 
 import numpy as np
 
-import task_types
+from tfxline import task_types
 
 # The default tolerance per mode (serving.tflite_tolerance: 0 takes it), above what bench/tflite.py
 # measures on the taxi, penguin and penguin-mass models (docs/serving.md). float16 strays more

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
 
-from task_types import binary, multiclass, regression
-from task_types.base import LabelError, TaskType, TaskView, UnknownTask
+from tfxline.task_types import binary, multiclass, regression
+from tfxline.task_types.base import LabelError, TaskType, TaskView, UnknownTask
 
 # The registry, in the order `tfxline init` tries a label's values and messages list the names
 REGISTERED: Tuple[TaskType, ...] = (binary.TASK, multiclass.TASK, regression.TASK)

@@ -24,8 +24,8 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from task_types.base import LabelError, TaskType, count_text
-from task_types.decision import PREDICTED_CLASS, choose_threshold
+from tfxline.task_types.base import LabelError, TaskType, count_text
+from tfxline.task_types.decision import PREDICTED_CLASS, choose_threshold
 
 NAME = "binary"
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import collections
 from typing import Any, Dict, List, Optional, Sequence
 
-from task_types.base import LabelError, TaskType
+from tfxline.task_types.base import LabelError, TaskType
 
 NAME = "multiclass"
 LABEL_VOCABULARY = "__label_vocab"   # the tft vocabulary file of the classes (Transform and Trainer)

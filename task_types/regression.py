@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence
 
-from task_types.base import LabelError, TaskType
+from tfxline.task_types.base import LabelError, TaskType
 
 NAME = "regression"
 

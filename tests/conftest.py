@@ -14,8 +14,8 @@ import sys  # noqa: E402
 
 import pytest  # noqa: E402
 
-from pipeline import data_source  # noqa: E402
-from pipeline.config_loader import load_config  # noqa: E402
+from tfxline.pipeline import data_source  # noqa: E402
+from tfxline.pipeline.config_loader import load_config  # noqa: E402
 
 SLICE_ROWS = 3000        # every 5th row of the 15k taxi rows: small, but every category shows up
 E2E_TRAIN_STEPS = 300    # enough to clear the default AUC/accuracy gates on the slice
@@ -107,7 +107,7 @@ def pipeline_run(taxi_slice, tmp_path_factory):
     Trainer also profiles one execution of its train function (runtime.profile_steps; the
     report test reads the summary), and its Pusher writes a checked TFLite model
     (serving.tflite=dynamic; tests/test_tflite.py)."""
-    from local import runner as local_runner
+    from tfxline.local import runner as local_runner
 
     cfg = e2e_config(taxi_slice, tmp_path_factory.mktemp("run"), "runtime.profile_steps=50", "serving.tflite=dynamic")
     out = io.StringIO()
@@ -120,7 +120,7 @@ def anomalies_run(tmp_path_factory):
     """One run through the CLI on data that violates the schema (an unseen payment_type):
     it stops at the AnomaliesGate. Shared by the gate test and the failed-run report tests.
     Returns (output dir, exit code, stdout, stderr)."""
-    from cli import main as cli
+    from tfxline.cli import main as cli
 
     def unseen_payment(row):
         if row["trip_start_hour"] == "3":
@@ -142,7 +142,7 @@ WORSE = ["--set", "model.learning_rate=0.000001", "--set", "training.epochs=1"]
 
 def tfxline(*args):
     """`tfxline ARGS` in a fresh process, as a user runs it."""
-    return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "tfxline.cli.main", *args], capture_output=True, text=True,
                           timeout=900, cwd=ROOT)
 
 
@@ -153,8 +153,8 @@ def two_runs(config, output, *worse_sets, first_sets=()):
     names its vocabulary tables by analyzer position, so a pipeline with other feature types
     in the same Python process as the shared taxi run would collide with that run's tables.
     ``first_sets``: --set arguments of the first run only."""
-    from serving import push as serving_push
-    from runs.summary import collect_run
+    from tfxline.serving import push as serving_push
+    from tfxline.runs.summary import collect_run
 
     cfg = load_config(config, overrides=[f"output_root={output}"])
     first = tfxline("run", "--config", config, "--output", str(output), *first_sets)

@@ -2,7 +2,7 @@
 import numpy as np
 import tensorflow as tf
 
-from trainer.model import ModelInput
+from tfxline.trainer.model import ModelInput
 
 INPUTS = [ModelInput("fare"), ModelInput("miles"), ModelInput("payment_type", 5), ModelInput("hour", 24)]
 ROWS = 512

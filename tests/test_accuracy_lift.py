@@ -9,9 +9,9 @@ import pytest
 from tensorflow_model_analysis.metrics import metric_specs, metric_types
 from tensorflow_model_analysis.proto import config_pb2
 
-from components import gates, tfma_metrics
-from pipeline.config import EvaluationConfig
-from pipeline.eval_config import task_metrics
+from tfxline.components import gates, tfma_metrics
+from tfxline.pipeline.config import EvaluationConfig
+from tfxline.pipeline.eval_config import task_metrics
 
 
 def eval_config(*metrics):

@@ -134,7 +134,7 @@ def served_copy(pipeline_run, tmp_path_factory):
 
 def tfxline_run(stack, scenario, output, data, *sets, no_cache=False, extra_monitoring=()):
     """`tfxline run` in this process with the shared run's config, pushing under ``scenario``."""
-    from cli import main as cli
+    from tfxline.cli import main as cli
 
     servers, _, _ = stack
     argv = ["run", "--data", str(data), "--output", output,
@@ -248,7 +248,7 @@ def test_a_gateway_restart_is_noticed_not_silent(stack, tmp_path):
     series it took with it (their alerts resolve as they go stale). It comes back empty, as an
     in-memory gateway does: MetricsGone names the pipeline whose series are gone and NoMetrics
     says none is left, instead of every rule going quiet."""
-    from cli import main as cli
+    from tfxline.cli import main as cli
 
     servers, manager, _ = stack
     argv = ["run", "--data", str(tmp_path / "none.csv"), "--output", str(tmp_path / "out"),

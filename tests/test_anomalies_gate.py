@@ -4,7 +4,7 @@ import pytest
 from tensorflow_metadata.proto.v0 import anomalies_pb2, statistics_pb2
 from tfx.types import artifact_utils, standard_artifacts
 
-from components import anomalies_gate as gate
+from tfxline.components import anomalies_gate as gate
 
 SPLITS = ("train", "validation", "eval")
 

@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from trainer import batch
-from trainer.batch import MAX_PER_REPLICA, MIN_STEPS_PER_EPOCH
+from tfxline.trainer import batch
+from tfxline.trainer.batch import MAX_PER_REPLICA, MIN_STEPS_PER_EPOCH
 
 
 def test_small_data_keeps_the_written_batch_on_every_device():
@@ -55,7 +55,7 @@ def test_an_unknown_scaling_is_refused():
 def test_a_backup_from_another_global_batch_is_not_resumed(tmp_path):
     """Restarted on another device, auto may pick another batch: the saved epochs belong to
     another training, so they are removed and the training starts over."""
-    from trainer.resume import STATE_FILE, STATE_VERSION, read_state
+    from tfxline.trainer.resume import STATE_FILE, STATE_VERSION, read_state
 
     backup = tmp_path / "backup"
     backup.mkdir()
@@ -70,7 +70,7 @@ def test_a_backup_from_another_global_batch_is_not_resumed(tmp_path):
 def test_a_backup_from_another_trainer_version_is_not_resumed(tmp_path, caplog):
     """A checkpoint of the previous optimizer (Keras' AdamW, no version in state.json) would
     restore the weights and silently leave the fused optimizer's slots and step count new."""
-    from trainer.resume import STATE_FILE, read_state
+    from tfxline.trainer.resume import STATE_FILE, read_state
 
     backup = tmp_path / "backup"
     backup.mkdir()

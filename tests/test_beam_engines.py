@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from pipeline import beam_engines, stack_compat
-from pipeline.config import ConfigError
-from pipeline.config_loader import load_config
+from tfxline.pipeline import beam_engines, stack_compat
+from tfxline.pipeline.config import ConfigError
+from tfxline.pipeline.config_loader import load_config
 
 IMAGE = "us-docker.pkg.dev/p/r/tfxline:1"
 DATAFLOW = ["beam.engine=dataflow", "beam.project=proj", "beam.region=europe-west4", "beam.temp_location=gs://b/tmp"]
@@ -46,7 +46,7 @@ def test_auto_runs_the_evaluator_in_a_process_per_core_on_a_large_day():
 
 def test_a_component_gets_its_args_after_the_pipelines(tmp_path):
     """TFX puts a component's own Beam args after the pipeline's, so they win for it alone."""
-    from pipeline.factory import create_pipeline
+    from tfxline.pipeline.factory import create_pipeline
 
     cfg = load_config()
     pipeline = create_pipeline(
@@ -109,7 +109,7 @@ def test_an_engine_missing_a_value_is_one_line_naming_it(overrides, message):
 def test_the_compiled_vertex_spec_carries_the_dataflow_args(tmp_path):
     """Every Beam component of the compiled PipelineJob gets Dataflow's args with the image it
     was compiled for; the direct engine's FnApiRunner pin is not added to them."""
-    from kubeflow import compile as kfp_compile
+    from tfxline.kubeflow import compile as kfp_compile
 
     cfg = load_config(overrides=DATAFLOW)
     job = kfp_compile.compile_pipeline(cfg, image=IMAGE, pipeline_root="gs://b/root", output=str(tmp_path / "p.json"))

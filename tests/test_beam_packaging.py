@@ -6,7 +6,7 @@ import tempfile
 
 import pytest
 
-from pipeline import beam_packaging, stack_compat
+from tfxline.pipeline import beam_packaging, stack_compat
 
 LOCAL_ARGS = ["--direct_running_mode=in_memory", "--direct_num_workers=1"]
 

@@ -10,9 +10,9 @@ what depends on it. MLMD keys an execution on its inputs and exec properties, so
 """
 import os
 
-from runs import files
-from local import runner as local_runner
-from pipeline.config_loader import load_config
+from tfxline.runs import files
+from tfxline.local import runner as local_runner
+from tfxline.pipeline.config_loader import load_config
 from tests.conftest import write_taxi_slice
 
 

@@ -4,8 +4,8 @@ import pathlib
 
 import pytest
 
-from cli import common
-from cli import main as cli
+from tfxline.cli import common
+from tfxline.cli import main as cli
 from tests.conftest import write_taxi_slice
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -122,8 +122,8 @@ def test_a_damaged_release_stops_the_run_before_anything(tmp_path, capsys, model
     """The baseline, the drift check and the push read the release: a cut-short release.json is
     one line naming the file and the fix, exit 2, before any component runs (it was exit 1 from
     the DriftGate, with a JSONDecodeError)."""
-    from serving import push as serving_push
-    from serving import release as serving_release
+    from tfxline.serving import push as serving_push
+    from tfxline.serving import release as serving_release
 
     data = write_taxi_slice(tmp_path / "d" / "t.csv", limit=50)
     serving = tmp_path / "o" / "serving" / "taxi"
@@ -171,7 +171,7 @@ def test_a_command_in_a_project_folder_reads_its_config(tmp_path, monkeypatch):
 
 FAST_EXIT_SCRIPT = """
 import atexit, logging, sys, threading, time
-from cli.main import fast_exit
+from tfxline.cli.main import fast_exit
 out = sys.argv[1]
 atexit.register(lambda: open(out + '/atexit', 'w').write('ran'))
 handler = logging.FileHandler(out + '/log')
@@ -210,7 +210,7 @@ def test_an_interrupted_commands_exit_waits_for_threads_a_few_seconds_at_most(tm
 
     script = FAST_EXIT_SCRIPT.replace("time.sleep(0.3)", "threading.Event().wait()").replace(
         "fast_exit(3)", "main.INTERRUPTED_THREADS_WAIT_S = 0.5\nfast_exit(130)").replace(
-        "from cli.main import fast_exit", "from cli import main\nfrom cli.main import fast_exit")
+        "from tfxline.cli.main import fast_exit", "from tfxline.cli import main\nfrom tfxline.cli.main import fast_exit")
     proc = subprocess.run([sys.executable, "-c", script, str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 130, proc.stderr
@@ -219,7 +219,7 @@ def test_an_interrupted_commands_exit_waits_for_threads_a_few_seconds_at_most(tm
 
 def test_console_command_is_the_fast_exit_entry():
     text = (ROOT / "setup.py").read_text()
-    assert '"tfxline = cli.main:entry"' in text
+    assert '"tfxline = tfxline.cli.main:entry"' in text
 
 
 def test_a_console_whose_reader_left_drops_writes_instead_of_raising():
@@ -245,7 +245,7 @@ def test_a_console_whose_reader_left_drops_writes_instead_of_raising():
 def test_the_packaged_configs_the_help_names_are_those_shipped():
     import glob
 
-    from cli.common import PACKAGED_CONFIGS
+    from tfxline.cli.common import PACKAGED_CONFIGS
 
     shipped = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(ROOT, "pipeline", "configs", "*.yaml")))
     assert sorted(PACKAGED_CONFIGS) == shipped

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from serving import push as serving_push
+from tfxline.serving import push as serving_push
 
 pytestmark = pytest.mark.e2e
 

@@ -2,8 +2,8 @@ import os
 
 import pytest
 
-from pipeline.config import ConfigError
-from pipeline.config_loader import load_config, packaged_config_path
+from tfxline.pipeline.config import ConfigError
+from tfxline.pipeline.config_loader import load_config, packaged_config_path
 
 
 def write(tmp_path, text, name="c.yaml"):
@@ -93,7 +93,7 @@ def test_steps_mode_needs_a_step_per_round():
 ])
 def test_train_steps_fits_the_configs_rounds_to_its_budget(argv, epochs):
     """`tfxline run --train-steps 5` on the defaults: a documented flag that works alone."""
-    from cli import common, main as cli
+    from tfxline.cli import common, main as cli
 
     cfg = common.config_from_args(cli.build_parser().parse_args(argv))
     assert (cfg.training.mode, cfg.training.train_steps, cfg.training.epochs) == (
@@ -103,7 +103,7 @@ def test_train_steps_fits_the_configs_rounds_to_its_budget(argv, epochs):
 def test_train_steps_says_when_it_lowers_the_rounds(capsys):
     """The rounds are lowered in the open: one note on stderr names the flag, both counts and the
     key that picks another; none when the config's rounds fit or --set training.epochs chose them."""
-    from cli import common, main as cli
+    from tfxline.cli import common, main as cli
 
     common.config_from_args(cli.build_parser().parse_args(["run", "--train-steps", "5"]))
     assert capsys.readouterr().err == (
@@ -121,8 +121,8 @@ def test_each_section_checks_its_own_values():
     """A section's rules sit beside its fields (problems()); the pipeline config names the section."""
     import dataclasses
 
-    from pipeline.config import DataConfig, MonitoringConfig
-    from pipeline.config_trainer import RULES
+    from tfxline.pipeline.config import DataConfig, MonitoringConfig
+    from tfxline.pipeline.config_trainer import RULES
 
     cfg = load_config()
     assert list(cfg.problems()) == []
@@ -137,7 +137,7 @@ def test_each_section_checks_its_own_values():
 
 
 def test_a_refused_run_reports_with_its_checked_reporting_keys(tmp_path):
-    from pipeline.config_reporting import load_reporting_config
+    from tfxline.pipeline.config_reporting import load_reporting_config
 
     cfg = load_reporting_config(None, ["name=daily", "monitoring.labels={env: prod}", "model.dropout=7"],
                                 output_root=str(tmp_path))
@@ -149,7 +149,7 @@ def test_a_refused_run_reports_with_its_checked_reporting_keys(tmp_path):
 
 
 def test_a_train_steps_flag_against_an_explicit_epochs_names_both():
-    from cli import common, main as cli
+    from tfxline.cli import common, main as cli
 
     args = cli.build_parser().parse_args(["run", "--train-steps", "5", "--set", "training.epochs=10"])
     with pytest.raises(ConfigError, match=r"training\.epochs: 10; in steps mode it counts the rounds "
@@ -160,7 +160,7 @@ def test_a_train_steps_flag_against_an_explicit_epochs_names_both():
 def test_the_default_budget_is_passes_over_the_data():
     """Passes over the train split (early stopping ends it), not a fixed step count; the
     CLI's --train-steps asks for a step budget and switches the mode with it."""
-    from cli import common, main as cli
+    from tfxline.cli import common, main as cli
 
     assert load_config().training.mode == "epochs"
     args = cli.build_parser().parse_args(["run", "--train-steps", "40"])
@@ -198,7 +198,7 @@ def test_missing_and_invalid_files(tmp_path):
 
 
 def test_config_round_trips_through_dict():
-    from pipeline.config_loader import config_from_dict
+    from tfxline.pipeline.config_loader import config_from_dict
 
     cfg = load_config()
     assert config_from_dict(cfg.to_dict()) == cfg
@@ -223,7 +223,7 @@ def test_per_feature_drift_thresholds():
 
 
 def test_mysql_store_takes_its_password_from_the_environment(monkeypatch):
-    from runs.store import connection_config, describe_store
+    from tfxline.runs.store import connection_config, describe_store
 
     cfg = load_config(overrides=["metadata.backend=mysql", "metadata.host=db", "metadata.port=3307"])
     assert cfg.metadata_store == {"mysql": {"host": "db", "port": 3307, "database": "tfxline",

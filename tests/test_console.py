@@ -6,8 +6,8 @@ find now."""
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2 as pb
 
-from runs.console import format_summary
-from runs.summary import collect_run
+from tfxline.runs.console import format_summary
+from tfxline.runs.summary import collect_run
 
 COMPLETE, CACHED = pb.Execution.COMPLETE, pb.Execution.CACHED
 
@@ -107,7 +107,7 @@ def test_a_failed_component_is_marked_on_the_console():
     import io
     import logging
 
-    from local.process import ProgressHandler
+    from tfxline.local.process import ProgressHandler
 
     out = io.StringIO()
     handler = ProgressHandler(out)
@@ -130,7 +130,7 @@ def test_a_failed_component_is_marked_on_the_console():
 def test_the_task_of_a_run_is_read_from_any_custom_config():
     """#52: TFX's own taxi example records custom_config as JSON null (its Trainer has none):
     reading such a run (bench/e2e.py summarises one) says no task instead of crashing."""
-    from runs.summary import _task_of
+    from tfxline.runs.summary import _task_of
 
     def execution(custom_config):
         e = pb.Execution()

@@ -24,12 +24,12 @@ import subprocess
 import numpy as np
 import pytest
 
-from serving import push as serving_push
-from kubeflow import compile as kfp_compile, spec
-from pipeline import data_source
-from cli import main as cli
-from pipeline.config_loader import load_config
-from pipeline.examples import read_csv_rows, serialize_rows
+from tfxline.serving import push as serving_push
+from tfxline.kubeflow import compile as kfp_compile, spec
+from tfxline.pipeline import data_source
+from tfxline.cli import main as cli
+from tfxline.pipeline.config_loader import load_config
+from tfxline.pipeline.examples import read_csv_rows, serialize_rows
 from tests.conftest import E2E_TRAIN_STEPS, SLICE_ROWS, missing, write_taxi_slice
 
 pytestmark = pytest.mark.e2e
@@ -88,7 +88,7 @@ def test_image_runs_as_a_user_that_can_write_what_kfp_needs(image):
     config = json.loads(docker("image", "inspect", "-f", "{{json .Config}}", image).stdout)
     assert config["User"] == "1000" and "HOME=/home/tfxline" in config["Env"]
     check = ('id -u; id -g; echo "$HOME"; for d in "$HOME" /tmp /gcs /minio /s3; do mkdir -p "$d/w/x" && rm -r "$d/w" '
-             '|| exit 1; done; python -c "import kubeflow.entrypoint" && echo ok')
+             '|| exit 1; done; python -c "import tfxline.kubeflow.entrypoint" && echo ok')
     for user, uid in (([], "1000"), (["--user", "123456:0"], "123456")):
         result = docker("run", "--rm", "--cap-drop", "ALL", "--security-opt", "no-new-privileges", *user,
                         "--entrypoint", "bash", image, "-c", check)
@@ -261,8 +261,8 @@ def test_a_gs_pipeline_root_runs_to_a_blessed_model_pushed_into_the_bucket(image
     a GCS on loopback (tests/gcs_server.py: the containers get its proxy, CA and test token with
     --env and --mount, as a user passes a bucket's credentials): artifacts, the pushed version
     and the release all land in the bucket; nothing is written to a local root."""
-    from serving import release as serving_release
-    from serving import storage
+    from tfxline.serving import release as serving_release
+    from tfxline.serving import storage
 
     root = gcs("kfp-root")
     data = write_taxi_slice(tmp_path / "data" / "taxi.csv")
@@ -337,7 +337,7 @@ def test_kfp_local_docker_runner_runs_the_compiled_spec(image, gcs, tmp_path):
     kfp.local takes a local directory only (kfp 2.17 ``local/config.py:281``,
     ``os.path.abspath(pipeline_root)``; ``docker_task_handler.py:41-75`` mounts it);
     test_a_gs_pipeline_root_runs_to_a_blessed_model_pushed_into_the_bucket runs one."""
-    from serving import storage
+    from tfxline.serving import storage
     import yaml
 
     root = tmp_path / "kfp-local"
@@ -480,7 +480,7 @@ def portable_runs(image, tmp_path_factory):
 TRANSFORM_DIFF = """
 import glob, json, sys
 import numpy as np, tensorflow as tf, tensorflow_transform as tft
-from trainer.data import transformed_decoder
+from tfxline.trainer.data import transformed_decoder
 files = sorted(glob.glob(sys.argv[1] + "/Split-*/*"))
 records = tf.constant([r.numpy() for r in tf.data.TFRecordDataset(files, "GZIP")])
 a, b = (transformed_decoder(tft.TFTransformOutput(g))(records) for g in sys.argv[2:])

@@ -17,9 +17,9 @@ import tensorflow as tf
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 from tensorflow_metadata.proto.v0 import schema_pb2
 
-from components import csv_example_gen, csv_records
-from pipeline.data_source import DataError, check_csv
-from pipeline.examples import read_csv_rows
+from tfxline.components import csv_example_gen, csv_records
+from tfxline.pipeline.data_source import DataError, check_csv
+from tfxline.pipeline.examples import read_csv_rows
 
 COLUMNS = ("trips", "fare", "company")
 SCHEMA = schema_pb2.Schema(feature=[

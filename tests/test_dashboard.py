@@ -12,8 +12,8 @@ import urllib.request
 
 import pytest
 
-from components import metric_samples, run_metrics
-from components.run_metrics import METRICS, Sample
+from tfxline.components import metric_samples, run_metrics
+from tfxline.components.run_metrics import METRICS, Sample
 from tests.conftest import missing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

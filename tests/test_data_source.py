@@ -1,8 +1,8 @@
 """Locating the input: span patterns resolved by TFX's ExampleGen utilities (no pipeline run)."""
 import pytest
 
-from pipeline import data_source
-from pipeline.data_source import DataError, has_span_spec, locate
+from tfxline.pipeline import data_source
+from tfxline.pipeline.data_source import DataError, has_span_spec, locate
 
 
 def touch(path, text="a,b\n1,2\n"):

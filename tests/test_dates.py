@@ -11,12 +11,12 @@ import tensorflow_transform.beam as tft_beam
 import yaml
 from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
 
-from cli import main as cli
-from pipeline.config_loader import ConfigError, config_from_dict
-from transforms import dates
-from transforms import features as F
-from transforms.features import FeatureSpec, FeatureSpecError
-from transforms.preprocessing import make_preprocessing_fn
+from tfxline.cli import main as cli
+from tfxline.pipeline.config_loader import ConfigError, config_from_dict
+from tfxline.transforms import dates
+from tfxline.transforms import features as F
+from tfxline.transforms.features import FeatureSpec, FeatureSpecError
+from tfxline.transforms.preprocessing import make_preprocessing_fn
 
 # (text, hour, weekday 0=Monday, month 0=January, days since 1970-01-01), or None: does not parse
 KNOWN = [
@@ -89,7 +89,7 @@ def test_parts_are_categories_of_fixed_cardinality_and_days_a_number():
                                      "crosses": [{"name": "hw", "inputs": ["h", "w"], "hash_buckets": 168}]})
     assert crossed.model_feature_names == ("h_xf", "w_xf", "hw_xf")
 
-    from trainer.run import model_inputs
+    from tfxline.trainer.run import model_inputs
 
     class NoVocabularies:  # a datetime part needs no Transform vocabulary
         def vocabulary_size_by_name(self, name):
@@ -146,8 +146,8 @@ def test_init_writes_the_parts_of_a_date_time_column(capsys, tmp_path):
 
 
 def test_text_that_is_mostly_not_dates_stays_a_vocabulary():
-    from cli import column_profile as cp
-    from cli.init_inputs import input_for
+    from tfxline.cli import column_profile as cp
+    from tfxline.cli.init_inputs import input_for
 
     cells = ["2013-01-01"] * 90 + ["soon"] * 10
     specs, why = input_for(cp.profile("when", cells))

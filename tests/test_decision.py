@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from tensorflow_model_analysis.proto import validation_result_pb2
 
-from components import decision_threshold, gates, histogram_metrics, tfma_results
-from pipeline.config_loader import config_from_dict, load_config
-from pipeline.config_parse import ConfigError
-from pipeline.eval_config import build_eval_config
-from task_types.decision import choose_threshold, measures, parse_objective
+from tfxline.components import decision_threshold, gates, histogram_metrics, tfma_results
+from tfxline.pipeline.config_loader import config_from_dict, load_config
+from tfxline.pipeline.config_parse import ConfigError
+from tfxline.pipeline.eval_config import build_eval_config
+from tfxline.task_types.decision import choose_threshold, measures, parse_objective
 from tests.test_histogram_metrics import evaluate
 
 
@@ -102,7 +102,7 @@ def test_a_model_that_predicts_one_class_is_refused_naming_the_key():
 
 
 def test_the_report_draws_the_confusion_matrix_at_the_models_threshold():
-    from runs.report.model import binary_confusion
+    from tfxline.runs.report.model import binary_confusion
 
     overall = {"example_count": 1000.0, "mean_label": 0.06, "predicted_positive_rate": 0.1, "recall": 0.5,
                "decision_threshold": 0.1379, "auc": 0.7}

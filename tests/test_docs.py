@@ -8,7 +8,7 @@ import typing
 
 import pytest
 
-from pipeline.config import PipelineConfig
+from tfxline.pipeline.config import PipelineConfig
 from tests.conftest import ROOT
 from tools import config_reference
 

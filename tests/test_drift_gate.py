@@ -9,11 +9,11 @@ import pytest
 import tensorflow_data_validation as tfdv
 from tfx.types import artifact_utils, standard_artifacts
 
-from components import drift_gate as dg
-from serving.push import METADATA_FILE
-from pipeline import data_source
-from pipeline.config_loader import load_config
-from pipeline.factory import drift_thresholds
+from tfxline.components import drift_gate as dg
+from tfxline.serving.push import METADATA_FILE
+from tfxline.pipeline import data_source
+from tfxline.pipeline.config_loader import load_config
+from tfxline.pipeline.factory import drift_thresholds
 from tests.conftest import write_taxi_slice
 
 
@@ -164,7 +164,7 @@ def test_a_compiled_runs_drift_stop_reports_the_run_with_its_scores(taxi, tmp_pa
     """In a compiled run nothing after the DriftGate runs, the Pusher neither: with the
     pushgateway_url parameter the gate itself reports the run (run_success 0, reason drift, the
     drift scores, what serves) before it stops it; without it, it pushes nothing."""
-    from components import run_metrics
+    from tfxline.components import run_metrics
 
     sent = []
     monkeypatch.setattr(run_metrics, "publish", lambda samples, job, **kw: sent.append((job, samples, kw)) or [])

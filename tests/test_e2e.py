@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from pipeline import data_source
-from cli import main as cli
-from local import runner as local_runner
-from pipeline.examples import read_csv_rows, serialize_rows
-from runs.store import open_store
-from runs.summary import collect_run
+from tfxline.pipeline import data_source
+from tfxline.cli import main as cli
+from tfxline.local import runner as local_runner
+from tfxline.pipeline.examples import read_csv_rows, serialize_rows
+from tfxline.runs.store import open_store
+from tfxline.runs.summary import collect_run
 from tests.conftest import e2e_config, write_taxi_slice
 
 pytestmark = pytest.mark.e2e
@@ -39,7 +39,7 @@ def test_every_component_completed_in_mlmd(pipeline_run):
 
 
 def test_model_is_blessed_and_beats_the_majority_baseline(pipeline_run):
-    from runs.console import format_summary
+    from tfxline.runs.console import format_summary
 
     _, summary, out = pipeline_run
     assert summary.blessed is True, summary.failed_thresholds
@@ -133,7 +133,7 @@ def test_data_too_small_for_its_split_stops_the_run_before_training(tmp_path, ca
 
 
 def test_push_metadata_next_to_the_version(pipeline_run):
-    from serving import push as serving_push
+    from tfxline.serving import push as serving_push
 
     cfg, summary, _ = pipeline_run
     version = serving_push.versions(cfg.serving_dir)[0]
@@ -151,8 +151,8 @@ def test_the_push_writes_the_release_tf_serving_reads(pipeline_run):
     from google.protobuf import text_format
     from tensorflow_serving.config import model_server_config_pb2
 
-    from serving import push as serving_push
-    from serving import release as serving_release
+    from tfxline.serving import push as serving_push
+    from tfxline.serving import release as serving_release
     from tests.test_serving_release import tf_serving_message
 
     cfg, _, _ = pipeline_run
@@ -201,7 +201,7 @@ def test_predict_matches_the_serving_signature(pipeline_run, taxi_slice, tmp_pat
     assert code == 0, capsys.readouterr().err
     got = [float(r["probability"]) for r in read_csv_rows(str(out))]
     assert len(got) == len(rows) and all(0.0 <= p <= 1.0 for p in got)
-    from serving.release import serving_version_dir
+    from tfxline.serving.release import serving_version_dir
 
     serve = tf.saved_model.load(serving_version_dir(cfg.serving_dir)).signatures["serving_default"]
     schema = data_source.load_schema(data_source.schema_path(cfg.data.schema))
@@ -224,8 +224,8 @@ def test_worse_candidate_is_not_pushed(pipeline_run, tmp_path):
     """After the blessed baseline: a barely-trained model fails the gates, nothing moves.
     Its data is another slice of the same taxi rows, so the drift gate compares for real
     (with the serving model's training data) and passes."""
-    from serving import push as serving_push
-    from runs.console import format_summary
+    from tfxline.serving import push as serving_push
+    from tfxline.runs.console import format_summary
 
     cfg, first, _ = pipeline_run
     before = {v: serving_push.read_metadata(cfg.serving_dir, v) for v in serving_push.versions(cfg.serving_dir)}
@@ -276,7 +276,7 @@ def test_tensorboard_scalars_per_epoch_in_the_model_run_dir(pipeline_run):
 
 
 def test_runs_lists_the_mlmd_runs_newest_first(pipeline_run, capsys):
-    from runs.store import run_ids
+    from tfxline.runs.store import run_ids
 
     cfg, first, _ = pipeline_run
     ids = run_ids(open_store(cfg.metadata_path), cfg.name)
@@ -300,7 +300,7 @@ def test_drifted_data_stops_the_run_before_training(pipeline_run, tmp_path, caps
     stops before Transform with the feature, the distance and the threshold in one line."""
     import contextlib
 
-    from serving import push as serving_push
+    from tfxline.serving import push as serving_push
 
     cfg, _, _ = pipeline_run
     before = {v: serving_push.read_metadata(cfg.serving_dir, v) for v in serving_push.versions(cfg.serving_dir)}

@@ -4,8 +4,8 @@ import json
 import pytest
 from tfx import v1 as tfx
 
-from pipeline.config_loader import load_config
-from pipeline.factory import PREPROCESSING_FN, BASELINE_ID, RUN_FN, create_pipeline
+from tfxline.pipeline.config_loader import load_config
+from tfxline.pipeline.factory import PREPROCESSING_FN, BASELINE_ID, RUN_FN, create_pipeline
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +113,7 @@ def test_without_a_validation_split_the_trainer_validates_on_eval(tmp_path):
 
 
 def test_epochs_mode_gives_the_trainer_no_step_budget(tmp_path):
-    from pipeline.config_trainer import step_budget
+    from tfxline.pipeline.config_trainer import step_budget
 
     steps = load_config(overrides=["training.mode=steps", "training.train_steps=37", "training.epochs=3"])
     assert step_budget(steps.training) == 37
@@ -125,14 +125,14 @@ def test_epochs_mode_gives_the_trainer_no_step_budget(tmp_path):
 def test_train_steps_becomes_tfx_num_steps_in_one_place():
     """training.train_steps is TrainArgs.num_steps in the factory's proto and in a compiled
     pipeline's train_args parameter alike (its default and submit / run-compiled --train-steps)."""
-    from pipeline.config_trainer import train_args, train_args_json
+    from tfxline.pipeline.config_trainer import train_args, train_args_json
 
     assert train_args(7) == {"num_steps": 7}
     assert train_args_json(7) == '{"num_steps": 7}'
 
 
 def test_eval_config_has_gates_and_slices(built):
-    from pipeline.eval_config import build_eval_config
+    from tfxline.pipeline.eval_config import build_eval_config
 
     cfg, _, _ = built
     ec = build_eval_config(cfg.evaluation, cfg.features)
@@ -155,7 +155,7 @@ def test_a_span_and_a_window_of_spans(tmp_path):
     """The pre-flight check's span is what ExampleGen reads (a static range); a window adds TFX's
     rolling-range Resolver between ExampleGen and Transform, while the data checks and the
     Evaluator stay on today's span."""
-    from pipeline.factory import WINDOW_ID
+    from tfxline.pipeline.factory import WINDOW_ID
 
     cfg = load_config(overrides=[f"output_root={tmp_path}", "data.pattern=span-{SPAN}/*.csv",
                                  "data.spans=window:3"])

@@ -1,7 +1,7 @@
 import pytest
 
-from transforms import features as F
-from transforms.features import FeatureSpec, FeatureSpecError
+from tfxline.transforms import features as F
+from tfxline.transforms.features import FeatureSpec, FeatureSpecError
 
 LABEL = {"name": "y", "transform": "ratio_threshold", "numerator": "tips", "denominator": "fare",
          "threshold": 0.2}

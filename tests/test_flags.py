@@ -5,10 +5,10 @@ import itertools
 
 import pytest
 
-from cli import common
-from cli import main as cli
-from cli import run_command
-from pipeline.config import ConfigError
+from tfxline.cli import common
+from tfxline.cli import main as cli
+from tfxline.cli import run_command
+from tfxline.pipeline.config import ConfigError
 
 CONFIGS = ("taxi", "penguin", "penguin_mass")
 COMMANDS_WITH_CONFIG = ("run", "runs", "gc", "serving", "report", "schema draft", "compile")

@@ -11,10 +11,10 @@ import pytest
 import tensorflow_model_analysis.metrics as tfma_metric_classes
 from tensorflow_model_analysis.proto import config_pb2, metrics_for_slice_pb2, validation_result_pb2
 
-from components import gates
-from components.tfma_results import describe_failure, not_blessed_reasons
-from pipeline.config import EvaluationConfig
-from pipeline.eval_config import TASK_GATES
+from tfxline.components import gates
+from tfxline.components.tfma_results import describe_failure, not_blessed_reasons
+from tfxline.pipeline.config import EvaluationConfig
+from tfxline.pipeline.eval_config import TASK_GATES
 
 LOWER, HIGHER = config_pb2.MetricDirection.LOWER_IS_BETTER, config_pb2.MetricDirection.HIGHER_IS_BETTER
 

@@ -8,8 +8,8 @@ from tests.conftest import write_taxi_slice
 
 @pytest.fixture
 def components(tmp_path):
-    from local.interactive import ComponentRunner
-    from pipeline.config_loader import load_config
+    from tfxline.local.interactive import ComponentRunner
+    from tfxline.pipeline.config_loader import load_config
 
     data = write_taxi_slice(tmp_path / "data" / "taxi.csv", limit=200)
     cfg = load_config("taxi", [f"output_root={tmp_path / 'out'}", f"data.path={data}"])
@@ -17,7 +17,7 @@ def components(tmp_path):
 
 
 def test_the_components_are_the_local_runs(components):
-    from local import runner
+    from tfxline.local import runner
 
     built = runner.build_pipeline(components.cfg, components.paths)
     assert list(components.components) == [c.id for c in built.components]

@@ -20,10 +20,10 @@ import shutil
 import pytest
 import yaml
 
-from serving import kserve_files
-from serving import push as sp
-from serving import release as sr
-from serving import storage
+from tfxline.serving import kserve_files
+from tfxline.serving import push as sp
+from tfxline.serving import release as sr
+from tfxline.serving import storage
 
 
 def tiny_model(path, answer):

@@ -13,10 +13,10 @@ import pytest
 from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 
-from kubeflow import compile as kfp_compile, entrypoint as kfp_entrypoint, spec as kfp_spec, submit as kfp_submit
-from cli import main as cli
-from pipeline.config import ConfigError
-from pipeline.config_loader import load_config
+from tfxline.kubeflow import compile as kfp_compile, entrypoint as kfp_entrypoint, spec as kfp_spec, submit as kfp_submit
+from tfxline.cli import main as cli
+from tfxline.pipeline.config import ConfigError
+from tfxline.pipeline.config_loader import load_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOLDEN = os.path.join(ROOT, "tests", "golden", "kfp_pipeline.json")
@@ -70,7 +70,7 @@ def test_image_code_paths_and_runtime_parameters(compiled):
     executors = job["pipelineSpec"]["deploymentSpec"]["executors"]
     images = {e["container"]["image"] for e in executors.values() if "container" in e}
     assert images == {IMAGE}
-    assert "transforms.preprocessing.preprocessing_fn" in text and "trainer.run.run_fn" in text
+    assert "tfxline.transforms.preprocessing.preprocessing_fn" in text and "tfxline.trainer.run.run_fn" in text
     assert "/pipeline/schema/taxi.pbtxt" in text
     params = kfp_spec.declared_parameters(job)
     assert params["data_root"] == kfp_compile.CONTAINER_TAXI_DATA
@@ -123,7 +123,7 @@ def test_project_entrypoint_runs_tfx_entrypoint_with_its_arguments():
     """The command as the image runs it reaches TFX's absl app with its arguments: ``--help``
     lists TFX's own flags. (That no sdist is built is checked on the containerised run's
     logs, tests/test_containers.py.)"""
-    proc = subprocess.run([sys.executable, "-m", "kubeflow.entrypoint", "--help"], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "tfxline.kubeflow.entrypoint", "--help"], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "--executor_class_path" in proc.stdout and "--json_serialized_invocation_args" in proc.stdout
@@ -179,7 +179,7 @@ def test_a_name_kfp_refuses_is_refused_at_compile_time_with_the_fix(tmp_path, ca
     refuses another name in one line with a name it takes; TFX's own check agrees on each."""
     from tfx.orchestration.kubeflow.v2 import pipeline_builder
 
-    from pipeline import names
+    from tfxline.pipeline import names
 
     out = tmp_path / "named.json"
     code = cli.main(["compile", "--set", "name=CreditCard_card", "--image", IMAGE,

@@ -9,10 +9,10 @@ import tensorflow_transform as tft
 import tensorflow_transform.beam as tft_beam
 from tensorflow_transform.tf_metadata import dataset_metadata, metadata_io, schema_utils
 
-from trainer.export import SERVING_SIGNATURE, TRANSFORM_SIGNATURE, build_signatures
-from trainer.model import Head, ModelInput, build_model
-from transforms.features import FeatureSpec, FeatureSpecError
-from transforms.preprocessing import make_preprocessing_fn
+from tfxline.trainer.export import SERVING_SIGNATURE, TRANSFORM_SIGNATURE, build_signatures
+from tfxline.trainer.model import Head, ModelInput, build_model
+from tfxline.transforms.features import FeatureSpec, FeatureSpecError
+from tfxline.transforms.preprocessing import make_preprocessing_fn
 
 SPEC = FeatureSpec.from_dict({"label": {"name": "price", "transform": "regression", "log": True},
                               "inputs": [{"name": "carat", "transform": "zscore"}]})
@@ -73,7 +73,7 @@ def test_signatures_serve_and_evaluate_in_the_labels_unit(analyzed):
 
 def test_init_learns_a_skewed_non_negative_label_in_log_space(tmp_path):
     """bench/tables.py measured it: better on skewed prices and wages, worse on a symmetric target."""
-    from cli.init_project import plan
+    from tfxline.cli.init_project import plan
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=400)
@@ -91,8 +91,8 @@ def test_init_learns_a_skewed_non_negative_label_in_log_space(tmp_path):
 def test_a_tflite_model_of_a_log_label_serves_in_the_labels_unit(analyzed, tmp_path):
     """The TFLite model answers what serving_default answers (the label's unit, not log space):
     its parity check compares the two on the eval rows."""
-    from serving import tflite
-    from trainer.export import export
+    from tfxline.serving import tflite
+    from tfxline.trainer.export import export
 
     _, output = analyzed
     model = build_model([ModelInput("carat_xf")], Head("regression", label_mean=7.0, label_scale=1.5),
@@ -114,8 +114,8 @@ def test_a_log_labels_prediction_stays_inside_its_widened_range_in_its_unit(anal
     """Clipped in log space (the label's range widened by 10% each side), then exp: a carat 50
     standard deviations out serves a price inside exp(widened range) - 1, not an exp() blow-up,
     from the saved model and from its TFLite model alike."""
-    from serving import tflite
-    from trainer.export import export
+    from tfxline.serving import tflite
+    from tfxline.trainer.export import export
 
     _, output = analyzed
     logs = np.log1p(np.maximum(PRICES, 0.0))

@@ -15,10 +15,10 @@ import time
 
 import pytest
 
-from serving import push as serving_push
-from pipeline.config_loader import load_config
-from runs.store import open_store, run_ids
-from runs.summary import collect_run
+from tfxline.serving import push as serving_push
+from tfxline.pipeline.config_loader import load_config
+from tfxline.runs.store import open_store, run_ids
+from tfxline.runs.summary import collect_run
 from tests.conftest import missing
 from tests.mariadb_server import PASSWORD, MariaDB, binaries
 

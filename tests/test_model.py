@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainer import precision
-from trainer.model import Head, ModelInput, build_model, embedding_dim, loss_and_metrics
+from tfxline.trainer import precision
+from tfxline.trainer.model import Head, ModelInput, build_model, embedding_dim, loss_and_metrics
 
 INPUTS = [ModelInput("fare"), ModelInput("payment_type", 5), ModelInput("hour", 24)]
 
@@ -42,7 +42,7 @@ def test_a_regression_head_starts_at_the_labels_scale():
 
 
 def test_label_moments_read_the_label_alone(tmp_path):
-    from trainer.data import label_moments, parser
+    from tfxline.trainer.data import label_moments, parser
 
     path = str(tmp_path / "part.gz")
     values = np.linspace(1000.0, 5000.0, 101)
@@ -108,7 +108,7 @@ def test_batch_norm_and_dropout_layers_when_asked():
 
 @pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
 def test_mixed_precision_keeps_float32_output_and_restores_policy(policy):
-    from trainer.keras_compat import keras
+    from tfxline.trainer.keras_compat import keras
 
     before = keras().mixed_precision.global_policy().name
     with precision.precision_policy(policy):
@@ -133,7 +133,7 @@ def test_model_trains_on_a_separable_toy_problem():
 def test_autograph_skip_rule_is_added_once():
     from tensorflow.python.autograph.core import config as autograph_config
 
-    from trainer.keras_compat import skip_autograph_for_libraries
+    from tfxline.trainer.keras_compat import skip_autograph_for_libraries
 
     skip_autograph_for_libraries()
     skip_autograph_for_libraries()
@@ -144,7 +144,7 @@ def test_autograph_skip_rule_is_added_once():
 def test_embedding_gradient_is_dense_and_equals_the_plain_gather_gradient():
     """One segment sum, not IndexedSlices (XLA's sparse-update path measured ~200x slower);
     the values are those of tf.gather's own gradient, duplicates summed."""
-    from trainer.model import gather_with_dense_gradient
+    from tfxline.trainer.model import gather_with_dense_gradient
 
     table = tf.Variable(np.arange(12, dtype=np.float32).reshape(6, 2))
     rows = tf.constant([[0, 3], [3, 5]], tf.int64)

@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
-from local import monitoring
-from pipeline.config_loader import load_config
+from tfxline.local import monitoring
+from tfxline.pipeline.config_loader import load_config
 from tests.conftest import E2E_TRAIN_STEPS, missing, write_taxi_slice
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -50,7 +50,7 @@ def test_rules_use_only_emitted_metric_names():
 def test_every_reason_is_bounded_and_every_refusal_path_names_one():
     """tfxline_run_success's reason label takes only REASONS' values: an unknown one is a bug,
     refused at once rather than pushed as a new series."""
-    from components import metric_samples, run_metrics
+    from tfxline.components import metric_samples, run_metrics
 
     with pytest.raises(ValueError, match="unknown run reason"):
         metric_samples.outcome_samples("oops", 0.0)
@@ -81,7 +81,7 @@ def test_a_gateway_that_is_down_is_one_warning_and_the_textfile_is_written(tmp_p
 
 
 def test_bad_monitoring_values_are_refused():
-    from pipeline.config import ConfigError
+    from tfxline.pipeline.config import ConfigError
     with pytest.raises(ConfigError, match="monitoring.pushgateway_url: 'gateway:9091'; must start with http://"):
         load_config(overrides=["monitoring.pushgateway_url=gateway:9091"])
     with pytest.raises(ConfigError, match="monitoring.timeout_seconds: 0.0; must be > 0"):
@@ -132,7 +132,7 @@ def test_runs_push_their_metrics_to_a_real_prometheus(servers, tmp_path):
     """A real run pushes; Prometheus scrapes the gateway and has the run's AUC, its
     per-component seconds and its pushed version; a second run (served from the cache)
     replaces them; a run with the gateway stopped still succeeds, with one warning."""
-    from cli import main as cli
+    from tfxline.cli import main as cli
 
     data = write_taxi_slice(tmp_path / "d" / "taxi.csv", limit=1500)
     argv = ["run", "--data", data, "--output", str(tmp_path / "out"), "--set", "training.mode=steps",
@@ -193,9 +193,9 @@ def test_a_compiled_runs_pusher_pushes_its_metrics_pushed_or_failed(model_files,
     """The SafePusher with the pushgateway_url pipeline parameter (a compiled run's last task):
     a gateway that is down is one warning in the task's log and the model is pushed all the
     same; a push that fails still reports the run, as failed at the Pusher, and fails the task."""
-    from components import run_metrics, safe_pusher
-    from serving import batch_latency
-    from serving import push as serving_push
+    from tfxline.components import run_metrics, safe_pusher
+    from tfxline.serving import batch_latency
+    from tfxline.serving import push as serving_push
 
     monkeypatch.setattr(batch_latency, "measure", lambda *a: {})
     inputs, pushed = _pusher_artifacts(model_files, tmp_path)
@@ -229,9 +229,9 @@ def test_a_compiled_runs_pusher_reports_what_the_local_run_reports(pipeline_run)
     local runner's, value for value (the result and its reason, the alert limits, the evaluation,
     the data, the push), but for what only the orchestrator sees (start time, durations,
     per-component seconds)."""
-    from components import run_metrics, safe_pusher
-    from runs.report.artifacts import RunArtifacts, load_run_info
-    from runs.store import INPUT_EVENTS, tfx_artifacts
+    from tfxline.components import run_metrics, safe_pusher
+    from tfxline.runs.report.artifacts import RunArtifacts, load_run_info
+    from tfxline.runs.store import INPUT_EVENTS, tfx_artifacts
 
     cfg, summary, _ = pipeline_run
     run = RunArtifacts(load_run_info(os.path.join(cfg.output_root, "runs", summary.run_id)))
@@ -255,7 +255,7 @@ def test_a_compiled_runs_pusher_reports_what_the_local_run_reports(pipeline_run)
 
 
 def _refused_run(argv, tmp_path):
-    from cli import main as cli
+    from tfxline.cli import main as cli
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stderr(err):
@@ -269,7 +269,7 @@ def test_runs_refused_before_they_start_push_and_are_recorded(tmp_path):
     one record that `tfxline runs` and `runs show latest` print (MLMD has no run of them)."""
     from prometheus_client.parser import text_string_to_metric_families
 
-    from cli import main as cli
+    from tfxline.cli import main as cli
 
     output, textfile = tmp_path / "out", tmp_path / "tf"
     output.mkdir()

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from serving import push as sp
-from serving import release as sr
-from serving import storage
+from tfxline.serving import push as sp
+from tfxline.serving import release as sr
+from tfxline.serving import storage
 
 SETTINGS = sr.Settings(model_name="taxi", kserve_storage_uri="gs://models/taxi", batch_threads=2)
 
@@ -77,9 +77,9 @@ def test_the_pusher_baseline_drift_gate_and_run_metrics_on_gs(gcs, pipeline_run)
     as a compiled run on Vertex AI or KFP has them."""
     from tfx.types import artifact_utils, standard_artifacts
 
-    from components import drift_gate, metric_samples, safe_pusher, serving_baseline
-    from pipeline import data_source
-    from pipeline.factory import drift_thresholds
+    from tfxline.components import drift_gate, metric_samples, safe_pusher, serving_baseline
+    from tfxline.pipeline import data_source
+    from tfxline.pipeline.factory import drift_thresholds
 
     cfg, _, _ = pipeline_run
     local = sp.versions(cfg.serving_dir)[-1]

@@ -3,10 +3,10 @@
 import pytest
 import tensorflow as tf
 
-from trainer.keras_compat import keras, skip_autograph_for_libraries
-from trainer.model import Head, build_model, loss_and_metrics
-from trainer.optimizer import NO_DECAY, learning_rate_schedule, optimizer
-from trainer.train_step import step_kernel_ops, training_model
+from tfxline.trainer.keras_compat import keras, skip_autograph_for_libraries
+from tfxline.trainer.model import Head, build_model, loss_and_metrics
+from tfxline.trainer.optimizer import NO_DECAY, learning_rate_schedule, optimizer
+from tfxline.trainer.train_step import step_kernel_ops, training_model
 from tests.synthetic import INPUTS, ROWS, dataset, max_diff
 
 BATCH = 64

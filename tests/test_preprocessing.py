@@ -5,9 +5,9 @@ import tensorflow as tf
 import tensorflow_transform.beam as tft_beam
 from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
 
-from transforms.analyzers import AnalyzerValuesError, FrozenAnalyzers, analyzer_name, needed, read_values
-from transforms.features import FeatureSpec
-from transforms.preprocessing import MISSING_STRING, Present, hashed_cross, make_preprocessing_fn
+from tfxline.transforms.analyzers import AnalyzerValuesError, FrozenAnalyzers, analyzer_name, needed, read_values
+from tfxline.transforms.features import FeatureSpec
+from tfxline.transforms.preprocessing import MISSING_STRING, Present, hashed_cross, make_preprocessing_fn
 
 SPEC = FeatureSpec.from_dict({
     "label": {"name": "big_tipper", "transform": "ratio_threshold", "numerator": "tips",

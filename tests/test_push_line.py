@@ -7,12 +7,12 @@ import os
 
 import pytest
 
-from pipeline.config import ConfigError
-from pipeline.config_loader import load_config
-from runs.console import format_summary
-from runs.summary import ComponentRun, RunSummary
-from serving import push as sp
-from serving import release as sr
+from tfxline.pipeline.config import ConfigError
+from tfxline.pipeline.config_loader import load_config
+from tfxline.runs.console import format_summary
+from tfxline.runs.summary import ComponentRun, RunSummary
+from tfxline.serving import push as sp
+from tfxline.serving import release as sr
 from tests.test_rollback import run_cli
 from tests.test_tf_serving_rules import FakeTFServing
 
@@ -97,7 +97,7 @@ def test_settle_asks_the_configured_tf_serving(model_files, tmp_path, capsys):
 
 
 def test_the_run_prints_the_hint_when_its_config_names_a_tf_serving():
-    from cli import run_command
+    from tfxline.cli import run_command
 
     stream = io.StringIO()
     run_command.print_summary(pushed_summary("stable: predict and the next run's baseline use it"), stream,

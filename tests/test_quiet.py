@@ -6,10 +6,10 @@ import sys
 
 import pytest
 
-from cli.quiet import TF_IMPORT_NOISE
+from tfxline.cli.quiet import TF_IMPORT_NOISE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-QUIET_IMPORT = "from cli.quiet import import_tensorflow_quietly; import_tensorflow_quietly(); print('ok')"
+QUIET_IMPORT = "from tfxline.cli.quiet import import_tensorflow_quietly; import_tensorflow_quietly(); print('ok')"
 
 
 def run(code, **env):
@@ -83,7 +83,7 @@ def test_predict_prints_only_its_own_lines(tmp_path, config, task, said):
         rows.write_text("culmen_length_mm,culmen_depth_mm,flipper_length_mm,body_mass_g\n"
                         + "39.1,18.7,181,3750\n" * 5)
     env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
-    done = subprocess.run([sys.executable, "-m", "cli.main", "predict", "--config", config, "--model-dir", model,
+    done = subprocess.run([sys.executable, "-m", "tfxline.cli.main", "predict", "--config", config, "--model-dir", model,
                            "--input", str(rows), "--predictions", str(tmp_path / "out.csv")],
                           capture_output=True, text=True, cwd=ROOT, timeout=300, env=env)
     assert done.returncode == 0, done.stderr
@@ -97,11 +97,11 @@ def test_a_runs_native_noise_goes_to_its_log_and_the_rest_to_the_console(tmp_pat
     run's log; any other stderr line still reaches the console, as it is written."""
     code = f"""
 import os, sys, io
-from cli.quiet import import_tensorflow_quietly, quiet_libraries
+from tfxline.cli.quiet import import_tensorflow_quietly, quiet_libraries
 quiet_libraries()
 import_tensorflow_quietly()
 import tensorflow as tf
-from local.process import logging_to
+from tfxline.local.process import logging_to
 
 @tf.function
 def softmax(serialized):
@@ -138,11 +138,11 @@ def test_a_notebooks_libraries_log_to_a_file_also_after_a_run(tmp_path):
     code = f"""
 import io, sys, warnings
 sys.ps1 = ">>> "
-from cli.notebook import start_notebook
+from tfxline.cli.notebook import start_notebook
 path = start_notebook({str(tmp_path)!r})
 import tensorflow as tf
 from absl import logging as absl_logging
-from local.process import logging_to
+from tfxline.local.process import logging_to
 tf.get_logger().info("tensorflow info line")
 absl_logging.warning("absl warning line")
 with logging_to({str(tmp_path / "run.log")!r}, io.StringIO()):

@@ -14,11 +14,11 @@ import sys
 import pytest
 import tensorflow as tf
 
-from cli import main as cli
-from cli import run_command
-from runs.console import format_summary
-from runs.report import collect, render
-from runs.store import INPUT_EVENTS, execution_artifacts, open_store
+from tfxline.cli import main as cli
+from tfxline.cli import run_command
+from tfxline.runs.console import format_summary
+from tfxline.runs.report import collect, render
+from tfxline.runs.store import INPUT_EVENTS, execution_artifacts, open_store
 
 pytestmark = pytest.mark.e2e
 
@@ -57,7 +57,7 @@ def test_read_commands_print_no_library_noise(pipeline_run, command):
     args = {"report": [run_dir_of(cfg, summary)], "runs": ["--output", cfg.output_root],
             "gc": ["--output", cfg.output_root, "--keep-runs", "100", "--dry-run"],
             "serving": ["--output", cfg.output_root]}[command]
-    done = subprocess.run([sys.executable, "-m", "cli.main", command, *args], capture_output=True, text=True,
+    done = subprocess.run([sys.executable, "-m", "tfxline.cli.main", command, *args], capture_output=True, text=True,
                           timeout=300, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith({"report": "report: ", "runs": "run ", "gc": "retention: nothing to delete",
@@ -98,7 +98,7 @@ def test_pipeline_section_is_the_mlmd_state_of_each_component(pipeline_run, repo
 
 def test_data_section_counts_add_up_to_the_csv(pipeline_run, report, taxi_slice):
     """Examples with a value, over the three splits == non-empty cells of that column in the CSV."""
-    from pipeline.examples import read_csv_rows
+    from tfxline.pipeline.examples import read_csv_rows
 
     assert open(taxi_slice, "rb").read(3) == b"\xef\xbb\xbf"  # the shared data is a spreadsheet export
     rows = list(read_csv_rows(taxi_slice))

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from runs.report import render
+from tfxline.runs.report import render
 from tests.conftest import missing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

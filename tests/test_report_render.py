@@ -4,7 +4,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from runs.report import render, svg
+from tfxline.runs.report import render, svg
 
 
 def failed_early_run():
@@ -58,7 +58,7 @@ def test_charts_are_well_formed_on_edge_cases():
 def test_report_command_on_what_is_not_a_recorded_run(tmp_path, capsys):
     import json
 
-    from cli import main as cli
+    from tfxline.cli import main as cli
 
     def one_error_line(argv):
         assert cli.main(argv) == cli.EXIT_BAD_INPUT
@@ -140,8 +140,8 @@ def test_an_undefined_metric_against_the_baseline_renders(tmp_path):
 def test_a_report_that_cannot_be_written_is_one_console_warning(capsys):
     import sys
 
-    from cli import run_command
-    from runs.summary import RunSummary
+    from tfxline.cli import run_command
+    from tfxline.runs.summary import RunSummary
 
     run_command.print_summary(RunSummary(run_id="r1", components=[], report_error="TypeError: must be real number"), sys.stdout)
     out = capsys.readouterr().out
@@ -155,7 +155,7 @@ def test_every_task_renders_with_every_metric_undefined(task, with_baseline):
     """#50: whatever the task, a candidate whose every headline metric is undefined (TFMA's NaN,
     read as None) renders, with a serving model to compare with (its differences undefined too)
     and without one."""
-    from components import task_metrics
+    from tfxline.components import task_metrics
 
     names = task_metrics.VIEWS[task].headline
     data = failed_early_run()

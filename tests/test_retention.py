@@ -8,8 +8,8 @@ import pytest
 from ml_metadata import metadata_store
 from ml_metadata.proto import metadata_store_pb2 as pb
 
-from cli import main as cli
-from runs import retention
+from tfxline.cli import main as cli
+from tfxline.runs import retention
 
 LIVE, MARKED, DELETED = pb.Artifact.LIVE, pb.Artifact.MARKED_FOR_DELETION, pb.Artifact.DELETED
 COMPLETE, CACHED, FAILED, RUNNING = (pb.Execution.COMPLETE, pb.Execution.CACHED, pb.Execution.FAILED,

@@ -8,10 +8,10 @@ import os
 
 import pytest
 
-from serving import push as sp
-from serving import release as serving_release
-from cli import main as cli
-from local.lock import one_run_at_a_time
+from tfxline.serving import push as sp
+from tfxline.serving import release as serving_release
+from tfxline.cli import main as cli
+from tfxline.local.lock import one_run_at_a_time
 
 
 def push_runs(model_files, serving_dir, n, keep=5):
@@ -139,7 +139,7 @@ def test_a_bad_model_rolled_back_predicts_as_the_good_one_again(pipeline_run, ta
     model's predictions again."""
     import tensorflow as tf
 
-    from pipeline.examples import read_csv_rows
+    from tfxline.pipeline.examples import read_csv_rows
 
     cfg, _, _ = pipeline_run
     good = serving_release.serving_version_dir(cfg.serving_dir)
@@ -179,7 +179,7 @@ def test_a_bad_model_rolled_back_predicts_as_the_good_one_again(pipeline_run, ta
 
 @pytest.mark.e2e
 def test_runs_marks_the_push_that_was_rolled_back(pipeline_run, model_files, tmp_path):
-    from runs.history import list_runs
+    from tfxline.runs.history import list_runs
 
     cfg, summary, _ = pipeline_run
     pushed = int(os.path.basename(summary.pushed_to))
@@ -200,7 +200,7 @@ def test_a_rollback_waits_for_a_run_on_the_same_output_root(model_files, tmp_pat
     import threading
     import time
 
-    from pipeline.config_loader import load_config
+    from tfxline.pipeline.config_loader import load_config
 
     out_root = tmp_path / "out"
     d = str(out_root / "serving" / "taxi")

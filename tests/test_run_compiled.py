@@ -13,9 +13,9 @@ import pytest
 
 from tfx.dsl.components.base import base_executor
 
-from kubeflow import compile as kfp_compile, launcher, run_compiled as rc, spec
-from cli import main as cli
-from pipeline.config_loader import load_config
+from tfxline.kubeflow import compile as kfp_compile, launcher, run_compiled as rc, spec
+from tfxline.cli import main as cli
+from tfxline.pipeline.config_loader import load_config
 
 IMAGE = "tfxline:unit"
 
@@ -231,7 +231,7 @@ def tfx_parse(argv):
     from kfp.pipeline_spec import pipeline_spec_pb2
     from tfx.orchestration.kubeflow.v2.container import kubeflow_v2_entrypoint_utils as utils
 
-    from kubeflow import entrypoint
+    from tfxline.kubeflow import entrypoint
 
     message = pipeline_spec_pb2.ExecutorInput()
     json_format.Parse(argv[argv.index(entrypoint.INVOCATION_FLAG) + 1], message, ignore_unknown_fields=True)
@@ -250,7 +250,7 @@ def test_tfx_reads_what_each_kfp_release_sends_once_the_entrypoint_fitted_it(loc
     """As KFP sends it, TFX's entrypoint fails on the inputs' empty schema (tensorflow/tfx#7768)
     and, from 2.5, on the executor-logs output (ImportError: Could not import system.Artifact);
     kubeflow/entrypoint.py types the inputs from the spec and leaves executor-logs out."""
-    from kubeflow import entrypoint
+    from tfxline.kubeflow import entrypoint
 
     _, job, _ = local_job
     argv = container_argv(job, "Evaluator", executor_input(job, "Evaluator", kfp_version=kfp_version))
@@ -277,7 +277,7 @@ def test_tfx_reads_what_each_kfp_release_sends_once_the_entrypoint_fitted_it(loc
 def test_generic_outputs_no_component_declares_are_left_out(local_job, capsys):
     """Any output TFX cannot type (none, or KFP's system.*) is not the component's: left out with
     one stderr line; the declared ones stay as they came."""
-    from kubeflow import entrypoint
+    from tfxline.kubeflow import entrypoint
 
     _, job, _ = local_job
     ei = executor_input(job, "Evaluator")
@@ -324,7 +324,7 @@ def test_the_entrypoint_runs_tfx_on_what_kfp_sends_and_writes_what_its_launcher_
     argv = container_argv(job, "Evaluator", ei)
     argv[argv.index("--executor_class_path") + 1] = f"{__name__}.EchoExecutor"
     echo = tmp_path / "echo.json"
-    proc = subprocess.run([sys.executable, "-m", "kubeflow.entrypoint", *argv], cwd=ROOT, capture_output=True,
+    proc = subprocess.run([sys.executable, "-m", "tfxline.kubeflow.entrypoint", *argv], cwd=ROOT, capture_output=True,
                           text=True, timeout=600, env={**os.environ, "ECHO_TO": str(echo)})
     assert proc.returncode == 0, proc.stderr[-3000:]
     seen = json.loads(echo.read_text())
@@ -359,7 +359,7 @@ def test_what_kfp_local_sends_is_read_by_tfx_once_fitted(local_job):
     from kfp import dsl
     from kfp.pipeline_spec import pipeline_spec_pb2
 
-    from kubeflow import entrypoint
+    from tfxline.kubeflow import entrypoint
 
     _, job, _ = local_job
     body, component, _ = task_parts(job, "Evaluator")
@@ -478,10 +478,10 @@ def test_summary_reads_the_tasks_outputs():
 def test_the_failing_line_of_a_task_log_is_found(tmp_path):
     log = tmp_path / "log.txt"
     log.write_text("I0101 starting\nTraceback (most recent call last):\n  File x\n"
-                   "components.anomalies_gate.DataAnomaliesError: the data violates the schema (1 anomalies)\n"
+                   "tfxline.components.anomalies_gate.DataAnomaliesError: the data violates the schema (1 anomalies)\n"
                    "I0101 exiting\n")
     assert rc.last_error_line(str(log)) == (
-        "components.anomalies_gate.DataAnomaliesError: the data violates the schema (1 anomalies)")
+        "tfxline.components.anomalies_gate.DataAnomaliesError: the data violates the schema (1 anomalies)")
 
 
 def test_no_docker_is_bad_input_named_before_anything_runs(local_job):

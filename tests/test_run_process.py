@@ -12,7 +12,7 @@ import time
 import apache_beam as beam
 import pytest
 
-from local import process
+from tfxline.local import process
 from tests.conftest import ROOT, tfxline, write_taxi_slice
 
 
@@ -23,7 +23,7 @@ from tests.conftest import ROOT, tfxline, write_taxi_slice
 CTRL_C_IN_A_BEAM_BUNDLE = """
 import os, signal, sys
 from tensorflow_transform.beam import impl
-from cli import main
+from tfxline.cli import main
 
 process, sent = impl._RunMetaGraphDoFn.process, []
 
@@ -43,7 +43,7 @@ def test_ctrl_c_during_a_component_records_the_run_as_interrupted(tmp_path, when
     out = tmp_path / "out"
     args = ["run", "--data", data, "--output", str(out)]
     in_bundle = when == "in a Beam bundle"
-    command = ["-c", CTRL_C_IN_A_BEAM_BUNDLE] if in_bundle else ["-m", "cli.main"]
+    command = ["-c", CTRL_C_IN_A_BEAM_BUNDLE] if in_bundle else ["-m", "tfxline.cli.main"]
     proc = subprocess.Popen([sys.executable, *command, *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     seen = []
@@ -83,7 +83,7 @@ def test_ctrl_c_during_a_component_records_the_run_as_interrupted(tmp_path, when
 
 def test_sigterm_before_the_components_is_one_line_and_exit_143(tmp_path):
     """Killed while it starts (before any component): the same line a Ctrl-C gets, not silence."""
-    proc = subprocess.Popen([sys.executable, "-c", "import os, signal; from cli import main; "
+    proc = subprocess.Popen([sys.executable, "-c", "import os, signal; from tfxline.cli import main; "
                              "main.build_parser = (lambda real: lambda: (os.kill(os.getpid(), signal.SIGTERM), "
                              "real())[1])(main.build_parser); raise SystemExit(main.main(['runs', '--output', "
                              f"{str(tmp_path)!r}]))"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -96,7 +96,7 @@ def test_sigterm_before_the_components_is_one_line_and_exit_143(tmp_path):
 def test_a_command_a_signal_stops_inside_beam_is_one_line_too(tmp_path):
     """Any command: a SIGTERM that Beam turns into a RuntimeError is still the same one line and
     exit 143, not a traceback."""
-    proc = subprocess.Popen([sys.executable, "-c", "import signal; from cli import main; "
+    proc = subprocess.Popen([sys.executable, "-c", "import signal; from tfxline.cli import main; "
                              "from tests.test_run_process import run_a_bundle_that_signals as stop; "
                              "main.build_parser = (lambda real: lambda: (stop(signal.SIGTERM), real())[1])"
                              "(main.build_parser); "

@@ -4,10 +4,10 @@ was blessed at accuracy 1.0000 and the summary said nothing; init had warned onc
 import numpy as np
 import tensorflow as tf
 
-from runs import warnings
-from trainer import importance
-from trainer.model import Head, ModelInput, build_model, loss_and_metrics
-from transforms import features as F
+from tfxline.runs import warnings
+from tfxline.trainer import importance
+from tfxline.trainer.model import Head, ModelInput, build_model, loss_and_metrics
+from tfxline.transforms import features as F
 
 
 def test_a_suspect_column_is_repeated_while_an_input_reads_it():

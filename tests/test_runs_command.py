@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from cli import main as cli
+from tfxline.cli import main as cli
 from tests.test_console import Runs
 
 GATE = "AnomaliesGate"
@@ -176,7 +176,7 @@ def test_a_reader_that_leaves_early_ends_the_command_quietly(anomalies_run):
     import subprocess
     import sys
 
-    proc = subprocess.Popen([sys.executable, "-m", "cli.main", "runs", "--output", str(anomalies_run[0])],
+    proc = subprocess.Popen([sys.executable, "-m", "tfxline.cli.main", "runs", "--output", str(anomalies_run[0])],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tests_root())
     proc.stdout.close()  # the reader is gone before the first line
     err = proc.stderr.read().decode()

@@ -4,8 +4,8 @@ import os
 
 from tfx.types import standard_artifacts
 
-from components import serving_baseline as sb
-from serving.push import METADATA_FILE
+from tfxline.components import serving_baseline as sb
+from tfxline.serving.push import METADATA_FILE
 
 
 def fake_version(serving_dir, version, model_uri):

@@ -4,7 +4,7 @@ import shutil
 
 import pytest
 
-from serving import push as sp
+from tfxline.serving import push as sp
 
 
 def test_push_creates_integer_version_with_metadata(model_files, tmp_path):
@@ -69,7 +69,7 @@ def test_not_a_savedmodel_is_refused(tmp_path):
 
 
 def test_serving_version_dir_names_the_fix(tmp_path):
-    from serving.release import serving_version_dir
+    from tfxline.serving.release import serving_version_dir
 
     with pytest.raises(FileNotFoundError, match="tfxline run"):
         serving_version_dir(str(tmp_path / "none"))
@@ -122,7 +122,7 @@ MODEL_FILES = ("push_metadata.json", "saved_model.pb", "variables/variables.data
 def _slow_copytree(src, dst):
     """storage.copytree, one file at a time with a pause: the poller gets to look in between."""
     import time
-    from serving import storage
+    from tfxline.serving import storage
 
     for name in storage.files(src):
         os.makedirs(os.path.dirname(os.path.join(dst, name)), exist_ok=True)
@@ -145,7 +145,7 @@ def test_without_a_directory_rename_saved_model_pb_is_the_last_file_in(model_fil
     saved_model.pb (its load fails and is retried, --max_num_load_retries), never a
     saved_model.pb without its variables or metadata."""
     import errno
-    from serving import storage
+    from tfxline.serving import storage
 
     def no_dir_rename(src, dst):
         raise OSError(errno.ENOTSUP, "Operation not supported", dst)

@@ -10,9 +10,9 @@ import pytest
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
 from tensorflow_serving.config import model_server_config_pb2
 
-from serving import push as sp
-from serving import kserve_files, tf_serving_files
-from serving import release as sr
+from tfxline.serving import push as sp
+from tfxline.serving import kserve_files, tf_serving_files
+from tfxline.serving import release as sr
 from tests.conftest import ROOT
 from tests.test_rollback import run_cli
 
@@ -109,7 +109,7 @@ def test_canary_promote_and_rollback_move_the_labels(model_files, tmp_path):
     assert isvc["spec"]["predictor"]["model"]["storageUri"].endswith(f"/kserve/{v2}")
     assert sr.serving_version(d) == v2
 
-    from runs import versions as serving
+    from tfxline.runs import versions as serving
     current, target = serving.rollback_target(d, None)
     assert (current, target) == (v2, v1)  # the stable version before the promote
     new, _, restored = sp.rollback(d, 5, to=target, current=current, protect=sr.read(d).labelled)
@@ -297,8 +297,8 @@ def test_the_pusher_writes_the_release_and_a_failed_measurement_does_not_block_i
 
     from tfx.types import standard_artifacts
 
-    from components import safe_pusher
-    from serving import batch_latency
+    from tfxline.components import safe_pusher
+    from tfxline.serving import batch_latency
 
     def broken(model_dir, records):
         raise RuntimeError("no eval rows")
@@ -365,7 +365,7 @@ def test_batch_latency_times_at_least_5_and_at_most_30_calls_per_batch_size():
     timed calls, a slow one at the budget but never below 5 calls."""
     import time
 
-    from serving.batch_latency import MAX_CALLS, MIN_CALLS, timed_calls
+    from tfxline.serving.batch_latency import MAX_CALLS, MIN_CALLS, timed_calls
 
     calls = []
     times = timed_calls(lambda: calls.append(1))

@@ -12,8 +12,8 @@ import pytest
 import tensorflow as tf
 import tensorflow_transform as tft
 
-from trainer import data
-from transforms import features as F
+from tfxline.trainer import data
+from tfxline.transforms import features as F
 
 pytestmark = pytest.mark.e2e
 

@@ -11,13 +11,13 @@ import re
 
 import pytest
 
-from serving import push as serving_push
-from cli import main as cli
-from local import runner as local_runner
-from pipeline.data_source import DataError
-from runs.history import list_runs
-from runs.console import format_summary
-from runs.summary import collect_run
+from tfxline.serving import push as serving_push
+from tfxline.cli import main as cli
+from tfxline.local import runner as local_runner
+from tfxline.pipeline.data_source import DataError
+from tfxline.runs.history import list_runs
+from tfxline.runs.console import format_summary
+from tfxline.runs.summary import collect_run
 from tests.conftest import e2e_config, write_taxi_slice
 
 pytestmark = pytest.mark.e2e

@@ -16,9 +16,9 @@ from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
 from bench import step_profile
 from bench.step_profile import profile_fit
-from trainer import profile as X
-from trainer.keras_compat import skip_autograph_for_libraries
-from trainer.model import Head, build_model, loss_and_metrics
+from tfxline.trainer import profile as X
+from tfxline.trainer.keras_compat import skip_autograph_for_libraries
+from tfxline.trainer.model import Head, build_model, loss_and_metrics
 from tests.synthetic import INPUTS, dataset
 
 MS = 10 ** 9  # picoseconds per millisecond

@@ -5,7 +5,7 @@ import json
 import pytest
 import tensorflow as tf
 
-from trainer import strategy as s
+from tfxline.trainer import strategy as s
 
 
 def test_auto_on_cpu_is_the_default_strategy():
@@ -40,7 +40,7 @@ def test_chief_detection():
     ((6, 1), "float32"), (None, "float32")])
 def test_auto_precision_per_gpu_class(capability, policy):
     """TF32 from Ampere on (float32 measured fastest on an H100); float16 where there is none."""
-    from trainer.precision import policy_for_gpu
+    from tfxline.trainer.precision import policy_for_gpu
 
     assert policy_for_gpu(capability) == policy
 

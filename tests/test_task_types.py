@@ -7,11 +7,11 @@ import types
 import numpy as np
 import pytest
 
-import task_types
-from components import gates, task_metrics
-from pipeline.config import EvaluationConfig
-from pipeline.labels import LabelError, LabelValues, infer_task
-from transforms import features as F
+from tfxline import task_types
+from tfxline.components import gates, task_metrics
+from tfxline.pipeline.config import EvaluationConfig
+from tfxline.pipeline.labels import LabelError, LabelValues, infer_task
+from tfxline.transforms import features as F
 
 ALL = task_types.REGISTERED  # the contract tests: every registered task type, a new one included
 # the built-in three, whose own values some tests pin

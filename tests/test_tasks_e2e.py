@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from components import task_metrics
-from serving import push as serving_push
-from pipeline import data_source
+from tfxline.components import task_metrics
+from tfxline.serving import push as serving_push
+from tfxline.pipeline import data_source
 from tests.conftest import tfxline
 
 pytestmark = pytest.mark.e2e

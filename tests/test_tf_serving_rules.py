@@ -10,8 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from serving import push as sp
-from serving import release as sr
+from tfxline.serving import push as sp
+from tfxline.serving import release as sr
 from tests.conftest import ROOT
 from tests.test_rollback import run_cli
 from tests.tf_serving_rules import FLAGS, PREDICT_PATH, STATUS_PATH, Server, ServingError, parse
@@ -179,7 +179,7 @@ def every_transition(model_files, d, seen):
     sr.canary(d, v1, 20, SETTINGS)  # an older version, not loaded now
     r.record("canary (phase 1)")
     r.settle("canary")
-    from runs import versions as serving
+    from tfxline.runs import versions as serving
     current, target = serving.rollback_target(d, None)
     new, _, restored = sp.rollback(d, 5, to=target, current=current, protect=sr.read(d).labelled)
     sr.on_rollback(d, new, restored, SETTINGS)

@@ -8,9 +8,9 @@ import shutil
 import numpy as np
 import pytest
 
-from serving import push as sp
-from serving import tflite as T
-from transforms import features as F
+from tfxline.serving import push as sp
+from tfxline.serving import tflite as T
+from tfxline.transforms import features as F
 
 
 # ---- the gate's rules (no TensorFlow model) -----------------------------------------------
@@ -106,7 +106,7 @@ def pusher_inputs(pipeline_run, tmp_path):
 
 @pytest.mark.e2e
 def test_the_push_holds_a_checked_tflite_model(pipeline_run):
-    from runs.console import format_summary
+    from tfxline.runs.console import format_summary
 
     cfg, version, meta = pushed(pipeline_run)
     _, summary, _ = pipeline_run
@@ -124,7 +124,7 @@ def test_the_push_holds_a_checked_tflite_model(pipeline_run):
 def test_the_tflite_model_takes_raw_values_with_missing_marks(pipeline_run):
     """The pushed model.tflite in the real interpreter on the eval rows, as raw columns (missing
     values marked), against the SavedModel of the same version on the same rows."""
-    from serving.batch_latency import eval_records
+    from tfxline.serving.batch_latency import eval_records
 
     cfg, version, meta = pushed(pipeline_run)
     records = eval_records(meta["data"]["examples_uri"], 400)
@@ -145,7 +145,7 @@ def test_the_tflite_model_takes_raw_values_with_missing_marks(pipeline_run):
 @pytest.mark.e2e
 def test_float32_tflite_reproduces_the_savedmodel(pipeline_run):
     """No quantization: the rebuilt preprocessing and the network give the SavedModel's numbers."""
-    from serving.batch_latency import eval_records
+    from tfxline.serving.batch_latency import eval_records
 
     cfg, version, meta = pushed(pipeline_run)
     exported = T.export(os.path.join(cfg.serving_dir, str(version)), transform_dir(meta), cfg.features, "none",
@@ -161,7 +161,7 @@ def test_a_tflite_model_off_its_tolerance_refuses_the_push(pipeline_run, tmp_pat
     PushedModel says why in one line."""
     from tfx.types import standard_artifacts
 
-    from components import safe_pusher
+    from tfxline.components import safe_pusher
 
     cfg, model, blessing, examples, graph = pusher_inputs(pipeline_run, tmp_path)
     out = standard_artifacts.PushedModel()
@@ -184,7 +184,7 @@ def test_turning_tflite_on_for_a_pushed_model_pushes_it_again_with_one(pipeline_
     version must hold): a new version, with its model.tflite. The same setting again: no push."""
     from tfx.types import standard_artifacts
 
-    from components import safe_pusher
+    from tfxline.components import safe_pusher
 
     cfg, model, blessing, examples, graph = pusher_inputs(pipeline_run, tmp_path)
     serving = str(tmp_path / "serving")

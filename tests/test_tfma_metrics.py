@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from tensorflow_model_analysis.metrics import metric_types
 
-from components import tfma_metrics
+from tfxline.components import tfma_metrics
 
 
 def combiner(metric):

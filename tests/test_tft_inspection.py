@@ -11,10 +11,10 @@ from tensorflow_transform.beam import analysis_graph_builder
 from tensorflow_transform.beam.analyzer_cache import DatasetKey
 from tensorflow_transform.tf_metadata import schema_utils
 
-from pipeline import data_source, tft_inspection
-from pipeline.config_loader import load_config
+from tfxline.pipeline import data_source, tft_inspection
+from tfxline.pipeline.config_loader import load_config
 from tests.conftest import ROOT
-from transforms import preprocessing
+from tfxline.transforms import preprocessing
 
 
 def inputs_of(config):

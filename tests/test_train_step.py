@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from trainer import precision
-from trainer.train_step import training_model
-from trainer.keras_compat import keras, skip_autograph_for_libraries
-from trainer.model import Head, build_model, loss_and_metrics
+from tfxline.trainer import precision
+from tfxline.trainer.train_step import training_model
+from tfxline.trainer.keras_compat import keras, skip_autograph_for_libraries
+from tfxline.trainer.model import Head, build_model, loss_and_metrics
 from tests.synthetic import INPUTS, dataset, max_diff
 
 MICRO, N = 32, 4

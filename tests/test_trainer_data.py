@@ -4,7 +4,7 @@ import random
 import numpy as np
 import tensorflow as tf
 
-from trainer import data
+from tfxline.trainer import data
 
 SPEC = {"x": tf.io.FixedLenFeature([], tf.float32), "city": tf.io.FixedLenFeature([], tf.string),
         "label": tf.io.FixedLenFeature([], tf.int64)}

@@ -11,8 +11,8 @@ import time
 import numpy as np
 import pytest
 
-from pipeline.factory import trainer_custom_config
-from pipeline.config_loader import load_config
+from tfxline.pipeline.factory import trainer_custom_config
+from tfxline.pipeline.config_loader import load_config
 
 pytestmark = pytest.mark.e2e
 HARNESS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "trainer_harness.py")
@@ -121,8 +121,8 @@ def test_killed_trainer_resumes_the_same_training(transform_output, tmp_path):
     so it ends at the epoch, with the history and the model, the uninterrupted run gives."""
     from tfx.components.trainer.fn_args_utils import FnArgs
 
-    from trainer.resume import read_state
-    from trainer.run import backup_dir
+    from tfxline.trainer.resume import read_state
+    from tfxline.trainer.run import backup_dir
 
     overrides = ["runtime.strategy=one_device", "training.epochs=8", "training.early_stopping_patience=2",
                  "model.dropout=0.2",
@@ -182,7 +182,7 @@ def test_batch_scaling_trains_with_the_batch_and_learning_rate_the_data_allows(t
     """training.batch_scaling=always on this CPU (auto grows the batch on GPUs and TPUs only):
     from a written batch of 1 the Trainer trains and validates with the grown batch, the
     square-root learning rate and the steps per epoch that batch gives."""
-    from trainer import batch
+    from tfxline.trainer import batch
 
     examples = train_split_examples(pipeline_run)
     args = fn_args(transform_output, str(tmp_path), [
@@ -218,7 +218,7 @@ def test_same_seed_trains_the_same_model(transform_output, tmp_path):
 def predictions(model_dir, cfg):
     import itertools
 
-    from pipeline import data_source, predict
+    from tfxline.pipeline import data_source, predict
 
     rows = list(itertools.islice(predict.read_csv_rows(data_source.default_data_path()), 20))
     schema = data_source.load_schema(data_source.schema_path(cfg.data.schema))
@@ -251,7 +251,7 @@ def test_validation_of_one_class_early_stops_on_the_loss(transform_output, tmp_p
     import tensorflow as tf
     import tensorflow_transform as tft
 
-    from trainer import data
+    from tfxline.trainer import data
 
     label = transform_output["cfg"].features.label.name
     split = transform_output["cfg"].data.trainer_eval_split

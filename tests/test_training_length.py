@@ -7,11 +7,11 @@ import types
 
 from ml_metadata.proto import metadata_store_pb2 as pb
 
-from runs import summary as summary_lib
-from runs.console import format_summary
-from runs.report import model as report_model
-from runs.report import render
-from runs.summary import RunSummary, collect_run
+from tfxline.runs import summary as summary_lib
+from tfxline.runs.console import format_summary
+from tfxline.runs.report import model as report_model
+from tfxline.runs.report import render
+from tfxline.runs.summary import RunSummary, collect_run
 from tests.test_console import Runs
 
 # A public table's run (binary, epochs mode): the cap of 10 passes reached, val_auc best at the last.

@@ -4,8 +4,8 @@ import math
 
 from tensorflow_model_analysis.proto import config_pb2, metrics_for_slice_pb2, validation_result_pb2
 
-from runs.console import format_metrics
-from components.tfma_results import describe_failure, undefined_metrics
+from tfxline.runs.console import format_metrics
+from tfxline.components.tfma_results import describe_failure, undefined_metrics
 
 ONE_CLASS = {"auc": 0.0, "pr_auc": 0.0, "mean_label": 0.0, "precision": math.nan, "recall": math.nan,
              "binary_accuracy": 1.0, "example_count": 600.0}

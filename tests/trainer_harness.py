@@ -27,7 +27,7 @@ def main(path):
     from tfx.components.util import tfxio_utils
     from tfx.types import standard_artifacts
 
-    from trainer.run import run_fn
+    from tfxline.trainer.run import run_fn
 
     # The data accessor TFX's Trainer builds from the examples artifact (for reader=tfxio).
     examples = standard_artifacts.Examples()

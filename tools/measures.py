@@ -62,11 +62,18 @@ def imports(path: pathlib.Path) -> Iterator[Tuple[int, str]]:
 
 
 def layer_violations() -> List[str]:
+    """Imports against LAYERS, and any import of a folder by its bare name: the installed
+    distribution has one top-level name, ``tfxline`` (setup.py), so ``import pipeline`` would
+    find someone else's package, or nothing, outside a checkout."""
     out = []
     for path in product_files():
         own = path.relative_to(ROOT).parts[0]
         for line, module in imports(path):
-            root = module.split(".")[0]
+            parts = module.split(".")
+            if parts[0] in RANK or parts[0] == "schema":
+                out.append(f"{path.relative_to(ROOT)}:{line} imports {module} (import it as tfxline.{module})")
+                continue
+            root = parts[1] if parts[0] == "tfxline" and len(parts) > 1 else None
             if root in RANK and root != own and RANK[root] >= RANK[own]:
                 out.append(f"{path.relative_to(ROOT)}:{line} imports {module} ({root} is not below {own})")
     return out

@@ -24,7 +24,7 @@ import dataclasses
 import math
 from typing import Optional
 
-from trainer.settings import BATCH_SCALINGS
+from tfxline.trainer.settings import BATCH_SCALINGS
 
 MAX_PER_REPLICA = 4096
 MIN_STEPS_PER_EPOCH = 500

@@ -8,12 +8,12 @@ import math
 import tempfile
 from typing import Any, Dict, List, Optional, Tuple
 
-import task_types
-from trainer import profile as profile_lib
-from trainer import resume
-from trainer import strategy as strategy_lib
-from trainer.keras_compat import keras
-from trainer.settings import TrainerSettings
+from tfxline import task_types
+from tfxline.trainer import profile as profile_lib
+from tfxline.trainer import resume
+from tfxline.trainer import strategy as strategy_lib
+from tfxline.trainer.keras_compat import keras
+from tfxline.trainer.settings import TrainerSettings
 
 
 @dataclasses.dataclass

@@ -59,7 +59,7 @@ def transform_layer(tf_transform_output):
     SavedModel, about a second)."""
     import tensorflow_transform as tft
 
-    from trainer.precision import precision_policy
+    from tfxline.trainer.precision import precision_policy
     if tf_transform_output not in _TRAINER_LAYERS:
         with precision_policy("float32"):
             _TRAINER_LAYERS[tf_transform_output] = tft.TransformFeaturesLayer(tf_transform_output)

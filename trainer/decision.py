@@ -13,7 +13,7 @@ from typing import Any, Dict, Optional
 import numpy as np
 import tensorflow as tf
 
-import task_types
+from tfxline import task_types
 
 # In the SavedModel's assets.extra/ (TF Serving and KServe read only its warm-up requests there)
 DECISION_FILE = os.path.join("assets.extra", "decision.json")

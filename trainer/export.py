@@ -21,10 +21,10 @@ from typing import Any, Dict, Optional
 
 import tensorflow as tf
 
-import task_types
-from trainer import decision
-from trainer import strategy as strategy_lib
-from transforms import features as F
+from tfxline import task_types
+from tfxline.trainer import decision
+from tfxline.trainer import strategy as strategy_lib
+from tfxline.transforms import features as F
 
 SERVING_SIGNATURE = "serving_default"
 TRANSFORM_SIGNATURE = "transform_features"

@@ -14,8 +14,8 @@ from typing import Dict, List, Tuple
 import numpy as np
 import tensorflow as tf
 
-import task_types
-from transforms import features as F
+from tfxline import task_types
+from tfxline.transforms import features as F
 
 MAX_ROWS = 4096   # validation rows it measures on (each column: one forward pass over them)
 TOP = 5

@@ -9,11 +9,11 @@ from typing import Any, Dict, Optional
 
 import tensorflow_transform as tft
 
-import task_types
-from trainer import batch as batch_lib
-from trainer import data, resume
-from trainer import strategy as strategy_lib
-from trainer.settings import TrainerSettings, TrainingConfig
+from tfxline import task_types
+from tfxline.trainer import batch as batch_lib
+from tfxline.trainer import data, resume
+from tfxline.trainer import strategy as strategy_lib
+from tfxline.trainer.settings import TrainerSettings, TrainingConfig
 
 
 class EmptySplitError(ValueError):

@@ -13,9 +13,9 @@ from typing import Optional, Sequence
 import numpy as np
 import tensorflow as tf
 
-import task_types
-from trainer.keras_compat import keras
-from transforms.preprocessing import widened
+from tfxline import task_types
+from tfxline.trainer.keras_compat import keras
+from tfxline.transforms.preprocessing import widened
 
 
 @dataclasses.dataclass(frozen=True)

@@ -20,7 +20,7 @@ from typing import Sequence
 
 import tensorflow as tf
 
-from trainer.keras_compat import keras
+from tfxline.trainer.keras_compat import keras
 
 # Not decayed: biases, and batch normalization's scale (gamma) and offset (beta).
 NO_DECAY = ("bias", "gamma", "beta")

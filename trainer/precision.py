@@ -22,7 +22,7 @@ from typing import Iterator
 
 import tensorflow as tf
 
-from trainer.keras_compat import keras
+from tfxline.trainer.keras_compat import keras
 
 POLICIES = ("float32", "mixed_float16", "mixed_bfloat16")
 

@@ -51,7 +51,7 @@ def profile_callback_class():
     last execution of an epoch may run fewer than steps_per_execution steps)."""
     import tensorflow as tf
 
-    from trainer.keras_compat import keras
+    from tfxline.trainer.keras_compat import keras
 
     class ProfileSteps(keras().callbacks.Callback):
         def __init__(self, log_dir: str, executions: int, executions_per_epoch: int, warmup: int = 1):
@@ -163,7 +163,7 @@ def summarize(space, steps_per_execution: int = 1, gpu: bool = False, steps: Opt
     """Per-step figures of the profiled window (see the module's docstring). ``steps``: the
     training steps traced (ProfileSteps.steps), else executions x ``steps_per_execution``;
     ``gpu``: the profiled step ran on a GPU."""
-    from trainer.train_step import NO_KERNEL_OPS  # imports TensorFlow: not at module import
+    from tfxline.trainer.train_step import NO_KERNEL_OPS  # imports TensorFlow: not at module import
 
     host = next((p for p in space.planes if p.name == "/host:CPU"), None)
     if host is None:

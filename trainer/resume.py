@@ -34,8 +34,8 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 import tensorflow as tf
 
-from trainer import strategy as strategy_lib
-from trainer.keras_compat import keras
+from tfxline.trainer import strategy as strategy_lib
+from tfxline.trainer.keras_compat import keras
 
 STATE_FILE = "state.json"
 # What the checkpoint holds, by the code that wrote it: raised when its layout changes (2: the

@@ -18,18 +18,18 @@ from typing import Any, Dict, List, Optional
 
 import tensorflow as tf
 
-import task_types
-from trainer import callbacks as callbacks_lib
-from trainer import data, decision, export, importance, precision, resume
-from trainer import model as model_lib
-from trainer import optimizer as optimizer_lib
-from trainer import profile as profile_lib
-from trainer import strategy as strategy_lib
-from trainer.inputs import Inputs, Sizes, input_data, plan_sizes
-from trainer.keras_compat import keras, skip_autograph_for_libraries
-from trainer.settings import TRAINING_RUN_FILE, TrainerSettings
-from trainer.train_step import training_model
-from transforms import features as F
+from tfxline import task_types
+from tfxline.trainer import callbacks as callbacks_lib
+from tfxline.trainer import data, decision, export, importance, precision, resume
+from tfxline.trainer import model as model_lib
+from tfxline.trainer import optimizer as optimizer_lib
+from tfxline.trainer import profile as profile_lib
+from tfxline.trainer import strategy as strategy_lib
+from tfxline.trainer.inputs import Inputs, Sizes, input_data, plan_sizes
+from tfxline.trainer.keras_compat import keras, skip_autograph_for_libraries
+from tfxline.trainer.settings import TRAINING_RUN_FILE, TrainerSettings
+from tfxline.trainer.train_step import training_model
+from tfxline.transforms import features as F
 
 
 def model_inputs(spec: F.FeatureSpec, tf_transform_output) -> List[model_lib.ModelInput]:

@@ -11,7 +11,7 @@ import dataclasses
 import typing
 from typing import Any, Mapping, Tuple
 
-from transforms import features as F
+from tfxline.transforms import features as F
 
 STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker_mirrored",
               "parameter_server", "tpu")

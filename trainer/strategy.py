@@ -17,7 +17,7 @@ from typing import Mapping, Optional
 
 import tensorflow as tf
 
-from trainer.settings import STRATEGIES
+from tfxline.trainer.settings import STRATEGIES
 
 
 class StrategyError(RuntimeError):

@@ -25,7 +25,7 @@ import functools
 
 import tensorflow as tf
 
-from trainer.keras_compat import keras
+from tfxline.trainer.keras_compat import keras
 
 
 def training_model(model, accumulation_steps: int = 1, train_metrics: bool = True):

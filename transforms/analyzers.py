@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
-from transforms import features as F
+from tfxline.transforms import features as F
 
 NAME_PREFIX = "tfxline_analyzer"
 

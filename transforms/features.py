@@ -41,12 +41,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
-import task_types
-from task_types import TASK_BINARY, TASK_MULTICLASS, TASK_REGRESSION  # noqa: F401 - the names callers import here
-from task_types.multiclass import LABEL_VOCABULARY  # noqa: F401 - Transform's and the Trainer's name for it
-from transforms.close_names import did_you_mean
-from transforms.dates import PARTS as DATETIME_PARTS
-from transforms.spec_parse import FeatureSpecError, build, check_keys, drop_none
+from tfxline import task_types
+from tfxline.task_types import TASK_BINARY, TASK_MULTICLASS, TASK_REGRESSION  # noqa: F401 - the names callers import here
+from tfxline.task_types.multiclass import LABEL_VOCABULARY  # noqa: F401 - Transform's and the Trainer's name for it
+from tfxline.transforms.close_names import did_you_mean
+from tfxline.transforms.dates import PARTS as DATETIME_PARTS
+from tfxline.transforms.spec_parse import FeatureSpecError, build, check_keys, drop_none
 
 NUMERIC_TRANSFORMS = ("zscore", "log_zscore")
 CATEGORICAL_TRANSFORMS = ("vocabulary", "identity", "bucketize")

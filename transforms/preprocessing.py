@@ -18,10 +18,10 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 import tensorflow as tf
 
-import task_types
-from transforms import dates
-from transforms import features as F
-from transforms.analyzers import Analyzers, TftAnalyzers
+from tfxline import task_types
+from tfxline.transforms import dates
+from tfxline.transforms import features as F
+from tfxline.transforms.analyzers import Analyzers, TftAnalyzers
 
 MISSING_STRING = "__MISSING__"
 MISSING_INT = -1

@@ -7,8 +7,8 @@ from typing import Any, Dict, List
 
 from ml_metadata.proto import metadata_store_pb2
 
-from runs import store as store_lib
-from runs import summary as summary_lib
+from tfxline.runs import store as store_lib
+from tfxline.runs import summary as summary_lib
 
 RUN_INFO_FILE = "run.json"
 

@@ -24,9 +24,9 @@ def clipped_counts(run) -> Dict[str, Any]:
     execution = run.execution("Transform")
     if transform is None or examples is None or execution is None or run.deleted(transform) or run.deleted(examples):
         return out
-    from transforms import analyzers
-    from transforms import features as F
-    from transforms.preprocessing import widened
+    from tfxline.transforms import analyzers
+    from tfxline.transforms import features as F
+    from tfxline.transforms.preprocessing import widened
 
     config = json.loads(execution.custom_properties["custom_config"].string_value or "{}")
     if "features" not in config:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any, Dict
 
-from runs.report.artifacts import RunArtifacts, load_run_info
-from runs.report.data import data_section
-from runs.report.model import evaluation_section, training_section
-from runs.report.serving import lineage_section, serving_section
-from runs.summary import cached_from, describe_drift, describe_spans, status_of
+from tfxline.runs.report.artifacts import RunArtifacts, load_run_info
+from tfxline.runs.report.data import data_section
+from tfxline.runs.report.model import evaluation_section, training_section
+from tfxline.runs.report.serving import lineage_section, serving_section
+from tfxline.runs.summary import cached_from, describe_drift, describe_spans, status_of
 
 
 def collect(run_dir: str) -> Dict[str, Any]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 from typing import Any, Dict
 
-from components.anomalies_gate import anomaly_records
-from pipeline import data_source
-from runs.report.artifacts import RunArtifacts
-from runs.report.clipping import clipped_counts
+from tfxline.components.anomalies_gate import anomaly_records
+from tfxline.pipeline import data_source
+from tfxline.runs.report.artifacts import RunArtifacts
+from tfxline.runs.report.clipping import clipped_counts
 
 SCHEMA_FILE = "schema.pbtxt"
 TOP_VALUES = 3

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List
 
-from components import gates, serving_baseline, task_metrics, tfma_metrics, tfma_results
-from runs import store as store_lib
-from runs import summary as summary_lib
-from runs.report.artifacts import RunArtifacts
-from serving import storage
-from trainer.settings import TRAINING_RUN_FILE
+from tfxline.components import gates, serving_baseline, task_metrics, tfma_metrics, tfma_results
+from tfxline.runs import store as store_lib
+from tfxline.runs import summary as summary_lib
+from tfxline.runs.report.artifacts import RunArtifacts
+from tfxline.serving import storage
+from tfxline.trainer.settings import TRAINING_RUN_FILE
 
 
 def training_section(run: RunArtifacts) -> Dict[str, Any]:
@@ -149,7 +149,7 @@ HISTORY_RUNS = 20
 def metric_history(run: RunArtifacts):
     """(main metric, [{run_id, value}] for the last HISTORY_RUNS runs up to this one, oldest
     first); value None where a run has no such value (failed before evaluating, undefined)."""
-    from runs import history
+    from tfxline.runs import history
 
     metric = history.main_metric(run.summary.metrics, run.summary.task)
     if metric is None:

@@ -10,9 +10,9 @@ from typing import Any, Dict, List, Optional, Sequence
 import jinja2
 import markupsafe
 
-from runs import files
-from runs.report import collect as collect_lib
-from runs.report import svg
+from tfxline.runs import files
+from tfxline.runs.report import collect as collect_lib
+from tfxline.runs.report import svg
 
 REPORT_FILE = "report.html"
 DATA_FILE = "report.json"

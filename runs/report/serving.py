@@ -7,9 +7,9 @@ import json
 import os
 from typing import Any, Dict, List, Optional
 
-from runs.report.artifacts import RunArtifacts
-from serving import storage
-from trainer.export import SERVING_SIGNATURE
+from tfxline.runs.report.artifacts import RunArtifacts
+from tfxline.serving import storage
+from tfxline.trainer.export import SERVING_SIGNATURE
 
 
 def serving_section(run: RunArtifacts) -> Dict[str, Any]:
