@@ -15,6 +15,8 @@ from tfxline.patches import guard
 def quiet_deprecation_notices() -> None:
     if not guard.applies("tf_deprecation"):
         return
-    from tensorflow.python.util import deprecation
-
+    try:
+        from tensorflow.python.util import deprecation
+    except ImportError:  # a stand-in TensorFlow without its Python internals: nothing prints notices
+        return
     deprecation._PRINT_DEPRECATION_WARNINGS = False
