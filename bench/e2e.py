@@ -94,7 +94,7 @@ def run_example(work: str, data, smoke_run: bool) -> dict:
     if smoke_run:
         script = shortened_example(script, os.path.join(work, "taxi_pipeline_smoke.py"))
     # TFX's example leaves an sdist of TFX (~50 MB) in the temp dir per Beam component
-    # (tfx.utils.dependency_utils, which this project skips: pipeline/beam_packaging.py): here, in
+    # (tfx.utils.dependency_utils, which this project skips: patches/tfx_packaging.py): here, in
     # the work root, removed with it.
     tmp = os.path.join(work, "tmp")
     os.makedirs(tmp, exist_ok=True)

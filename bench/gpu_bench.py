@@ -296,7 +296,7 @@ def start_tensorflow():
     import_tensorflow_quietly()
     import tensorflow as tf
 
-    from tfxline.trainer.keras_compat import skip_autograph_for_libraries
+    from tfxline.patches.autograph import skip_autograph_for_libraries
     from tfxline.trainer.strategy import enable_memory_growth
 
     enable_memory_growth()

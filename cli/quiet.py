@@ -9,6 +9,7 @@ import re
 import sys
 import warnings
 
+from tfxline.patches.tf_deprecation import quiet_deprecation_notices
 from tfxline.serving.native_stderr import stderr_filtered
 
 
@@ -57,9 +58,4 @@ def import_tensorflow_quietly() -> None:
             import tensorflow
 
             tensorflow.config.list_physical_devices()  # the platforms' start-up lines, here
-    try:
-        from tensorflow.python.util import deprecation
-
-        deprecation._PRINT_DEPRECATION_WARNINGS = False
-    except (ImportError, AttributeError):
-        pass
+    quiet_deprecation_notices()  # version-gated: patches/tf_deprecation.py

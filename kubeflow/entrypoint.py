@@ -30,14 +30,15 @@ default), run with the same arguments, with three changes:
    of the ExecutorInput TFX reads (one line on stderr says which). The output metadata file TFX
    writes back then holds the component's outputs only: the launcher merges each of those into
    its own list (``mergeRuntimeArtifacts``) and keeps its entry for the rest as it made it.
-3. ``pipeline.beam_packaging.no_sdist_for_local_runners()`` (in ``pipeline.executor_patches``): without it, every Beam
+3. ``patches.tfx_packaging.no_sdist_for_local_runners()`` (in ``patches.executor``): without it, every Beam
    component's pod (CsvExampleGen, StatisticsGen, Transform, Evaluator) copied the image's TFX
    install and built an sdist of it (TFX's ``make_beam_dependency_flags``) for Beam workers to
    install, about 3.5 s each, before running its Beam pipeline in the pod itself, where no
    worker installs anything. With a remote runner in ``runtime.beam_args`` (Dataflow, Flink,
    Spark, Portable) TFX's packaging runs as before. That and the rest of
-   ``pipeline.executor_patches`` (one trace of the preprocessing_fn for TFX's four
-   inspections of it: pipeline/tft_inspection.py) are what a local run's executors get too.
+   ``patches.executor`` (one trace of the preprocessing_fn for TFX's four inspections of
+   it: patches/tft_inspection.py) are what a local run's executors get too. The task's log says
+   ``runtime patches: on`` (or ``off``: ``TFXLINE_RUNTIME_PATCHES=off`` in the task's environment).
 
 A compiled pipeline that names this command needs an image with this project installed
 (kubeflow/Dockerfile), which every task's image is already.
@@ -117,10 +118,10 @@ def fit_executor_input(argv: List[str]) -> List[str]:
 
 
 def main() -> None:
-    from tfxline.pipeline.executor_patches import executor_patches
+    from tfxline.patches.executor import executor_patches
 
     sys.argv = [sys.argv[0]] + fit_executor_input(sys.argv[1:])
-    with executor_patches():
+    with executor_patches(say=lambda line: print(f"kubeflow.entrypoint: {line}", file=sys.stderr, flush=True)):
         runpy.run_module(TFX_ENTRYPOINT, run_name="__main__", alter_sys=True)
 
 

@@ -5,7 +5,7 @@ TFX's ``InteractiveContext`` runs the components of ``create_pipeline()`` as a l
 them (``local.runner.build_pipeline``: the same config, data, schema and Beam args), with what a
 local run does to its process: the libraries' log in a file instead of the cells (``logging_to``),
 TFX's executors as a local run patches them
-(``pipeline.executor_patches``), no Interactive Beam script from a CDN (``interactive_beam_off``).
+(``patches.executor``), no Interactive Beam script from a CDN (``patches.interactive_beam``).
 The context keeps its own ML Metadata store under the work directory; a component run again on the
 same inputs and settings is served from its cache.
 """
@@ -17,9 +17,10 @@ import time
 from typing import Optional, TextIO
 
 from tfxline.local import runner
-from tfxline.local.process import interactive_beam_off, logging_to
+from tfxline.local.process import logging_to
+from tfxline.patches.executor import executor_patches
+from tfxline.patches.interactive_beam import interactive_beam_off
 from tfxline.pipeline.config import PipelineConfig
-from tfxline.pipeline.executor_patches import executor_patches
 
 
 class ComponentRunner:

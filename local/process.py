@@ -2,8 +2,8 @@
 per component event (``ProgressHandler``), the libraries' logging into the run's log file
 (``logging_to``), the memory a finished component freed handed back (``MemoryReleaser``,
 ``frozen_heap``), Ctrl-C and SIGTERM recorded as the run's end whatever a library turns them
-into (``signals_stop_run``, ``interruption_of``), and in a Jupyter
-kernel, Beam's notebook scripts off (``interactive_beam_off``).
+into (``signals_stop_run``, ``interruption_of``). (Beam's notebook scripts off in a Jupyter
+kernel: patches/interactive_beam.py.)
 """
 from __future__ import annotations
 
@@ -249,27 +249,3 @@ class logging_to:
             logger.addHandler(h)
         self.file_handler.close()
 
-
-def interactive_beam_off() -> None:
-    """In a Jupyter kernel (notebooks/), Beam makes its Interactive Beam environment when the first
-    pipeline is built (``apache_beam.utils.interactive_utils.alter_label_if_ipython``), and in a
-    notebook that environment displays a script in the running cell that loads jQuery and
-    DataTables from two CDNs, and sends Beam's log into the cells. TFX's components use no
-    Interactive Beam feature: make the environment first, as Beam makes it in a kernel without a
-    notebook (nothing displayed; its warnings about that, and about the Interactive Beam extras
-    not installed, not logged). Outside IPython, and once the environment exists: nothing."""
-    from apache_beam.utils import interactive_utils
-
-    if not interactive_utils.is_in_ipython():
-        return
-    from apache_beam.runners.interactive import interactive_environment as ie
-
-    logger, in_notebook = logging.getLogger(ie.__name__), ie.is_in_notebook
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    ie.is_in_notebook = lambda: False
-    try:
-        ie.current_env()
-    finally:
-        ie.is_in_notebook = in_notebook
-        logger.setLevel(level)

@@ -20,16 +20,16 @@ from tfxline.local import monitoring, outcome
 from tfxline.local.lock import one_run_at_a_time
 from tfxline.local.process import (
     frozen_heap,
-    interactive_beam_off,
     interruption_exit_code,
     interruption_name,
     interruption_of,
     logging_to,
     signals_stop_run,
 )
+from tfxline.patches.executor import executor_patches
+from tfxline.patches.interactive_beam import interactive_beam_off
 from tfxline.pipeline import beam_engines, data_source, labels, stack_compat
 from tfxline.pipeline.config import TRAIN_SPLIT, PipelineConfig
-from tfxline.pipeline.executor_patches import executor_patches
 from tfxline.runs import files
 from tfxline.runs import store as store_lib
 from tfxline.runs import summary as summary_lib

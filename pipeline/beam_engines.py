@@ -2,7 +2,7 @@
 
 One function turns the section into Beam pipeline args for a local run and for a compiled one;
 the runner-specific pins and packaging stay where they are (pipeline/stack_compat.py pins the
-FnApiRunner for the direct engine on Beam >= 2.68; pipeline/beam_packaging.py skips TFX's sdist
+FnApiRunner for the direct engine on Beam >= 2.68; patches/tfx_packaging.py skips TFX's sdist
 only for runners in this process).
 
 - direct: Beam's DirectRunner on this machine. in_memory (one process: no worker start-up),

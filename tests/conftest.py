@@ -36,13 +36,13 @@ def pytest_sessionstart(session):
 
 def pytest_sessionfinish(session, exitstatus):
     """The suite leaves no TFX sdist behind: a test that runs a Beam executor outside a local
-    run must do it as a run does (pipeline/beam_packaging.no_sdist_for_local_runners). A CI
+    run must do it as a run does (patches/tfx_packaging.no_sdist_for_local_runners). A CI
     clone that leaked one per executor call lost gigabytes of disk to them."""
     left = sorted(_tfx_sdists() - getattr(session.config, "_tfx_sdists_before", set()))
     if left:
         message = (f"error: the tests left {len(left)} TFX sdist folder(s) in the temp dir (~50 MB each), e.g. "
                    f"{os.path.dirname(os.path.dirname(left[0]))}; run Beam executors in tests inside "
-                   "beam_packaging.no_sdist_for_local_runners()")
+                   "tfx_packaging.no_sdist_for_local_runners()")
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         reporter.write_line("\n" + message, red=True) if reporter else sys.stderr.write(message + "\n")
         if session.exitstatus == 0:

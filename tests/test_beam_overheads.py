@@ -1,5 +1,5 @@
-"""Beam's inspections kept while a component runs (pipeline/beam_signatures.py,
-pipeline/beam_option_views.py): every answer the same as Beam's own, each asked of Beam once, and
+"""Beam's inspections kept while a component runs (patches/beam_signatures.py,
+patches/beam_option_views.py): every answer the same as Beam's own, each asked of Beam once, and
 a real pipeline with state, timers and side inputs runs the same inside them."""
 import functools
 
@@ -11,9 +11,9 @@ from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.transforms import core, userstate
 
 from tfxline.pipeline import stack_compat
-from tfxline.pipeline.beam_option_views import shared_option_views
-from tfxline.pipeline.beam_signatures import shared_signatures
-from tfxline.pipeline.executor_patches import executor_patches
+from tfxline.patches.beam_option_views import shared_option_views
+from tfxline.patches.beam_signatures import shared_signatures
+from tfxline.patches.executor import executor_patches
 
 COUNT = userstate.ReadModifyWriteStateSpec("count", VarIntCoder())
 FLUSH = userstate.TimerSpec("flush", userstate.TimeDomain.WATERMARK)

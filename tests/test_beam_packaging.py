@@ -1,12 +1,13 @@
 """TFX's sdist of itself for Beam workers: skipped on local runners, kept for remote ones
-(pipeline/beam_packaging.py)."""
+(patches/tfx_packaging.py)."""
 import glob
 import os
 import tempfile
 
 import pytest
 
-from tfxline.pipeline import beam_packaging, stack_compat
+from tfxline.patches import tfx_packaging as beam_packaging
+from tfxline.pipeline import stack_compat
 
 LOCAL_ARGS = ["--direct_running_mode=in_memory", "--direct_num_workers=1"]
 

@@ -117,7 +117,8 @@ def _run_executor(executor_class, data_dir, out_dir, shard_bytes=None, component
     from tfx.utils import proto_utils
 
     from tfxline.components import example_splits
-    from tfxline.pipeline import beam_packaging, stack_compat
+    from tfxline.patches import tfx_packaging as beam_packaging
+    from tfxline.pipeline import stack_compat
 
     examples = standard_artifacts.Examples()
     examples.uri = str(out_dir)

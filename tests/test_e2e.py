@@ -60,7 +60,7 @@ def test_progress_lines_for_each_component(pipeline_run):
 
 
 def test_beam_components_build_no_tfx_sdist(pipeline_run):
-    """On the local runner TFX's executors skip their sdist of TFX (pipeline/beam_packaging.py):
+    """On the local runner TFX's executors skip their sdist of TFX (patches/tfx_packaging.py):
     49 MB left in /tmp and 3.4 s per Beam component otherwise."""
     cfg, _, _ = pipeline_run
     logs = [open(p).read() for p in glob.glob(os.path.join(cfg.output_root, "logs", "*.log"))]

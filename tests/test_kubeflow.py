@@ -127,6 +127,12 @@ def test_project_entrypoint_runs_tfx_entrypoint_with_its_arguments():
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "--executor_class_path" in proc.stdout and "--json_serialized_invocation_args" in proc.stdout
+    # the task's log says whether the run-time patches were on (patches/guard.py)
+    assert "kubeflow.entrypoint: runtime patches: on\n" in proc.stderr
+    off = subprocess.run([sys.executable, "-m", "tfxline.kubeflow.entrypoint", "--help"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, TFXLINE_RUNTIME_PATCHES="off"))
+    assert off.returncode == 0 and "kubeflow.entrypoint: runtime patches: off" in off.stderr, off.stderr[-2000:]
 
 
 RESOLVER_LABEL = "latest_blessed_model_resolver-model-resolver_executor"

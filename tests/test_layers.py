@@ -1,4 +1,5 @@
-"""The tree's measures (tools/measures.py): the import layers, lowest first task_types <
+"""The tree's measures (tools/measures.py): the import layers, lowest first patches (run-time patches
+of third-party libraries: third-party and standard library imports only) < task_types <
 transforms < trainer < serving < components < pipeline < runs < local, kubeflow < cli (the model
 side and the custom components run in containers and unit tests without the orchestrator, so they
 never reach up into it), each folder's share of the product code, and the size of files and
@@ -44,3 +45,10 @@ def test_no_product_file_is_over_the_line_limit():
 
 def test_no_function_is_over_the_line_limit():
     assert not measures.long_functions(), "\n".join(measures.long_functions())
+
+
+def test_run_time_patches_are_the_lowest_layer_and_import_nothing_else_of_ours():
+    assert measures.LAYERS[0] == ("patches",)
+    ours = [(path.name, module) for path in (ROOT / "patches").glob("*.py") for _, module in measures.imports(path)
+            if module.split(".")[0] == "tfxline" and not module.startswith("tfxline.patches")]
+    assert not ours, ours

@@ -133,7 +133,7 @@ def test_model_trains_on_a_separable_toy_problem():
 def test_autograph_skip_rule_is_added_once():
     from tensorflow.python.autograph.core import config as autograph_config
 
-    from tfxline.trainer.keras_compat import skip_autograph_for_libraries
+    from tfxline.patches.autograph import skip_autograph_for_libraries
 
     skip_autograph_for_libraries()
     skip_autograph_for_libraries()

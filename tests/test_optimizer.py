@@ -3,7 +3,8 @@
 import pytest
 import tensorflow as tf
 
-from tfxline.trainer.keras_compat import keras, skip_autograph_for_libraries
+from tfxline.patches.autograph import skip_autograph_for_libraries
+from tfxline.trainer.keras_compat import keras
 from tfxline.trainer.model import Head, build_model, loss_and_metrics
 from tfxline.trainer.optimizer import NO_DECAY, learning_rate_schedule, optimizer
 from tfxline.trainer.train_step import step_kernel_ops, training_model

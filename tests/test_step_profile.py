@@ -17,7 +17,7 @@ from tensorflow.tsl.profiler.protobuf import xplane_pb2
 from bench import step_profile
 from bench.step_profile import profile_fit
 from tfxline.trainer import profile as X
-from tfxline.trainer.keras_compat import skip_autograph_for_libraries
+from tfxline.patches.autograph import skip_autograph_for_libraries
 from tfxline.trainer.model import Head, build_model, loss_and_metrics
 from tests.synthetic import INPUTS, dataset
 

@@ -1,4 +1,4 @@
-"""One trace of the preprocessing_fn for TFX's inspections of it (pipeline/tft_inspection.py):
+"""One trace of the preprocessing_fn for TFX's inspections of it (patches/tft_inspection.py):
 every answer the same as tf.Transform's own, unshared, for each packaged config."""
 import functools
 import subprocess
@@ -11,7 +11,8 @@ from tensorflow_transform.beam import analysis_graph_builder
 from tensorflow_transform.beam.analyzer_cache import DatasetKey
 from tensorflow_transform.tf_metadata import schema_utils
 
-from tfxline.pipeline import data_source, tft_inspection
+from tfxline.patches import tft_inspection
+from tfxline.pipeline import data_source
 from tfxline.pipeline.config_loader import load_config
 from tests.conftest import ROOT
 from tfxline.transforms import preprocessing

@@ -10,7 +10,8 @@ import tensorflow as tf
 
 from tfxline.trainer import precision
 from tfxline.trainer.train_step import training_model
-from tfxline.trainer.keras_compat import keras, skip_autograph_for_libraries
+from tfxline.patches.autograph import skip_autograph_for_libraries
+from tfxline.trainer.keras_compat import keras
 from tfxline.trainer.model import Head, build_model, loss_and_metrics
 from tests.synthetic import INPUTS, dataset, max_diff
 

@@ -10,9 +10,11 @@ from typing import Dict, Iterator, List, Tuple
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 # Lowest first: a package imports only itself and the packages before it. local and kubeflow
-# are one rank (two orchestrators of the same pipeline: neither imports the other).
+# are one rank (two orchestrators of the same pipeline: neither imports the other). patches
+# (every run-time patch of a third-party library) is the lowest: it imports only third-party
+# libraries and the standard library.
 LAYERS: Tuple[Tuple[str, ...], ...] = (
-    ("task_types",), ("transforms",), ("trainer",), ("serving",), ("components",), ("pipeline",),
+    ("patches",), ("task_types",), ("transforms",), ("trainer",), ("serving",), ("components",), ("pipeline",),
     ("runs",), ("local", "kubeflow"), ("cli",))
 PACKAGES = tuple(p for rank in LAYERS for p in rank)
 RANK = {p: i for i, rank in enumerate(LAYERS) for p in rank}

@@ -29,26 +29,3 @@ def keras():
             f"{ENV_VAR}=1 before TensorFlow is imported (the tfxline command does this)")
     return tf.keras
 
-
-# Libraries whose code runs inside this project's tf.functions and is graph code already, which
-# AutoGraph nevertheless converts (it skips only ``keras`` and ``tensorflow``, TF 2.16).
-# tf_keras: the first fit() re-parsed the library's source, 55 s of a 58 s first epoch on the
-# taxi model (cProfile). tensorflow_transform: its SavedModel loader's functions, converted
-# again each time the Transform layer is called in a new function (the Trainer's datasets, the
-# export's two signatures) and its analyzers' inside each trace of the preprocessing_fn: 42
-# conversions, 2.9 s of a taxi run on a busy 2-core machine; tf.Transform also traces as a TF1
-# graph (force_tf_compat_v1), where nothing is converted.
-AUTOGRAPH_SKIPPED = ("tf_keras", "tensorflow_transform")
-
-
-def skip_autograph_for_libraries() -> None:
-    """Stop AutoGraph from converting ``AUTOGRAPH_SKIPPED``'s code (idempotent). Only user code
-    needs conversion. There is no public API for this, so it touches AutoGraph's rule list, here
-    and nowhere else."""
-    from tensorflow.python.autograph.core import config as autograph_config
-
-    rules = tuple(autograph_config.CONVERSION_RULES)
-    have = {getattr(r, "_prefix", None) for r in rules}
-    missing = tuple(autograph_config.DoNotConvert(name) for name in AUTOGRAPH_SKIPPED if name not in have)
-    if missing:
-        autograph_config.CONVERSION_RULES = missing + rules

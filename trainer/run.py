@@ -19,6 +19,7 @@ from typing import Any, Dict, List, Optional
 import tensorflow as tf
 
 from tfxline import task_types
+from tfxline.patches import autograph
 from tfxline.trainer import callbacks as callbacks_lib
 from tfxline.trainer import data, decision, export, importance, precision, resume
 from tfxline.trainer import model as model_lib
@@ -26,7 +27,7 @@ from tfxline.trainer import optimizer as optimizer_lib
 from tfxline.trainer import profile as profile_lib
 from tfxline.trainer import strategy as strategy_lib
 from tfxline.trainer.inputs import Inputs, Sizes, input_data, plan_sizes
-from tfxline.trainer.keras_compat import keras, skip_autograph_for_libraries
+from tfxline.trainer.keras_compat import keras
 from tfxline.trainer.settings import TRAINING_RUN_FILE, TrainerSettings
 from tfxline.trainer.train_step import training_model
 from tfxline.transforms import features as F
@@ -75,11 +76,11 @@ def backup_dir(fn_args) -> str:
 
 def run_fn(fn_args) -> None:
     keras()  # fail early, with the fix named, if tf.keras is not tf_keras
-    skip_autograph_for_libraries()
     settings = TrainerSettings.from_custom_config(fn_args.custom_config)
     strategy = strategy_lib.create_strategy(settings.runtime.strategy)
     policy = precision.resolve_policy(settings.runtime.precision, strategy)
-    with precision.precision_policy(policy):
+    # also where no executor_patches wraps the Trainer (Vertex AI Training's container)
+    with autograph.libraries_not_converted(), precision.precision_policy(policy):
         train(fn_args, settings, strategy, policy)
 
 

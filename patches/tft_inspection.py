@@ -25,6 +25,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
+from tfxline.patches import guard
+
 
 class _Trace:
     """The newest inspection trace: what was traced, the result, and its collections as traced."""
@@ -52,6 +54,9 @@ def shared_inspection_traces() -> Iterator[None]:
     """While inside, tf.Transform's inspection traces of one preprocessing_fn are one trace.
     Only the newest trace is kept (a new preprocessing_fn or new specs replace it), and none
     after the context ends."""
+    if not guard.applies("tft_inspection"):
+        yield
+        return
     from tensorflow_transform import impl_helper
 
     traced = impl_helper.trace_preprocessing_function

@@ -23,6 +23,8 @@ import threading
 import weakref
 from typing import Any, Dict, Iterator, Tuple
 
+from tfxline.patches import guard
+
 
 def _fill_defaults(options, view) -> None:
     """What ``view_as`` does to the options besides making the view (pipeline_options.py:463-477 in 2.59)."""
@@ -35,6 +37,9 @@ def _fill_defaults(options, view) -> None:
 def shared_option_views() -> Iterator[None]:
     """While inside, ``PipelineOptions.view_as`` makes each options object's view of a class once.
     Nothing is kept after."""
+    if not guard.applies("beam_option_views"):
+        yield
+        return
     from apache_beam.options.pipeline_options import PipelineOptions
 
     make_view = PipelineOptions.view_as

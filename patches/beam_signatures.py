@@ -26,6 +26,8 @@ import types
 import weakref
 from typing import Any, Iterator, List, Optional, Tuple
 
+from tfxline.patches import guard
+
 _MISSING = object()
 _MAX_WRAPPED = 8  # a longer chain of wrapped functions is inspected each time
 
@@ -82,6 +84,9 @@ class _Signatures:
 @contextlib.contextmanager
 def shared_signatures() -> Iterator[None]:
     """While inside, Beam inspects each Python function's parameters once. Nothing is kept after."""
+    if not guard.applies("beam_signatures"):
+        yield
+        return
     from apache_beam.transforms import core
 
     inspect_fn = core.get_function_args_defaults

@@ -10,7 +10,7 @@ a ``tempfile.mkdtemp()`` folder, runs ``setup.py sdist`` in a subprocess and add
 machine, four per taxi run, so a developer's /tmp filled by gigabytes a day of test runs.
 
 The runners that execute the pipeline in this process or in local subprocesses of the same
-Python (the DirectRunner and the FnApiRunner that local runs pin, see stack_compat) never
+Python (the DirectRunner and the FnApiRunner that local runs pin, see pipeline/stack_compat.py) never
 install extra packages: for them the sdist is skipped. Any other runner (Dataflow, Flink,
 Spark, Portable, Prism) goes through TFX's own function unchanged.
 """
@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import contextlib
 from typing import Iterator, List, Sequence
+
+from tfxline.patches import guard
 
 # Runners that run the Beam pipeline with this process's own Python packages.
 LOCAL_RUNNERS = frozenset({"DirectRunner", "SwitchingDirectRunner", "BundleBasedDirectRunner", "FnApiRunner"})
@@ -35,6 +37,9 @@ def runs_locally(beam_pipeline_args: Sequence[str]) -> bool:
 @contextlib.contextmanager
 def no_sdist_for_local_runners() -> Iterator[None]:
     """While inside, TFX's executors in this process skip the TFX sdist on local runners."""
+    if not guard.applies("tfx_packaging"):
+        yield
+        return
     from tfx.utils import dependency_utils
 
     tfx_flags = dependency_utils.make_beam_dependency_flags
