@@ -10,7 +10,7 @@ from apache_beam.options.pipeline_options import (DirectOptions, PipelineOptions
 from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.transforms import core, userstate
 
-from tfxline.pipeline import stack_compat
+from tfxline.pipeline.beam import stack_compat
 from tfxline.pipeline.beam_option_views import shared_option_views
 from tfxline.pipeline.beam_signatures import shared_signatures
 from tfxline.pipeline.executor_patches import executor_patches

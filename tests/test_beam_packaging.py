@@ -6,7 +6,8 @@ import tempfile
 
 import pytest
 
-from tfxline.pipeline import beam_packaging, stack_compat
+from tfxline.pipeline import beam_packaging
+from tfxline.pipeline.beam import stack_compat
 
 LOCAL_ARGS = ["--direct_running_mode=in_memory", "--direct_num_workers=1"]
 

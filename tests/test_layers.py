@@ -1,8 +1,8 @@
-"""The tree's measures (tools/measures.py): the import layers, lowest first task_types <
+"""The tree's measures (tools/measures.py): the import layers, lowest first typed_config < task_types <
 transforms < trainer < serving < components < pipeline < runs < local, kubeflow < cli (the model
 side and the custom components run in containers and unit tests without the orchestrator, so they
-never reach up into it), each folder's share of the product code, and the size of files and
-functions."""
+never reach up into it), each folder's share of the product code, the size of files and
+functions, and no import cycle among the modules of a folder."""
 import importlib.util
 import pathlib
 

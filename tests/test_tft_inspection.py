@@ -11,8 +11,9 @@ from tensorflow_transform.beam import analysis_graph_builder
 from tensorflow_transform.beam.analyzer_cache import DatasetKey
 from tensorflow_transform.tf_metadata import schema_utils
 
-from tfxline.pipeline import data_source, tft_inspection
-from tfxline.pipeline.config_loader import load_config
+from tfxline.pipeline import tft_inspection
+from tfxline.pipeline.data import source as data_source
+from tfxline.pipeline.config.load import load_config
 from tests.conftest import ROOT
 from tfxline.transforms import preprocessing
 

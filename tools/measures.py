@@ -10,10 +10,11 @@ import sys
 from typing import Dict, Iterator, List, Set, Tuple
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-# Lowest first: a package imports only itself and the packages before it. local and kubeflow
+# Lowest first: a package imports only itself and the packages before it. typed_config (how a config
+# section is read and refused) is below every folder whose sections it reads. local and kubeflow
 # are one rank (two orchestrators of the same pipeline: neither imports the other).
 LAYERS: Tuple[Tuple[str, ...], ...] = (
-    ("task_types",), ("transforms",), ("trainer",), ("serving",), ("components",), ("pipeline",),
+    ("typed_config",), ("task_types",), ("transforms",), ("trainer",), ("serving",), ("components",), ("pipeline",),
     ("runs",), ("local", "kubeflow"), ("cli",))
 PACKAGES = tuple(p for rank in LAYERS for p in rank)
 RANK = {p: i for i, rank in enumerate(LAYERS) for p in rank}
