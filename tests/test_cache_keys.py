@@ -95,7 +95,9 @@ def trainer_cache_inputs(tmp_path, data, *overrides):
 def test_beam_flags_alone_leave_the_trainers_cache_key(tmp_path):
     """The Trainer's custom_config carries only what trainer/run.py reads (TrainerSettings): a change
     of Beam flags (runtime.beam_args, the beam section) or of Transform's statistics compiles the same
-    Trainer, so a re-run serves it from the cache; a setting it reads still changes its key."""
+    Trainer (parameters and executor spec: its part of the cache key), where runtime.beam_args used to
+    change it; a setting it reads still does. (Its input artifacts are the rest of its key: the Beam
+    components upstream carry the Beam args in their executor specs, TFX's choice, so they run again.)"""
     import json
 
     from tfxline.pipeline.factory import trainer_custom_config
