@@ -41,7 +41,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
 from bench import smoke  # noqa: E402
-from tfxline.pipeline import data_source  # noqa: E402
+from tfxline.pipeline.data import source as data_source  # noqa: E402
 from tfxline.runs.summary import collect_run  # noqa: E402
 
 RESULTS = os.path.join(HERE, "results", "e2e.json")

@@ -28,7 +28,7 @@ REFUSED = 2  # tfxline's exit code for a run refused before it starts
 
 
 def cases(d: str, label_rows: int = 15_002):
-    from tfxline.pipeline import data_source
+    from tfxline.pipeline.data import source as data_source
 
     with open(data_source.default_data_path(), newline="") as f:
         rows = list(csv.reader(f))
@@ -55,7 +55,7 @@ def cases(d: str, label_rows: int = 15_002):
 
 
 def label_cases(d, write, rows=15_002):
-    """The label checks (pipeline/labels.py) on a 15,002-row table, the bad value in its last row."""
+    """The label checks (pipeline/data/labels.py) on a 15,002-row table, the bad value in its last row."""
     schema = os.path.join(d, "label.pbtxt")
     with open(schema, "w") as f:
         f.write('feature { name: "x" type: INT }\nfeature { name: "y" type: BYTES }\n')

@@ -124,7 +124,7 @@ def serving_requests(records, serving_columns):
 def model_scores(model_dir: str, requests) -> np.ndarray:
     import tensorflow as tf
 
-    from tfxline.pipeline.predict import load_serving_fn
+    from tfxline.local.predict import load_serving_fn
 
     serve = load_serving_fn(model_dir)
     out = []
@@ -272,7 +272,7 @@ def main(argv=None) -> int:
     quiet_libraries()
     import_tensorflow_quietly()
     from tfxline.local import runner as local_runner
-    from tfxline.pipeline.config_loader import load_config
+    from tfxline.pipeline.config.load import load_config
     from tfxline.transforms import features as F
 
     cfg = load_config(args.config, overrides=[f"output_root={args.output}", *sets])

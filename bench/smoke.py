@@ -89,7 +89,7 @@ def every_nth_row(source: str, dest: str, rows: int) -> str:
 def taxi_rows(dest: str) -> str:
     """The smoke runs' CSV (ROWS taxi rows), written once."""
     if not os.path.isfile(dest):
-        from tfxline.pipeline import data_source
+        from tfxline.pipeline.data import source as data_source
 
         every_nth_row(data_source.default_data_path(), dest, ROWS)
     return dest

@@ -111,7 +111,7 @@ def model_outputs(model_dir: str, requests):
     import numpy as np
     import tensorflow as tf
 
-    from tfxline.pipeline.predict import load_serving_fn
+    from tfxline.local.predict import load_serving_fn
 
     serve = load_serving_fn(model_dir)
     out = []
@@ -145,7 +145,7 @@ def score(name: str, work: str, sets) -> dict:
 
     import quality as Q
     from tfxline.pipeline.config import EVAL_SPLIT, TRAIN_SPLIT
-    from tfxline.pipeline.config_loader import load_config
+    from tfxline.pipeline.config.load import load_config
     from tfxline.cli.quiet import import_tensorflow_quietly, quiet_libraries
 
     quiet_libraries()

@@ -36,7 +36,7 @@ RESULTS = os.path.join(ROOT, "bench", "results", "tflite.json")
 
 def ensure_run(config: str, output: str, run_args=()):
     from tfxline.serving import push as serving_push
-    from tfxline.pipeline.config_loader import load_config
+    from tfxline.pipeline.config.load import load_config
 
     cfg = load_config(config, overrides=[f"output_root={output}"])
     if not serving_push.versions(cfg.serving_dir):

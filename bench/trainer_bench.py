@@ -94,7 +94,7 @@ if {cpus} > 1:
     tf.config.set_logical_device_configuration(tf.config.list_physical_devices("CPU")[0],
         [tf.config.LogicalDeviceConfiguration() for _ in range({cpus})])
 from tfx.components.trainer.fn_args_utils import FnArgs
-from tfxline.pipeline.config_loader import load_config
+from tfxline.pipeline.config.load import load_config
 from tfxline.pipeline.factory import trainer_custom_config
 from tfxline.trainer.run import run_fn
 cfg = load_config(overrides=["runtime.precision={precision}",

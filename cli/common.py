@@ -60,7 +60,7 @@ def add_config_args(p: argparse.ArgumentParser, default=None, training: bool = F
 
 
 # The config key each shared flag sets (--train-steps sets two, and may lower training.epochs:
-# pipeline/config_trainer.fit_rounds_to_steps).
+# pipeline/config/steps.fit_rounds_to_steps).
 FLAG_KEYS = {"--data": ("data.path",), "--output": ("output_root",), "--schema": ("data.schema",),
              "--train-steps": ("training.train_steps", "training.mode"), "--strategy": ("runtime.strategy",),
              "--precision": ("runtime.precision",)}
@@ -81,8 +81,8 @@ def config_from_args(args: argparse.Namespace, data: bool = True):
     """The config the flags ask for. --train-steps N also fits the config's rounds (training.epochs
     in steps mode) to N unless --set training.epochs is given, and says so on stderr when it lowers them."""
     from tfxline.pipeline.config import ConfigError
-    from tfxline.pipeline.config_loader import config_from_dict, raw_config
-    from tfxline.pipeline.config_trainer import fit_rounds_to_steps
+    from tfxline.pipeline.config.load import config_from_dict, raw_config
+    from tfxline.pipeline.config.steps import fit_rounds_to_steps
 
     explicit = {
         "data.path": args.data, "output_root": args.output, "data.schema": args.schema,
@@ -119,8 +119,8 @@ def config_or_bad_input(args, tensorflow: bool = True, data: bool = True):
     data, so its path must exist; the commands that read what runs left (runs, report, gc,
     serving, predict) keep working after the day's file is moved away."""
     from tfxline.pipeline.config import ConfigError
-    from tfxline.pipeline.config_loader import MissingDataError
-    from tfxline.pipeline.data_source import DataError
+    from tfxline.pipeline.config.load import MissingDataError
+    from tfxline.pipeline.data.source import DataError
     from tfxline.transforms.features import FeatureSpecError
 
     try:

@@ -49,7 +49,7 @@ def add_predict(sub) -> None:
 
 def cmd_init(args, stream: TextIO) -> int:
     from tfxline.cli import init_project
-    from tfxline.pipeline.data_source import DataError
+    from tfxline.pipeline.data.source import DataError
 
     quiet_tensorflow()  # the schema is drafted with TFDV
     try:
@@ -60,7 +60,7 @@ def cmd_init(args, stream: TextIO) -> int:
 
 def cmd_schema_draft(args, stream: TextIO) -> int:
     from tfxline.cli import schema_draft
-    from tfxline.pipeline.data_source import DataError
+    from tfxline.pipeline.data.source import DataError
 
     cfg = config_or_bad_input(args)
     try:
@@ -70,8 +70,8 @@ def cmd_schema_draft(args, stream: TextIO) -> int:
 
 
 def cmd_predict(args, stream: TextIO) -> int:
-    from tfxline.pipeline.data_source import DataError
-    from tfxline.pipeline.predict import predict_csv
+    from tfxline.local.predict import predict_csv
+    from tfxline.pipeline.data.source import DataError
     from tfxline.serving.release import ReleaseError
 
     cfg = config_or_bad_input(args, data=False)

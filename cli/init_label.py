@@ -10,7 +10,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 from tfxline import task_types
 from tfxline.cli import column_profile as cp
 from tfxline.cli.column_profile import ColumnProfile
-from tfxline.pipeline import labels
+from tfxline.pipeline.data import labels
 from tfxline.task_types.binary import positive_value
 from tfxline.transforms import features as F
 

@@ -7,7 +7,7 @@ draft ``tfxline schema draft`` writes: it accepts the file it was drafted from),
 line per decision and why. ``tfxline run --config DIR/config.yaml`` then trains, blesses and
 pushes on the first try. The rules (docs/your-data.md states them):
 
-- the label (cli/init_label.py): the task from its values (pipeline/labels.py), or ``--task``; a
+- the label (cli/init_label.py): the task from its values (pipeline/data/labels.py), or ``--task``; a
   two-valued text label needs a usual spelling (yes/no, true/false, y/n, 1/0, positive/negative)
   or ``--positive``; a skewed non-negative regression label is learnt in log space (``log: true``);
 - each other column (cli/init_inputs.py): left out when empty, constant, or unique per row (an
@@ -33,9 +33,10 @@ from tfxline.cli import init_balance
 from tfxline.cli.init_inputs import Decision, choose_inputs, feature_name, identifies_rows, out_specs
 from tfxline.cli.init_label import InitError, choose_label
 from tfxline.cli.init_leaks import find_leaks
-from tfxline.pipeline import data_source, names
+from tfxline.kubeflow import names
+from tfxline.pipeline.data import source as data_source
 from tfxline.runs import files
-from tfxline.transforms.close_names import closest
+from tfxline.typed_config.close_names import closest
 
 CONFIG_FILE, SCHEMA_FILE = "config.yaml", "schema.pbtxt"
 
@@ -120,7 +121,7 @@ def plan(data_path: str, label: str, task: Optional[str] = None,
     # one pipeline per table and label: two projects on one CSV never share runs or a serving model
     stem = (os.path.basename(files[0]).split(".")[0] if os.path.isfile(data_path)
             else os.path.basename(os.path.normpath(data_path)))
-    name = names.portable(f"{stem}-{label}")  # one that compile takes too (pipeline/names.py)
+    name = names.portable(f"{stem}-{label}")  # one that compile takes too (kubeflow/names.py)
     return Plan(name=name, data_path=os.path.abspath(data_path), rows=len(label_cells), labelled=labelled,
                 label=label_spec, task=chosen_task, task_why=task_why, inputs=inputs, decisions=decisions,
                 slices=slices, buckets=size["buckets"], batch_size=size["batch_size"], epochs=size["epochs"],
@@ -225,7 +226,7 @@ def init(data_path: str, label: str, task: Optional[str], positive: Optional[str
     import yaml
     from google.protobuf import text_format
 
-    from tfxline.pipeline.config_loader import config_from_dict
+    from tfxline.pipeline.config.load import config_from_dict
 
     schema_text = text_format.MessageToString(schema_tools.csv_schema(header, columns))
     config_text = render_config(p, os.path.abspath(schema_path))

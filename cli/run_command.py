@@ -61,7 +61,7 @@ def _refused(args, cfg, reason: str, message: str, started: float, stream: TextI
 
 def _run(args, cfg, stream: TextIO) -> int:
     from tfxline.local import runner
-    from tfxline.pipeline.data_source import DataError
+    from tfxline.pipeline.data.source import DataError
     from tfxline.transforms.features import FeatureSpecError
 
     span = span_number(args.span)
@@ -89,7 +89,7 @@ def monitoring_config_of(args):
     """The config's name, output root, serving location and monitoring section alone (the file's
     and the command line's): enough to report a refusal of the rest; None when even those are
     refused (the refusal's own error line says what is wrong)."""
-    from tfxline.pipeline.config_reporting import load_reporting_config
+    from tfxline.pipeline.config.reporting import load_reporting_config
 
     keep = [item for item in args.set
             if item.partition("=")[0].strip().split(".")[0] in ("monitoring", "name", "output_root", "serving")]

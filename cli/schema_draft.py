@@ -17,9 +17,9 @@ from typing import List, Optional, Sequence, TextIO
 
 from google.protobuf import text_format
 
-from tfxline.pipeline import data_source
 from tfxline.pipeline.config import PipelineConfig
-from tfxline.pipeline.data_source import DataError
+from tfxline.pipeline.data import source as data_source
+from tfxline.pipeline.data.source import DataError
 from tfxline.runs import files
 
 ENCODE_ROWS = 20_000  # rows typed and encoded at a time (the ExampleGen's batch)

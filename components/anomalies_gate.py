@@ -28,8 +28,8 @@ from tfx.types import artifact_utils, standard_artifacts
 from tfx.types.component_spec import ChannelParameter, ExecutionParameter
 
 from tfxline.components import metric_samples, run_metrics
+from tfxline.components.anomalies_files import ANOMALIES_FILE
 
-ANOMALIES_FILE = "SchemaDiff.pb"
 ANOMALIES_KEY, STATISTICS_KEY = "anomalies", "statistics"
 
 

@@ -36,14 +36,14 @@ from tfx.types.component_spec import ChannelParameter, ExecutionParameter
 from tfx.utils import io_utils
 
 from tfxline.components import metric_samples, run_metrics
-from tfxline.components.anomalies_gate import ANOMALIES_FILE, DataAnomaliesError
+from tfxline.components.anomalies_files import ANOMALIES_FILE, DRIFT_SPLIT
+from tfxline.components.anomalies_gate import DataAnomaliesError
 from tfxline.components.spans import span_of, version_of
 from tfxline.serving import push as serving_push
 from tfxline.serving import release as serving_release
 
 STATISTICS_KEY, SCHEMA_KEY, EXAMPLES_KEY, DRIFT_KEY = "statistics", "schema", "examples", "drift_anomalies"
 SPAN_LEDGER = "spans"  # below the pipeline root
-SPLIT = "train"
 MEASURE_NAMES = {"JENSEN_SHANNON_DIVERGENCE": "Jensen-Shannon divergence", "L_INFTY": "L-infinity distance"}
 
 
@@ -142,8 +142,8 @@ def load_split_statistics(uri: str):
 
     artifact = standard_artifacts.ExampleStatistics()
     artifact.uri = uri
-    artifact.split_names = artifact_utils.encode_split_names([SPLIT])
-    return stats_artifact_utils.load_statistics(artifact, SPLIT).proto()
+    artifact.split_names = artifact_utils.encode_split_names([DRIFT_SPLIT])
+    return stats_artifact_utils.load_statistics(artifact, DRIFT_SPLIT).proto()
 
 
 class Executor(base_executor.BaseExecutor):
@@ -153,7 +153,7 @@ class Executor(base_executor.BaseExecutor):
         from tensorflow_metadata.proto.v0 import anomalies_pb2
 
         out = output_dict[DRIFT_KEY][0]
-        out.split_names = artifact_utils.encode_split_names([SPLIT])
+        out.split_names = artifact_utils.encode_split_names([DRIFT_SPLIT])
         thresholds = json.loads(exec_properties["thresholds"])
         new = artifact_utils.get_single_instance(input_dict[STATISTICS_KEY])
         examples = artifact_utils.get_single_instance(input_dict[EXAMPLES_KEY])
@@ -186,7 +186,7 @@ class Executor(base_executor.BaseExecutor):
                 anomalies.MergeFrom(found)
         logging.info("drift: compared with %s", compared_with)
         out.set_string_custom_property("compared_with", compared_with)
-        split_dir = artifact_utils.get_split_uri([out], SPLIT)
+        split_dir = artifact_utils.get_split_uri([out], DRIFT_SPLIT)
         fileio.makedirs(split_dir)
         io_utils.write_bytes_file(os.path.join(split_dir, ANOMALIES_FILE), anomalies.SerializeToString())
         out.set_int_custom_property("drifted", len(drifted))

@@ -9,6 +9,7 @@ import logging
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from tfxline.components import run_metrics, task_metrics
+from tfxline.components.anomalies_files import drift_anomalies_path
 from tfxline.components.run_metrics import COMPLETED, REASONS, Sample
 from tfxline.serving import push as serving_push
 
@@ -121,10 +122,9 @@ def statistics_examples(statistics) -> Dict[str, int]:
 def drift_samples(drift_anomalies_uri: str) -> List[Sample]:
     """Every drift measurement the DriftGate recorded (nothing when it compared nothing); a
     feature compared with two references reports the larger."""
-    from tfxline.components.drift_gate import ANOMALIES_FILE, SPLIT
     from tfxline.serving import storage
 
-    path = storage.join(drift_anomalies_uri, f"Split-{SPLIT}", ANOMALIES_FILE) if drift_anomalies_uri else ""
+    path = drift_anomalies_path(drift_anomalies_uri) if drift_anomalies_uri else ""
     if not path or not storage.isfile(path):
         return []
     from tensorflow_metadata.proto.v0 import anomalies_pb2

@@ -20,11 +20,12 @@ import os
 from typing import Any, Dict, Optional, Tuple
 
 from tfxline.components import run_metrics
-from tfxline.kubeflow import entrypoint
+from tfxline.kubeflow import entrypoint, names
 from tfxline.kubeflow.spec import PUSHGATEWAY_PARAM, TRAIN_ARGS_PARAM
-from tfxline.pipeline import beam_engines, names, stack_compat
+from tfxline.pipeline.beam import engines as beam_engines
+from tfxline.pipeline.beam import stack_compat
 from tfxline.pipeline.config import ConfigError, PipelineConfig
-from tfxline.pipeline.data_source import DEFAULT_PATTERNS, PACKAGE_PREFIX
+from tfxline.pipeline.data.source import DEFAULT_PATTERNS, PACKAGE_PREFIX
 
 # Where the Dockerfile puts things inside the image.
 CONTAINER_PROJECT_DIR = "/pipeline"
@@ -87,7 +88,7 @@ def container_serving_dir(cfg: PipelineConfig, pipeline_root: str) -> str:
 def runtime_parameters(cfg: PipelineConfig, data_root: Optional[str] = None):
     from tfx import v1 as tfx
 
-    from tfxline.pipeline.config_trainer import step_budget, train_args_json
+    from tfxline.pipeline.config.steps import step_budget, train_args_json
 
     default_root = data_root or container_data_location(cfg)[0]
     return {

@@ -15,8 +15,8 @@ import json
 import os
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from tfxline.pipeline.config_trainer import train_args_json
-from tfxline.pipeline.data_source import has_span_spec
+from tfxline.pipeline.config.steps import train_args_json
+from tfxline.pipeline.data.source import has_span_spec
 
 TRAIN_ARGS_PARAM = "train_args"
 PUSHGATEWAY_PARAM = "pushgateway_url"  # the Pusher sends the run's metrics there (components/run_metrics.py)
@@ -83,7 +83,7 @@ def root_parameter_values(job: Mapping[str, Any], overrides: Mapping[str, Any]) 
 def parameter_overrides(job: Mapping[str, Any], parameters: Optional[Mapping[str, Any]] = None,
                         train_steps: Optional[int] = None, source: str = "the compiled pipeline") -> Dict[str, Any]:
     """The overrides of a submission or local run, checked against the declared parameters;
-    ``train_steps`` writes the ``train_args`` parameter (a JSON TrainArgs: config_trainer.train_args)."""
+    ``train_steps`` writes the ``train_args`` parameter (a JSON TrainArgs: pipeline/config/steps.train_args)."""
     values = dict(parameters or {})
     if train_steps is not None:
         values[TRAIN_ARGS_PARAM] = train_args_json(train_steps)

@@ -116,7 +116,7 @@ def report_refusal(cfg: Optional[PipelineConfig], reason: str, message: str, sta
                    stream: TextIO) -> None:
     """A run that never reached its components: for a refusal (config, bad_input) its record for
     `tfxline runs` (runs/history.py), and its metrics when the config names a gateway or a
-    textfile. ``cfg``: the config, or its reporting keys alone (config_reporting.load_reporting_config)
+    textfile. ``cfg``: the config, or its reporting keys alone (pipeline/config/reporting.load_reporting_config)
     when the rest was refused; None when even those were. Never raises: the refusal's line stands."""
     from tfxline.runs import history
 

@@ -28,13 +28,16 @@ from tfxline.local.process import (
 )
 from tfxline.patches.executor import executor_patches
 from tfxline.patches.interactive_beam import interactive_beam_off
-from tfxline.pipeline import beam_engines, data_source, labels, stack_compat
+from tfxline.pipeline.beam import engines as beam_engines
+from tfxline.pipeline.beam import stack_compat
 from tfxline.pipeline.config import TRAIN_SPLIT, PipelineConfig
+from tfxline.pipeline.data import labels
+from tfxline.pipeline.data import source as data_source
 from tfxline.runs import files
 from tfxline.runs import store as store_lib
 from tfxline.runs import summary as summary_lib
 from tfxline.serving.native_stderr import stderr_to_file
-from tfxline.transforms.close_names import did_you_mean
+from tfxline.typed_config.close_names import did_you_mean
 
 
 @dataclasses.dataclass
@@ -134,7 +137,7 @@ def check_window_splits(cfg: PipelineConfig, span: Optional[int]) -> None:
 
 def component_beam_args(cfg: PipelineConfig, paths: LocalPaths) -> dict:
     """The components that run in Beam worker processes today, and their args
-    (pipeline/beam_engines.component_args): CsvExampleGen writes a large day in shards that
+    (pipeline/beam/engines.component_args): CsvExampleGen writes a large day in shards that
     workers can share (TFX's ImportExampleGen writes one file per split: nothing to share)."""
     from tfxline.components.example_splits import shard_count
 

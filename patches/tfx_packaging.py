@@ -10,7 +10,7 @@ a ``tempfile.mkdtemp()`` folder, runs ``setup.py sdist`` in a subprocess and add
 machine, four per taxi run, so a developer's /tmp filled by gigabytes a day of test runs.
 
 The runners that execute the pipeline in this process or in local subprocesses of the same
-Python (the DirectRunner and the FnApiRunner that local runs pin, see pipeline/stack_compat.py) never
+Python (the DirectRunner and the FnApiRunner that local runs pin, see pipeline/beam/stack_compat.py) never
 install extra packages: for them the sdist is skipped. Any other runner (Dataflow, Flink,
 Spark, Portable, Prism) goes through TFX's own function unchanged.
 """

@@ -20,15 +20,13 @@ from tfx.proto import example_gen_pb2, range_config_pb2, trainer_pb2, transform_
 from tfx.types import standard_artifacts
 from tfx.types.channel import Channel
 
-from tfxline import task_types
 from tfxline.components import csv_example_gen
 from tfxline.components.anomalies_gate import AnomaliesGate
 from tfxline.components.csv_example_gen import CsvExampleGen
 from tfxline.components.drift_gate import SPAN_LEDGER, DriftGate
 from tfxline.components.safe_pusher import SafePusher
 from tfxline.components.serving_baseline import GatedEvaluator, ServingBaseline
-from tfxline.pipeline import config_trainer
-from tfxline.pipeline.config import EVAL_SPLIT, TRAIN_SPLIT, VALIDATION_SPLIT, PipelineConfig
+from tfxline.pipeline.config import EVAL_SPLIT, TRAIN_SPLIT, VALIDATION_SPLIT, PipelineConfig, steps
 from tfxline.pipeline.eval_config import build_eval_config
 from tfxline.pipeline.pusher_settings import release_properties, tflite_properties
 
@@ -81,11 +79,9 @@ def drift_thresholds(cfg: PipelineConfig) -> dict:
 
 
 def trainer_custom_config(cfg: PipelineConfig) -> dict:
-    d = cfg.to_dict()
-    out = {k: d[k] for k in ("features", "model", "training", "runtime")}
-    if task_types.get(cfg.features.task).decides:  # binary: the threshold it chooses on validation
-        out["threshold"] = cfg.evaluation.threshold
-    return out
+    """The Trainer's custom_config: only what it reads (PipelineConfig.trainer_settings), so a
+    setting it does not read (Beam's args, Transform's statistics) never changes its cache key."""
+    return cfg.trainer_settings.to_custom_config()
 
 
 class DataComponents(NamedTuple):
@@ -131,7 +127,7 @@ def create_pipeline(
     Vertex AI Training) that takes the standard Trainer arguments; ``run_metrics``: the
     Pusher's exec properties that make it push the run's metrics (a compiled run's; a local run's
     runner pushes them itself, local/monitoring.py); ``component_beam_args``: Beam args of
-    single components by id, after the pipeline's (pipeline/beam_engines.component_args);
+    single components by id, after the pipeline's (pipeline/beam/engines.component_args);
     ``data_digest``: the content of the CSV files read now (a local run's), in ExampleGen's cache key.
     """
     data = data_components(cfg, data_root=data_root, data_pattern=data_pattern, schema_path=schema_path, span=span,
@@ -216,7 +212,7 @@ def transform_component(cfg: PipelineConfig, data: DataComponents):
 
 def trainer_component(cfg: PipelineConfig, data: DataComponents, transform, train_args, trainer_factory):
     """The Trainer: its settings in custom_config, its step budget (training.train_steps) as TFX's
-    TrainArgs (pipeline/config_trainer.train_args), unless a runtime ``train_args`` replaces it."""
+    TrainArgs (pipeline/config/steps.py), unless a runtime ``train_args`` replaces it."""
     trainer_kwargs = dict(
         run_fn=RUN_FN,
         examples=data.training_examples,
@@ -225,7 +221,7 @@ def trainer_component(cfg: PipelineConfig, data: DataComponents, transform, trai
         # Fit on train, early-stop on validation; eval is the Evaluator's alone. (A runtime
         # train_args names no splits: TFX's default is train.)
         train_args=train_args or trainer_pb2.TrainArgs(
-            **config_trainer.train_args(config_trainer.step_budget(cfg.training)), splits=[TRAIN_SPLIT]),
+            **steps.train_args(steps.step_budget(cfg.training)), splits=[TRAIN_SPLIT]),
         eval_args=trainer_pb2.EvalArgs(num_steps=cfg.training.eval_steps, splits=[cfg.data.trainer_eval_split]),
         custom_config=trainer_custom_config(cfg),
     )

@@ -39,7 +39,7 @@ class TaskType:
 
     The arguments' kinds, by the module that makes them:
     ``label``    transforms.features.Label (``transform``, ``source``, ``positive``, ``log``, ...)
-    ``values``   pipeline.labels.LabelValues: a label column's cells, counted
+    ``values``   pipeline.data.labels.LabelValues: a label column's cells, counted
     ``columns``  transforms.preprocessing.COLUMNS: ``to_dense(x, default)``, ``as_float(x)``,
                  ``as_int(x)``, ``missing_default(x)`` on a raw column (sparse, dense or present-masked)
     ``ev``       pipeline.config.EvaluationConfig (the ``evaluation`` section)

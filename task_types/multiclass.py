@@ -50,7 +50,7 @@ class Multiclass(TaskType):
             dense, num_oov_buckets=0, default_value=0, vocab_filename=LABEL_VOCABULARY)
 
     def suggested_by(self, values) -> Optional[str]:
-        """Text (pipeline/labels.py refuses text with too many values first), or a few whole numbers."""
+        """Text (pipeline/data/labels.py refuses text with too many values first), or a few whole numbers."""
         n = len(values.counts)
         if not values.numeric:
             return f"{n} text values (classes)"

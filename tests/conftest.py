@@ -14,8 +14,8 @@ import sys  # noqa: E402
 
 import pytest  # noqa: E402
 
-from tfxline.pipeline import data_source  # noqa: E402
-from tfxline.pipeline.config_loader import load_config  # noqa: E402
+from tfxline.pipeline.data import source as data_source  # noqa: E402
+from tfxline.pipeline.config.load import load_config  # noqa: E402
 
 SLICE_ROWS = 3000        # every 5th row of the 15k taxi rows: small, but every category shows up
 E2E_TRAIN_STEPS = 300    # enough to clear the default AUC/accuracy gates on the slice

@@ -1,12 +1,13 @@
-"""The beam section's engines (pipeline/beam_engines.py): the args each makes, the values each
+"""The beam section's engines (pipeline/beam/engines.py): the args each makes, the values each
 needs (one line naming the key and the fix), and a compiled Vertex spec carrying Dataflow's."""
 import json
 
 import pytest
 
-from tfxline.pipeline import beam_engines, stack_compat
+from tfxline.pipeline.beam import engines as beam_engines
+from tfxline.pipeline.beam import stack_compat
 from tfxline.pipeline.config import ConfigError
-from tfxline.pipeline.config_loader import load_config
+from tfxline.pipeline.config.load import load_config
 
 IMAGE = "us-docker.pkg.dev/p/r/tfxline:1"
 DATAFLOW = ["beam.engine=dataflow", "beam.project=proj", "beam.region=europe-west4", "beam.temp_location=gs://b/tmp"]

@@ -10,10 +10,10 @@ from apache_beam.options.pipeline_options import (DirectOptions, PipelineOptions
 from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.transforms import core, userstate
 
-from tfxline.pipeline import stack_compat
 from tfxline.patches.beam_option_views import shared_option_views
 from tfxline.patches.beam_signatures import shared_signatures
 from tfxline.patches.executor import executor_patches
+from tfxline.pipeline.beam import stack_compat
 
 COUNT = userstate.ReadModifyWriteStateSpec("count", VarIntCoder())
 FLUSH = userstate.TimerSpec("flush", userstate.TimeDomain.WATERMARK)

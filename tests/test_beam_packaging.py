@@ -7,7 +7,7 @@ import tempfile
 import pytest
 
 from tfxline.patches import tfx_packaging as beam_packaging
-from tfxline.pipeline import stack_compat
+from tfxline.pipeline.beam import stack_compat
 
 LOCAL_ARGS = ["--direct_running_mode=in_memory", "--direct_num_workers=1"]
 

@@ -8,11 +8,12 @@ what depends on it. MLMD keys an execution on its inputs and exec properties, so
   the local runner also puts the CSVs' content digest in ExampleGen's custom_config;
 - the config: every value a component uses is one of its exec properties.
 """
+import dataclasses
 import os
 
 from tfxline.runs import files
 from tfxline.local import runner as local_runner
-from tfxline.pipeline.config_loader import load_config
+from tfxline.pipeline.config.load import load_config
 from tests.conftest import write_taxi_slice
 
 
@@ -74,3 +75,41 @@ def test_data_edited_in_place_changes_example_gens_key(tmp_path):
     path.write_text(text)
     assert exec_properties(cfg, local_runner.resolve_inputs(cfg), "CsvExampleGen")["custom_config"] == before
 
+
+
+def trainer_cache_inputs(tmp_path, data, *overrides):
+    """What MLMD keys the Trainer's execution on besides its input artifacts, as the local runner
+    compiles it: the node's parameters (exec properties, custom_config among them) and its executor
+    spec (where a Beam component's Beam args go)."""
+    from tfx.dsl.compiler import compiler
+    from tfx.proto.orchestration import pipeline_pb2
+
+    cfg = load_config(overrides=[f"data.path={data}", f"output_root={tmp_path / 'out'}", *overrides])
+    ir = compiler.Compiler().compile(local_runner.build_pipeline(cfg, local_runner.resolve_inputs(cfg)))
+    (node,) = [n.pipeline_node for n in ir.nodes if n.pipeline_node.node_info.id == "Trainer"]
+    deployment = pipeline_pb2.IntermediateDeploymentConfig()
+    ir.deployment_config.Unpack(deployment)
+    return node.parameters.SerializeToString(deterministic=True), deployment.executor_specs["Trainer"].value
+
+
+def test_beam_flags_alone_leave_the_trainers_cache_key(tmp_path):
+    """The Trainer's custom_config carries only what trainer/run.py reads (TrainerSettings): a change
+    of Beam flags (runtime.beam_args, the beam section) or of Transform's statistics compiles the same
+    Trainer (parameters and executor spec: its part of the cache key), where runtime.beam_args used to
+    change it; a setting it reads still does. (Its input artifacts are the rest of its key: the Beam
+    components upstream carry the Beam args in their executor specs, TFX's choice, so they run again.)"""
+    import json
+
+    from tfxline.pipeline.factory import trainer_custom_config
+    from tfxline.trainer.settings import TrainerRuntime, TrainerSettings
+
+    data = write_taxi_slice(tmp_path / "data" / "taxi.csv", limit=50)
+    cfg = load_config(overrides=[f"data.path={data}", "runtime.beam_args=[--direct_num_workers=2]"])
+    custom = json.loads(json.dumps(trainer_custom_config(cfg)))
+    assert sorted(custom) == ["features", "model", "runtime", "threshold", "training"]
+    assert sorted(custom["runtime"]) == sorted(f.name for f in dataclasses.fields(TrainerRuntime))
+    assert TrainerSettings.from_custom_config(custom) == cfg.trainer_settings  # what run_fn reads back
+    first = trainer_cache_inputs(tmp_path, data)
+    assert trainer_cache_inputs(tmp_path, data, "runtime.beam_args=[--direct_num_workers=2, --max_num_workers=3]",
+                                "beam.direct_running_mode=multi_threading", "runtime.transform_statistics=true") == first
+    assert trainer_cache_inputs(tmp_path, data, "training.epochs=3")[0] != first[0]

@@ -26,10 +26,10 @@ import pytest
 
 from tfxline.serving import push as serving_push
 from tfxline.kubeflow import compile as kfp_compile, spec
-from tfxline.pipeline import data_source
+from tfxline.pipeline.data import source as data_source
 from tfxline.cli import main as cli
-from tfxline.pipeline.config_loader import load_config
-from tfxline.pipeline.examples import read_csv_rows, serialize_rows
+from tfxline.pipeline.config.load import load_config
+from tfxline.pipeline.data.examples import read_csv_rows, serialize_rows
 from tests.conftest import E2E_TRAIN_STEPS, SLICE_ROWS, missing, write_taxi_slice
 
 pytestmark = pytest.mark.e2e

@@ -16,7 +16,7 @@ from tfx.components.example_gen.csv_example_gen import executor as tfx_csv
 from tfx_bsl.coders import csv_decoder
 
 from tfxline.components import csv_example_gen, csv_records, example_encoder, example_splits
-from tfxline.pipeline import data_source
+from tfxline.pipeline.data import source as data_source
 
 # Cells at the edges of TFX's type inference: signs, spaces and underscores that int() reads,
 # int64's bounds and beyond (STRING), floats that look like ints, nan / inf, text, quotes,
@@ -118,7 +118,7 @@ def _run_executor(executor_class, data_dir, out_dir, shard_bytes=None, component
 
     from tfxline.components import example_splits
     from tfxline.patches import tfx_packaging as beam_packaging
-    from tfxline.pipeline import stack_compat
+    from tfxline.pipeline.beam import stack_compat
 
     examples = standard_artifacts.Examples()
     examples.uri = str(out_dir)

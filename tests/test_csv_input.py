@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 from tfxline.components import csv_example_gen, csv_records
-from tfxline.pipeline.data_source import DataError, check_csv
-from tfxline.pipeline.examples import read_csv_rows
+from tfxline.pipeline.data.source import DataError, check_csv
+from tfxline.pipeline.data.examples import read_csv_rows
 
 COLUMNS = ("trips", "fare", "company")
 SCHEMA = schema_pb2.Schema(feature=[
@@ -98,7 +98,7 @@ def examples_from(path):
     """CsvExampleGen's transform on one file, in Beam: {column: [values]} per example. The
     examples go through files: a Beam runner may run its workers on pickled copies (Beam 2.77
     does), so nothing is collected from a closure."""
-    # The FnApiRunner, as the pipeline's local runs pin it (pipeline/stack_compat.py): Beam
+    # The FnApiRunner, as the pipeline's local runs pin it (pipeline/beam/stack_compat.py): Beam
     # 2.68+'s default DirectRunner tries Prism first.
     from apache_beam.runners.portability.fn_api_runner import fn_runner
 

@@ -1,8 +1,8 @@
 """Locating the input: span patterns resolved by TFX's ExampleGen utilities (no pipeline run)."""
 import pytest
 
-from tfxline.pipeline import data_source
-from tfxline.pipeline.data_source import DataError, has_span_spec, locate
+from tfxline.pipeline.data import source as data_source
+from tfxline.pipeline.data.source import DataError, has_span_spec, locate
 
 
 def touch(path, text="a,b\n1,2\n"):

@@ -12,7 +12,7 @@ import yaml
 from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
 
 from tfxline.cli import main as cli
-from tfxline.pipeline.config_loader import ConfigError, config_from_dict
+from tfxline.pipeline.config.load import ConfigError, config_from_dict
 from tfxline.transforms import dates
 from tfxline.transforms import features as F
 from tfxline.transforms.features import FeatureSpec, FeatureSpecError

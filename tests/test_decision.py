@@ -11,8 +11,8 @@ import pytest
 from tensorflow_model_analysis.proto import validation_result_pb2
 
 from tfxline.components import decision_threshold, gates, histogram_metrics, tfma_results
-from tfxline.pipeline.config_loader import config_from_dict, load_config
-from tfxline.pipeline.config_parse import ConfigError
+from tfxline.pipeline.config.load import config_from_dict, load_config
+from tfxline.typed_config.read import ConfigError
 from tfxline.pipeline.eval_config import build_eval_config
 from tfxline.task_types.decision import choose_threshold, measures, parse_objective
 from tests.test_histogram_metrics import evaluate

@@ -98,7 +98,7 @@ def test_a_table_follows_its_json(monkeypatch):
         bench_tables.render_page("<!-- bench-table: nope -->\n<!-- /bench-table -->\n")
 
 
-# Messages whose fix is filled in at run time: the {...} at the end is data_check._type_problem's
+# Messages whose fix is filled in at run time: the {...} at the end is pipeline/data/check._type_problem's
 # "needs an integer, got 'x'; fix the value or ...".
 FIX_FILLED_IN = {"{...} line {...}: column {...} {...}"}
 

@@ -11,8 +11,8 @@ from tfx.types import artifact_utils, standard_artifacts
 
 from tfxline.components import drift_gate as dg
 from tfxline.serving.push import METADATA_FILE
-from tfxline.pipeline import data_source
-from tfxline.pipeline.config_loader import load_config
+from tfxline.pipeline.data import source as data_source
+from tfxline.pipeline.config.load import load_config
 from tfxline.pipeline.factory import drift_thresholds
 from tests.conftest import write_taxi_slice
 

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfxline.pipeline import data_source
+from tfxline.pipeline.data import source as data_source
 from tfxline.cli import main as cli
 from tfxline.local import runner as local_runner
-from tfxline.pipeline.examples import read_csv_rows, serialize_rows
+from tfxline.pipeline.data.examples import read_csv_rows, serialize_rows
 from tfxline.runs.store import open_store
 from tfxline.runs.summary import collect_run
 from tests.conftest import e2e_config, write_taxi_slice

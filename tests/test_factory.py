@@ -4,7 +4,7 @@ import json
 import pytest
 from tfx import v1 as tfx
 
-from tfxline.pipeline.config_loader import load_config
+from tfxline.pipeline.config.load import load_config
 from tfxline.pipeline.factory import PREPROCESSING_FN, BASELINE_ID, RUN_FN, create_pipeline
 
 
@@ -113,7 +113,7 @@ def test_without_a_validation_split_the_trainer_validates_on_eval(tmp_path):
 
 
 def test_epochs_mode_gives_the_trainer_no_step_budget(tmp_path):
-    from tfxline.pipeline.config_trainer import step_budget
+    from tfxline.pipeline.config.steps import step_budget
 
     steps = load_config(overrides=["training.mode=steps", "training.train_steps=37", "training.epochs=3"])
     assert step_budget(steps.training) == 37
@@ -125,7 +125,7 @@ def test_epochs_mode_gives_the_trainer_no_step_budget(tmp_path):
 def test_train_steps_becomes_tfx_num_steps_in_one_place():
     """training.train_steps is TrainArgs.num_steps in the factory's proto and in a compiled
     pipeline's train_args parameter alike (its default and submit / run-compiled --train-steps)."""
-    from tfxline.pipeline.config_trainer import train_args, train_args_json
+    from tfxline.pipeline.config.steps import train_args, train_args_json
 
     assert train_args(7) == {"num_steps": 7}
     assert train_args_json(7) == '{"num_steps": 7}'

@@ -9,7 +9,7 @@ from tensorflow_model_analysis.metrics import metric_specs, metric_types
 from tensorflow_model_analysis.proto import config_pb2
 
 from tfxline.components import histogram_metrics
-from tfxline.pipeline.config_loader import load_config
+from tfxline.pipeline.config.load import load_config
 from tfxline.pipeline.eval_config import build_eval_config
 
 STOCK = ["ExampleCount", "BinaryAccuracy", "Precision", "Recall", "Calibration", "MeanLabel"]

@@ -11,7 +11,7 @@ import yaml
 
 from tfxline.cli import main as cli
 from tfxline.cli import init_project
-from tfxline.pipeline.config_loader import load_config
+from tfxline.pipeline.config.load import load_config
 
 TABLES = os.path.join(os.path.dirname(__file__), "data", "tables")
 MORTGAGE = os.path.join(TABLES, "mortgage_denial.csv")   # Ecdat::Hdma: deny yes/no, 2,381 rows
@@ -233,6 +233,6 @@ def test_a_rare_class_is_named_and_handled(capsys, tmp_path):
     assert code == 0 and "imbalance: class(es) far below the others ('d' 0.1%, 'c' 2.5%" in out
     assert "small classes: 'd' (2 rows)" in out
     assert "\n  class_weight: balanced" in (tmp_path / "m" / "config.yaml").read_text()
-    from tfxline.pipeline.config_loader import load_config
+    from tfxline.pipeline.config.load import load_config
 
     assert load_config(str(tmp_path / "m" / "config.yaml")).training.class_weight == "balanced"

@@ -9,7 +9,7 @@ from tests.conftest import write_taxi_slice
 @pytest.fixture
 def components(tmp_path):
     from tfxline.local.interactive import ComponentRunner
-    from tfxline.pipeline.config_loader import load_config
+    from tfxline.pipeline.config.load import load_config
 
     data = write_taxi_slice(tmp_path / "data" / "taxi.csv", limit=200)
     cfg = load_config("taxi", [f"output_root={tmp_path / 'out'}", f"data.path={data}"])

@@ -16,7 +16,7 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 from tfxline.kubeflow import compile as kfp_compile, entrypoint as kfp_entrypoint, spec as kfp_spec, submit as kfp_submit
 from tfxline.cli import main as cli
 from tfxline.pipeline.config import ConfigError
-from tfxline.pipeline.config_loader import load_config
+from tfxline.pipeline.config.load import load_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOLDEN = os.path.join(ROOT, "tests", "golden", "kfp_pipeline.json")
@@ -185,7 +185,7 @@ def test_a_name_kfp_refuses_is_refused_at_compile_time_with_the_fix(tmp_path, ca
     refuses another name in one line with a name it takes; TFX's own check agrees on each."""
     from tfx.orchestration.kubeflow.v2 import pipeline_builder
 
-    from tfxline.pipeline import names
+    from tfxline.kubeflow import names
 
     out = tmp_path / "named.json"
     code = cli.main(["compile", "--set", "name=CreditCard_card", "--image", IMAGE,

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from tfxline.serving import push as serving_push
-from tfxline.pipeline.config_loader import load_config
+from tfxline.pipeline.config.load import load_config
 from tfxline.runs.store import open_store, run_ids
 from tfxline.runs.summary import collect_run
 from tests.conftest import missing

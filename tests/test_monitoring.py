@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from tfxline.local import monitoring
-from tfxline.pipeline.config_loader import load_config
+from tfxline.pipeline.config.load import load_config
 from tests.conftest import E2E_TRAIN_STEPS, missing, write_taxi_slice
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -26,7 +26,7 @@ WHEELS = ("kubeflow-0.5.0-py3-none-any.whl", "schema-0.7.8-py2.py3-none-any.whl"
 PROBE = """
 import importlib.metadata as md, json, sys
 import kubeflow, schema
-import tfxline.cli.main, tfxline.kubeflow.compile, tfxline.schema, tfxline.pipeline.data_source as ds
+import tfxline.cli.main, tfxline.kubeflow.compile, tfxline.schema, tfxline.pipeline.data.source as ds
 claimed = sorted(name for name, dists in md.packages_distributions().items() if "tfxline" in dists)
 print(json.dumps({"kubeflow": kubeflow.__version__, "kubeflow_file": kubeflow.__file__,
                   "schema_has_Schema": hasattr(schema, "Schema"), "schema_file": schema.__file__,

@@ -179,7 +179,7 @@ def text_of(nb):
 
 @pytest.mark.e2e
 def test_quickstart_runs_to_a_blessed_pushed_model_and_a_compiled_spec(tmp_path, monkeypatch):
-    from tfxline.pipeline.config_loader import load_config
+    from tfxline.pipeline.config.load import load_config
     from tfxline.runs import store
     from tfxline.runs.summary import collect_run
     from tfxline.serving import push

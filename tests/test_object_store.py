@@ -78,7 +78,7 @@ def test_the_pusher_baseline_drift_gate_and_run_metrics_on_gs(gcs, pipeline_run)
     from tfx.types import artifact_utils, standard_artifacts
 
     from tfxline.components import drift_gate, metric_samples, safe_pusher, serving_baseline
-    from tfxline.pipeline import data_source
+    from tfxline.pipeline.data import source as data_source
     from tfxline.pipeline.factory import drift_thresholds
 
     cfg, _, _ = pipeline_run

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from tfxline.pipeline.config import ConfigError
-from tfxline.pipeline.config_loader import load_config
+from tfxline.pipeline.config.load import load_config
 from tfxline.runs.console import format_summary
 from tfxline.runs.summary import ComponentRun, RunSummary
 from tfxline.serving import push as sp

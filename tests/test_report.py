@@ -98,7 +98,7 @@ def test_pipeline_section_is_the_mlmd_state_of_each_component(pipeline_run, repo
 
 def test_data_section_counts_add_up_to_the_csv(pipeline_run, report, taxi_slice):
     """Examples with a value, over the three splits == non-empty cells of that column in the CSV."""
-    from tfxline.pipeline.examples import read_csv_rows
+    from tfxline.pipeline.data.examples import read_csv_rows
 
     assert open(taxi_slice, "rb").read(3) == b"\xef\xbb\xbf"  # the shared data is a spreadsheet export
     rows = list(read_csv_rows(taxi_slice))

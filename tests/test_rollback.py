@@ -139,7 +139,7 @@ def test_a_bad_model_rolled_back_predicts_as_the_good_one_again(pipeline_run, ta
     model's predictions again."""
     import tensorflow as tf
 
-    from tfxline.pipeline.examples import read_csv_rows
+    from tfxline.pipeline.data.examples import read_csv_rows
 
     cfg, _, _ = pipeline_run
     good = serving_release.serving_version_dir(cfg.serving_dir)
@@ -200,7 +200,7 @@ def test_a_rollback_waits_for_a_run_on_the_same_output_root(model_files, tmp_pat
     import threading
     import time
 
-    from tfxline.pipeline.config_loader import load_config
+    from tfxline.pipeline.config.load import load_config
 
     out_root = tmp_path / "out"
     d = str(out_root / "serving" / "taxi")

@@ -15,7 +15,7 @@ from tfx.dsl.components.base import base_executor
 
 from tfxline.kubeflow import compile as kfp_compile, launcher, run_compiled as rc, spec
 from tfxline.cli import main as cli
-from tfxline.pipeline.config_loader import load_config
+from tfxline.pipeline.config.load import load_config
 
 IMAGE = "tfxline:unit"
 

@@ -14,7 +14,7 @@ from tensorflow_metadata.proto.v0 import schema_pb2
 
 from tfxline.components import csv_example_gen
 from tfxline.cli import schema_draft as schema_tools
-from tfxline.pipeline.data_source import DataError
+from tfxline.pipeline.data.source import DataError
 
 NUMBER = st.one_of(st.integers(-1000, 10**6).map(str), st.floats(-1e5, 1e5, allow_nan=False).map(lambda x: repr(round(x, 3))),
                    st.integers(0, 99).map(lambda i: f"{i}.0"))  # integers as pandas writes them beside empty cells

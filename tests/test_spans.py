@@ -14,7 +14,7 @@ import pytest
 from tfxline.serving import push as serving_push
 from tfxline.cli import main as cli
 from tfxline.local import runner as local_runner
-from tfxline.pipeline.data_source import DataError
+from tfxline.pipeline.data.source import DataError
 from tfxline.runs.history import list_runs
 from tfxline.runs.console import format_summary
 from tfxline.runs.summary import collect_run

@@ -1,7 +1,7 @@
-"""The stack differences that need code (pipeline/stack_compat.py), on both branches."""
+"""The stack differences that need code (pipeline/beam/stack_compat.py), on both branches."""
 import apache_beam
 
-from tfxline.pipeline import stack_compat
+from tfxline.pipeline.beam import stack_compat
 
 IN_MEMORY = ("--direct_running_mode=in_memory", "--direct_num_workers=1")
 

@@ -10,7 +10,7 @@ import pytest
 from tfxline import task_types
 from tfxline.components import gates, task_metrics
 from tfxline.pipeline.config import EvaluationConfig
-from tfxline.pipeline.labels import LabelError, LabelValues, infer_task
+from tfxline.pipeline.data.labels import LabelError, LabelValues, infer_task
 from tfxline.transforms import features as F
 
 ALL = task_types.REGISTERED  # the contract tests: every registered task type, a new one included

@@ -21,7 +21,7 @@ import tensorflow as tf
 
 from tfxline.components import task_metrics
 from tfxline.serving import push as serving_push
-from tfxline.pipeline import data_source
+from tfxline.pipeline.data import source as data_source
 from tests.conftest import tfxline
 
 pytestmark = pytest.mark.e2e

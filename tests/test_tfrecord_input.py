@@ -5,11 +5,11 @@ import gzip
 import pytest
 import tensorflow as tf
 
-from tfxline.pipeline import data_source
+from tfxline.pipeline.data import source as data_source
 from tfxline.cli import main as cli
 from tfxline.pipeline.config import ConfigError
-from tfxline.pipeline.config_loader import load_config
-from tfxline.pipeline.data_source import DataError
+from tfxline.pipeline.config.load import load_config
+from tfxline.pipeline.data.source import DataError
 
 SCHEMA = data_source.load_schema(data_source.schema_path("penguin"))
 REQUIRED = ("culmen_length_mm", "species")

@@ -12,8 +12,8 @@ from tensorflow_transform.beam.analyzer_cache import DatasetKey
 from tensorflow_transform.tf_metadata import schema_utils
 
 from tfxline.patches import tft_inspection
-from tfxline.pipeline import data_source
-from tfxline.pipeline.config_loader import load_config
+from tfxline.pipeline.config.load import load_config
+from tfxline.pipeline.data import source as data_source
 from tests.conftest import ROOT
 from tfxline.transforms import preprocessing
 

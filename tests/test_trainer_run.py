@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tfxline.pipeline.factory import trainer_custom_config
-from tfxline.pipeline.config_loader import load_config
+from tfxline.pipeline.config.load import load_config
 
 pytestmark = pytest.mark.e2e
 HARNESS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "trainer_harness.py")
@@ -218,7 +218,8 @@ def test_same_seed_trains_the_same_model(transform_output, tmp_path):
 def predictions(model_dir, cfg):
     import itertools
 
-    from tfxline.pipeline import data_source, predict
+    from tfxline.pipeline.data import source as data_source
+    from tfxline.local import predict
 
     rows = list(itertools.islice(predict.read_csv_rows(data_source.default_data_path()), 20))
     schema = data_source.load_schema(data_source.schema_path(cfg.data.schema))

@@ -12,8 +12,8 @@ from ml_metadata.proto import metadata_store_pb2 as pb
 
 from tfxline.cli import main as cli
 from tfxline.local import runner as local_runner
-from tfxline.pipeline.config_loader import load_config
-from tfxline.pipeline.data_source import DataError
+from tfxline.pipeline.config.load import load_config
+from tfxline.pipeline.data.source import DataError
 from tests.conftest import write_taxi_slice
 from tests.test_retention import Store
 

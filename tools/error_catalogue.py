@@ -12,9 +12,11 @@ shows the message as written, ``{...}`` standing for what the run fills in.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import glob
 import os
 import sys
+import typing
 from typing import Dict, List, Tuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -81,21 +83,21 @@ def collect() -> List[Tuple[str, str, int, str]]:
     return sorted(found, key=lambda f: (list(USER_ERRORS).index(f[0]), f[1], f[2]))
 
 
+# The files whose dataclasses are the config's sections (each with its rules, problems()).
+SECTION_FILES = ("pipeline/config/__init__.py", "pipeline/config/sections.py", "pipeline/config/platform.py",
+                 "trainer/settings.py")
+
+
 def config_checks() -> List[Tuple[str, str, int, str]]:
-    """The config sections' rules (pipeline/config*.py): each ``bad(section, key, fix)`` or
-    ``Problem(key, shown, fix)`` in a section's ``problems()`` (a class) or in a rule function whose
-    first argument is the section (config_trainer.py) is one line, raised by config_parse.check."""
+    """The config sections' rules: each ``bad(self, key, fix)`` or ``Problem(key, shown, fix)`` in a
+    section class (SECTION_FILES) is one line, raised by typed_config/problems.check."""
     sections = config_section_names()
     rows = []
-    for path in sorted(glob.glob(os.path.join(ROOT, "pipeline", "config*.py"))):
+    for name in SECTION_FILES:
+        path = os.path.join(ROOT, name)
         tree = ast.parse(open(path).read(), path)
         for owner in tree.body:
-            if isinstance(owner, ast.ClassDef):
-                section = sections.get(owner.name)
-            elif isinstance(owner, ast.FunctionDef) and owner.args.args and owner.args.args[0].annotation:
-                section = sections.get(ast.unparse(owner.args.args[0].annotation))
-            else:
-                continue
+            section = sections.get(owner.name) if isinstance(owner, ast.ClassDef) else None
             for node in ast.walk(owner) if section is not None else ():
                 if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
                     continue
@@ -106,17 +108,18 @@ def config_checks() -> List[Tuple[str, str, int, str]]:
                 else:
                     continue
                 key = f"{section}.{key}" if section else key
-                rows.append(("ConfigError", os.path.relpath(path, ROOT), node.lineno,
-                             f"bad config value for {key}: {shown}; {fix}"))
+                rows.append(("ConfigError", name, node.lineno, f"bad config value for {key}: {shown}; {fix}"))
     return rows
 
 
 def config_section_names() -> Dict[str, str]:
-    """Section class -> its key in PipelineConfig (pipeline/config.py); PipelineConfig's own: ''."""
-    tree = ast.parse(open(os.path.join(ROOT, "pipeline", "config.py")).read())
-    (config,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "PipelineConfig"]
-    names = {ast.unparse(n.annotation): n.target.id for n in config.body
-             if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+    """Section class -> its key in PipelineConfig, and each dataclass a section extends (the
+    Trainer's TrainerRuntime: runtime); PipelineConfig's own: ''."""
+    from tfxline.pipeline.config import PipelineConfig
+
+    hints = typing.get_type_hints(PipelineConfig)
+    names = {base.__name__: key for key, tp in hints.items() if dataclasses.is_dataclass(tp) and key != "features"
+             for base in tp.__mro__ if dataclasses.is_dataclass(base)}
     return dict(names, PipelineConfig="")
 
 

@@ -1,20 +1,22 @@
 """The tree's measures (issue #51), checked by tests/test_layers.py and printed by
 ``python tools/measures.py``: each folder's share of the product code, files over
-MAX_FILE_LINES lines, functions over MAX_FUNCTION_LINES lines, and imports against LAYERS."""
+MAX_FILE_LINES lines, functions over MAX_FUNCTION_LINES lines, imports against LAYERS, and import cycles
+between the modules of one folder (module-level and function-level imports alike)."""
 from __future__ import annotations
 
 import ast
 import pathlib
 import sys
-from typing import Dict, Iterator, List, Tuple
+from typing import Dict, Iterator, List, Set, Tuple
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 # Lowest first: a package imports only itself and the packages before it. local and kubeflow
 # are one rank (two orchestrators of the same pipeline: neither imports the other). patches
-# (every run-time patch of a third-party library) is the lowest: it imports only third-party
-# libraries and the standard library.
+# (every run-time patch of a third-party library) and typed_config (how a config section is read
+# and refused) are the lowest: they import only third-party libraries and the standard library.
 LAYERS: Tuple[Tuple[str, ...], ...] = (
-    ("patches",), ("task_types",), ("transforms",), ("trainer",), ("serving",), ("components",), ("pipeline",),
+    ("patches", "typed_config"), ("task_types",), ("transforms",), ("trainer",), ("serving",), ("components",),
+    ("pipeline",),
     ("runs",), ("local", "kubeflow"), ("cli",))
 PACKAGES = tuple(p for rank in LAYERS for p in rank)
 RANK = {p: i for i, rank in enumerate(LAYERS) for p in rank}
@@ -63,6 +65,102 @@ def imports(path: pathlib.Path) -> Iterator[Tuple[int, str]]:
             yield node.lineno, node.module
 
 
+def module_name(path: pathlib.Path) -> str:
+    """The dotted name a product file imports as: tfxline.pipeline.config for pipeline/config/__init__.py."""
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(["tfxline"] + (parts[:-1] if parts[-1] == "__init__" else parts))
+
+
+def imported_modules(path: pathlib.Path, known: Set[str]) -> Iterator[str]:
+    """The product modules (of ``known``) the file imports, wherever the import sits: ``from a import b``
+    names module a.b when b is one, else a; relative imports are resolved against the file's package."""
+    own = module_name(path).split(".")
+    package = own if path.name == "__init__.py" else own[:-1]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names if alias.name in known)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package[:len(package) - node.level + 1] + ([base] if base else []))
+            for alias in node.names:
+                if f"{base}.{alias.name}" in known:
+                    yield f"{base}.{alias.name}"
+                elif base in known:
+                    yield base
+
+
+def import_cycles() -> List[str]:
+    """Every loop of imports among the modules of one folder (subfolders included), as
+    'a -> b -> a': a function-level import that only hides a loop from Python still counts."""
+    modules = {module_name(p): p for p in product_files()}
+    graph = {m: sorted({t for t in imported_modules(p, set(modules)) if t != m and t.split(".")[1] == m.split(".")[1]})
+             for m, p in modules.items()}
+    out: List[str] = []
+    for component in strongly_connected(graph):
+        if len(component) > 1:
+            out.append(" -> ".join(shortest_loop(graph, min(component), set(component))))
+    return sorted(out)
+
+
+def strongly_connected(graph: Dict[str, List[str]]) -> List[List[str]]:
+    """Tarjan's strongly connected components, iteratively (no recursion limit)."""
+    index: Dict[str, int] = {}
+    low: Dict[str, int] = {}
+    stack: List[str] = []
+    on_stack: Set[str] = set()
+    out: List[List[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(graph[root]))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    out.append(sorted(component))
+            elif child not in index:
+                index[child] = low[child] = len(index)
+                stack.append(child)
+                on_stack.add(child)
+                work.append((child, iter(graph[child])))
+            elif child in on_stack:
+                low[node] = min(low[node], index[child])
+    return out
+
+
+def shortest_loop(graph: Dict[str, List[str]], start: str, within: Set[str]) -> List[str]:
+    """The shortest import path from ``start`` back to itself inside one component (breadth first)."""
+    previous: Dict[str, str] = {}
+    queue = [start]
+    while queue:
+        node = queue.pop(0)
+        for child in graph[node]:
+            if child == start:
+                path = [node]
+                while path[-1] != start:
+                    path.append(previous[path[-1]])
+                return path[::-1] + [start]
+            if child in within and child not in previous:
+                previous[child] = node
+                queue.append(child)
+    return [start]
+
+
 def layer_violations() -> List[str]:
     """Imports against LAYERS, and any import of a folder by its bare name: the installed
     distribution has one top-level name, ``tfxline`` (setup.py), so ``import pipeline`` would
@@ -87,7 +185,8 @@ def main() -> int:
     for pkg, share in sorted(shares.items(), key=lambda kv: -kv[1]):
         print(f"  {pkg:<11} {share:6.1%}")
     problems = ([f"{pkg}/ holds {s:.1%} of the product code" for pkg, s in shares.items() if s > MAX_FOLDER_SHARE]
-                + long_files() + long_functions() + layer_violations())
+                + long_files() + long_functions() + layer_violations()
+                + [f"import cycle: {c}" for c in import_cycles()])
     print("\n".join(problems) if problems else "all measures hold")
     return 1 if problems else 0
 

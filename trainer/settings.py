@@ -1,17 +1,22 @@
 """The config sections the Trainer reads: ``model`` (hyperparameters), ``training`` (how
-long, in what batches) and ``runtime`` (strategy, precision: how it runs, not what it learns).
+long, in what batches) and the Trainer's part of ``runtime`` (strategy, precision: how it runs,
+not what it learns), each with its rules (``problems()``) beside its fields.
 
 They live here, with the model code, so ``trainer/`` never imports the orchestrator package;
-``pipeline.config`` composes them into the whole pipeline config and validates the values.
-The Trainer receives them as plain data in ``custom_config`` (``TrainerSettings``).
+``pipeline.config`` composes them into the whole pipeline config (its ``runtime`` section adds the
+data components' settings to ``TrainerRuntime``). The Trainer receives exactly what it reads as
+plain data in ``custom_config`` (``TrainerSettings.to_custom_config``), read back by the config's
+one reader (typed_config/read.py): a setting it does not read never changes its cache key.
 """
 from __future__ import annotations
 
 import dataclasses
-import typing
-from typing import Any, Mapping, Tuple
+from typing import Any, Dict, Iterator, Mapping, Tuple
 
+from tfxline import task_types
 from tfxline.transforms import features as F
+from tfxline.typed_config.problems import Problem, bad
+from tfxline.typed_config.read import FROM_YAML, from_yaml
 
 STRATEGIES = ("auto", "default", "one_device", "mirrored", "multi_worker_mirrored",
               "parameter_server", "tpu")
@@ -35,6 +40,16 @@ class ModelConfig:
     learning_rate: float = 0.003   # Adam(W)'s peak learning rate (cosine decay to the end of training)
     warmup_steps: int = 0          # linear warm-up steps before the peak (0: none)
     weight_decay: float = 0.0      # decoupled weight decay (AdamW); 0: plain Adam
+
+    def problems(self) -> Iterator[Problem]:
+        if not all(u >= 1 for u in self.hidden_units):
+            yield bad(self, "hidden_units", "every layer needs >= 1 unit")
+        if not 0.0 <= self.dropout < 1.0:
+            yield bad(self, "dropout", "must be in [0, 1)")
+        if not self.learning_rate > 0:
+            yield bad(self, "learning_rate", "must be > 0")
+        if not 0.0 <= self.weight_decay < 1.0:
+            yield bad(self, "weight_decay", "must be in [0, 1) (0 turns it off)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,9 +95,37 @@ class TrainingConfig:
     # tfxio: TFX's data accessor (TFXIO; reads any payload format the examples declare).
     reader: str = "tfrecord"
 
+    def problems(self) -> Iterator[Problem]:
+        if not self.batch_size >= 1:
+            yield bad(self, "batch_size", "must be >= 1")
+        if self.batch_scaling not in BATCH_SCALINGS:
+            yield bad(self, "batch_scaling", f"use one of {', '.join(BATCH_SCALINGS)}")
+        if not self.train_steps >= 1:
+            yield bad(self, "train_steps", "must be >= 1")
+        if self.mode not in TRAINING_MODES:
+            yield bad(self, "mode", f"use one of {', '.join(TRAINING_MODES)}")
+        if not self.epochs >= 1:
+            yield bad(self, "epochs", "must be >= 1")
+        if self.reader not in READERS:
+            yield bad(self, "reader", f"use one of {', '.join(READERS)}")
+        if not (self.mode == "epochs" or self.epochs <= self.train_steps):
+            yield bad(self, "epochs", "in steps mode it counts the rounds training.train_steps (--train-steps) "
+                                      "is split into, so it must be <= training.train_steps: lower one or raise "
+                                      "the other")
+        if not self.gradient_accumulation_steps >= 1:
+            yield bad(self, "gradient_accumulation_steps", "must be >= 1 (1 turns accumulation off)")
+        if not self.cache_max_gb > 0:
+            yield bad(self, "cache_max_gb", "must be > 0 (training.cache: false caches nothing)")
+        if not self.eval_steps >= 1:
+            yield bad(self, "eval_steps", "must be >= 1")
+        if self.class_weight not in CLASS_WEIGHTS:
+            yield bad(self, "class_weight", f"use one of {', '.join(CLASS_WEIGHTS)}")
+
 
 @dataclasses.dataclass(frozen=True)
-class RuntimeConfig:
+class TrainerRuntime:
+    """The ``runtime`` settings the Trainer reads (the pipeline config's runtime section adds the
+    data components' own, pipeline/config/platform.py)."""
     # tf.distribute strategy: auto | default | one_device | mirrored | multi_worker_mirrored |
     # parameter_server | tpu (auto: multi_worker_mirrored when TF_CONFIG names several workers,
     # else mirrored on several GPUs, one_device on one, default on a CPU; trainer/strategy.py)
@@ -108,40 +151,45 @@ class RuntimeConfig:
     # directory (TensorBoard's Profile tab) and a per-step summary with a verdict (input-,
     # launch- or device-bound) to training_run.json and the run report (trainer/profile.py).
     profile_steps: int = 0
-    # Transform's own pre- and post-transform TFDV statistics (and their anomalies): a second
-    # full pass over the data that no gate reads (ExampleValidator uses StatisticsGen's).
-    transform_statistics: bool = False
-    # Extra Beam args for the data components, after the beam section's engine args (they
-    # win): e.g. ["--max_num_workers=20"] on Dataflow.
-    beam_args: Tuple[str, ...] = ()
+
+    def problems(self) -> Iterator[Problem]:
+        if not self.steps_per_execution >= 0:
+            yield bad(self, "steps_per_execution", "must be >= 0 (0: auto)")
+        if not self.profile_steps >= 0:
+            yield bad(self, "profile_steps", "must be >= 0 (0: off)")
+        if self.strategy not in STRATEGIES:
+            yield bad(self, "strategy", f"use one of {', '.join(STRATEGIES)}")
+        if self.precision not in PRECISIONS:
+            yield bad(self, "precision", f"use one of {', '.join(PRECISIONS)}")
+        if self.jit_compile not in JIT_COMPILES:
+            yield bad(self, "jit_compile", "use auto (XLA on GPUs only), true or false")
 
 
 @dataclasses.dataclass(frozen=True)
 class TrainerSettings:
-    features: F.FeatureSpec
-    model: ModelConfig
-    training: TrainingConfig
-    runtime: RuntimeConfig
+    features: F.FeatureSpec = dataclasses.field(metadata={FROM_YAML: lambda raw, where: F.FeatureSpec.from_dict(raw)})
+    model: ModelConfig = ModelConfig()
+    training: TrainingConfig = TrainingConfig()
+    runtime: TrainerRuntime = TrainerRuntime()
     threshold: str = "f1"  # evaluation.threshold: the objective a binary model's threshold is chosen for
 
     @classmethod
     def from_custom_config(cls, custom_config: Mapping[str, Any]) -> "TrainerSettings":
-        """From the Trainer's custom_config (the factory writes it from a validated config)."""
-        return cls(
-            features=F.FeatureSpec.from_dict(custom_config["features"]),
-            model=section(ModelConfig, custom_config.get("model", {}), "model"),
-            training=section(TrainingConfig, custom_config.get("training", {}), "training"),
-            runtime=section(RuntimeConfig, custom_config.get("runtime", {}), "runtime"),
-            threshold=str(custom_config.get("threshold", "f1")),
-        )
+        """From the Trainer's custom_config (``to_custom_config`` of a validated config), read as
+        every config section is (typed_config/read.py)."""
+        return from_yaml(cls, dict(custom_config), "")
+
+    def to_custom_config(self) -> Dict[str, Any]:
+        """The Trainer's custom_config: what it reads and nothing else, as JSON-shaped data (a
+        binary model's threshold objective only where the task chooses a threshold)."""
+        out = {"features": self.features.to_dict(), "model": plain(self.model), "training": plain(self.training),
+               "runtime": plain(self.runtime)}
+        if task_types.get(self.features.task).decides:
+            out["threshold"] = self.threshold
+        return out
 
 
-def section(cls: Any, raw: Mapping[str, Any], where: str) -> Any:
-    """A section from JSON-shaped data: lists become the tuples the dataclass declares."""
-    allowed = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(raw) - allowed)
-    if unknown:
-        raise ValueError(f"unknown key {where}.{unknown[0]} in the Trainer's custom_config; "
-                         f"allowed: {', '.join(sorted(allowed))}")
-    hints = typing.get_type_hints(cls)
-    return cls(**{k: tuple(v) if typing.get_origin(hints[k]) is tuple else v for k, v in raw.items()})
+def plain(section: Any) -> Dict[str, Any]:
+    """A section's fields as JSON-shaped data (tuples as lists)."""
+    return {f.name: list(v) if isinstance(v := getattr(section, f.name), tuple) else v
+            for f in dataclasses.fields(section)}

@@ -39,24 +39,35 @@ regression.py: ``regression``). A label reads the column of its own name or the 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 from tfxline import task_types
 from tfxline.task_types import TASK_BINARY, TASK_MULTICLASS, TASK_REGRESSION  # noqa: F401 - the names callers import here
 from tfxline.task_types.multiclass import LABEL_VOCABULARY  # noqa: F401 - Transform's and the Trainer's name for it
-from tfxline.transforms.close_names import did_you_mean
 from tfxline.transforms.dates import PARTS as DATETIME_PARTS
-from tfxline.transforms.spec_parse import FeatureSpecError, build, check_keys, drop_none
+from tfxline.typed_config.close_names import did_you_mean
+from tfxline.typed_config.problems import ConfigError
+from tfxline.typed_config.read import REQUIRED, from_yaml
 
 NUMERIC_TRANSFORMS = ("zscore", "log_zscore")
 CATEGORICAL_TRANSFORMS = ("vocabulary", "identity", "bucketize")
 INPUT_TRANSFORMS = NUMERIC_TRANSFORMS + CATEGORICAL_TRANSFORMS + ("datetime",)  # its part decides which
 LABEL_TRANSFORMS = task_types.LABEL_TRANSFORMS   # ratio_threshold, binary, class_vocabulary, regression
+# What a missing name's refusal says (a feature, a cross and a label all need one).
+NAME_REQUIRED = {REQUIRED: "add name: (the column it reads, unless column: says otherwise)"}
+
+
+class FeatureSpecError(ConfigError):
+    """The feature spec in a config is invalid."""
+
+
+def drop_none(d: Dict[str, Any]) -> Dict[str, Any]:
+    return {k: v for k, v in d.items() if v is not None}
 
 
 @dataclasses.dataclass(frozen=True)
 class InputFeature:
-    name: str
+    name: str = dataclasses.field(metadata=NAME_REQUIRED)
     transform: str
     top_k: int = 1000
     oov_buckets: int = 1
@@ -77,14 +88,14 @@ class InputFeature:
 
 @dataclasses.dataclass(frozen=True)
 class Cross:
-    name: str
+    name: str = dataclasses.field(metadata=NAME_REQUIRED)
     inputs: Tuple[str, ...]
     hash_buckets: int = 1000
 
 
 @dataclasses.dataclass(frozen=True)
 class Label:
-    name: str
+    name: str = dataclasses.field(metadata=NAME_REQUIRED)
     transform: str
     column: Optional[str] = None
     numerator: Optional[str] = None
@@ -114,8 +125,9 @@ class Label:
 class FeatureSpec:
     """Every raw column's role: model inputs, hashed crosses and the label."""
 
-    label: Label
-    inputs: Tuple[InputFeature, ...]
+    label: Label = dataclasses.field(metadata={REQUIRED: "add it (pipeline/configs/taxi.yaml has label and inputs)"})
+    inputs: Tuple[InputFeature, ...] = dataclasses.field(
+        metadata={REQUIRED: "list the columns the model reads under it (pipeline/configs/taxi.yaml has one)"})
     crosses: Tuple[Cross, ...] = ()
 
     @property
@@ -158,18 +170,13 @@ class FeatureSpec:
         }
 
     @classmethod
-    def from_dict(cls, raw: Mapping[str, Any]) -> "FeatureSpec":
-        if not isinstance(raw, Mapping):
-            raise FeatureSpecError("features: expected a mapping with 'label' and 'inputs'; "
-                                   "see pipeline/configs/taxi.yaml")
-        check_keys("features", raw, {"label", "inputs", "crosses"})
-        if "label" not in raw or "inputs" not in raw:
-            raise FeatureSpecError("features: both 'label' and 'inputs' are required; add the missing one "
-                                   "(pipeline/configs/taxi.yaml has both)")
-        label = build(Label, "features.label", raw["label"])
-        inputs = tuple(build(InputFeature, f"features.inputs[{i}]", x) for i, x in enumerate(raw["inputs"] or []))
-        crosses = tuple(build(Cross, f"features.crosses[{i}]", x) for i, x in enumerate(raw.get("crosses") or []))
-        spec = cls(label=label, inputs=inputs, crosses=crosses)
+    def from_dict(cls, raw: Any) -> "FeatureSpec":
+        """The spec from a config's ``features`` section (or a component's custom_config, which
+        holds ``to_dict()``), read as every section is (typed_config/read.py), then validated."""
+        try:
+            spec = from_yaml(cls, raw, "features")
+        except ConfigError as e:
+            raise FeatureSpecError(str(e)) from None
         spec.validate()
         return spec
 

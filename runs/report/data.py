@@ -6,7 +6,7 @@ import os
 from typing import Any, Dict
 
 from tfxline.components.anomalies_gate import anomaly_records
-from tfxline.pipeline import data_source
+from tfxline.pipeline.data import source as data_source
 from tfxline.runs.report.artifacts import RunArtifacts
 from tfxline.runs.report.clipping import clipped_counts
 

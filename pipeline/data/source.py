@@ -1,4 +1,4 @@
-"""Where the data and schema are; the fast pre-flight check of the input is pipeline/data_check.py
+"""Where the data and schema are; the fast pre-flight check of the input is pipeline/data/check.py
 (its functions are named here too, where the callers look for them).
 
 Input is CSV (CsvExampleGen) or TFRecord files of tf.Example (ImportExampleGen, GZIP when
@@ -22,7 +22,7 @@ from google.protobuf import text_format
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 # the pre-flight check and its error, where the callers find them
-from tfxline.pipeline.data_check import DataError, check_csv, check_tfrecords, csv_lines, csv_reader, read_columns  # noqa: F401
+from tfxline.pipeline.data.check import DataError, check_csv, check_tfrecords, csv_lines, csv_reader, read_columns  # noqa: F401
 
 FORMATS = ("csv", "tfrecord")
 DEFAULT_PATTERNS = {"csv": "*.csv", "tfrecord": "*"}

@@ -1,16 +1,17 @@
-"""The sections of a pipeline config about where it runs and reports: ``beam``, ``metadata``,
-``monitoring`` and ``vertex_training``. Each dataclass checks its own values (``problems()``,
+"""The sections of a pipeline config about where it runs and reports: ``runtime``, ``beam``,
+``metadata``, ``monitoring`` and ``vertex_training``. Each dataclass checks its own values (``problems()``,
 beside the fields); ``pipeline.config.PipelineConfig`` composes them with the others.
 """
 from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Dict, Iterator
+from typing import Dict, Iterator, Tuple
 
-from tfxline.pipeline.config_parse import Problem, bad
+from tfxline.trainer.settings import TrainerRuntime
+from tfxline.typed_config.problems import Problem, bad
 
-# The beam section's values (pipeline/beam_engines.py makes each engine's Beam args).
+# The beam section's values (pipeline/beam/engines.py makes each engine's Beam args).
 ENGINES = ("direct", "dataflow", "flink", "spark", "portable")
 PORTABLE_ENGINES = ("flink", "spark", "portable")
 DIRECT_MODES = ("auto", "in_memory", "multi_processing", "multi_threading")
@@ -20,9 +21,21 @@ LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")  # a Prometheus label name
 
 
 @dataclasses.dataclass(frozen=True)
+class RuntimeConfig(TrainerRuntime):
+    """How the pipeline runs: the Trainer's settings (trainer/settings.py, the only ones its
+    custom_config carries) and these, which the data components read."""
+    # Transform's own pre- and post-transform TFDV statistics (and their anomalies): a second
+    # full pass over the data that no gate reads (ExampleValidator uses StatisticsGen's).
+    transform_statistics: bool = False
+    # Extra Beam args for the data components, after the beam section's engine args (they
+    # win): e.g. ["--max_num_workers=20"] on Dataflow.
+    beam_args: Tuple[str, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
 class BeamConfig:
     """Where the data components' Beam pipelines run (CsvExampleGen, StatisticsGen, Transform,
-    Evaluator; pipeline/beam_engines.py, docs/scale.md). direct: this machine
+    Evaluator; pipeline/beam/engines.py, docs/scale.md). direct: this machine
     (in_memory, multi_processing with direct_num_workers processes, or auto: in_memory but
     multi_processing where it measured faster on large days); dataflow: Dataflow Runner
     v2 with the pipeline image as the SDK container; flink, spark, portable: Beam's portable runner
@@ -48,7 +61,7 @@ class BeamConfig:
     sdk_container_image: str = ""
 
     def problems(self) -> Iterator[Problem]:
-        """Each engine's required values (pipeline/beam_engines.py)."""
+        """Each engine's required values (pipeline/beam/engines.py)."""
         if self.engine not in ENGINES:
             yield bad(self, "engine", f"use one of {', '.join(ENGINES)}")
         if self.direct_running_mode not in DIRECT_MODES:
@@ -120,7 +133,7 @@ class MonitoringConfig:
 
     def push_problems(self) -> Iterator[Problem]:
         """Where the push goes and its grouping labels: what a run refused for the rest of its
-        config still needs to report itself (config_reporting.py)."""
+        config still needs to report itself (pipeline/config/reporting.py)."""
         if self.pushgateway_url and not self.pushgateway_url.startswith(("http://", "https://")):
             yield bad(self, "pushgateway_url", "must start with http:// or https:// (e.g. http://pushgateway:9091)")
         yield from self.label_problems()

@@ -16,9 +16,9 @@ import numpy as np
 
 from tfxline import task_types
 from tfxline.components.tfma_results import label_classes
-from tfxline.pipeline import data_source
 from tfxline.pipeline.config import PipelineConfig
-from tfxline.pipeline.examples import read_csv_rows, serialize_rows
+from tfxline.pipeline.data import source as data_source
+from tfxline.pipeline.data.examples import read_csv_rows, serialize_rows
 from tfxline.serving.native_stderr import TF_RUNTIME_NOISE, stderr_filtered
 from tfxline.serving.release import serving_version_dir
 from tfxline.task_types.decision import PREDICTED_CLASS

@@ -40,8 +40,8 @@ def serialize_rows(rows: Iterable[Dict[str, str]], schema: schema_pb2.Schema,
 
 def read_csv_rows(path: str) -> Iterator[Dict[str, str]]:
     """The rows of a CSV file as dicts, read as the pipeline reads its data (UTF-8 with or
-    without a BOM, any line ends, gzip, names stripped: pipeline.data_source.csv_reader)."""
-    from tfxline.pipeline.data_source import csv_reader
+    without a BOM, any line ends, gzip, names stripped: pipeline.data.source.csv_reader)."""
+    from tfxline.pipeline.data.source import csv_reader
 
     header, reader = csv_reader(path)
     for row in reader:

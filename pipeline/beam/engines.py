@@ -1,7 +1,7 @@
 """The Beam args of each engine the data components run on (the ``beam`` config section).
 
 One function turns the section into Beam pipeline args for a local run and for a compiled one;
-the runner-specific pins and packaging stay where they are (pipeline/stack_compat.py pins the
+the runner-specific pins and packaging stay where they are (pipeline/beam/stack_compat.py pins the
 FnApiRunner for the direct engine on Beam >= 2.68; patches/tfx_packaging.py skips TFX's sdist
 only for runners in this process).
 
@@ -26,7 +26,7 @@ import os
 from typing import Dict, Optional, Sequence, Tuple
 
 from tfxline.pipeline.config import ConfigError
-from tfxline.pipeline.config_platform import ENGINES, PORTABLE_ENGINES
+from tfxline.pipeline.config.platform import ENGINES, PORTABLE_ENGINES
 
 # The components that run in worker processes on a large day (docs/scale.md). On a 1M-row day
 # on 2 cores, each reading 4 shards, 2 workers ran the Evaluator in 131 s against 242 s in

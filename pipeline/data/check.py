@@ -1,4 +1,4 @@
-"""The pre-flight check of the input (pipeline/data_source.py finds it): the common mistakes
+"""The pre-flight check of the input (pipeline/data/source.py finds it): the common mistakes
 (missing column, text in a numeric column, a file that is not TFRecord, an empty file, bytes that
 are not UTF-8, another delimiter) become one-line errors that name the file, line and fix, before
 any component runs. Anything subtler is ExampleValidator's job inside the pipeline. Also how the
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Dict, Iterator, List, Optional, Sequence, Tupl
 from tensorflow_metadata.proto.v0 import schema_pb2
 
 if TYPE_CHECKING:
-    from tfxline.pipeline.labels import LabelValues
+    from tfxline.pipeline.data.labels import LabelValues
 
 _TFRECORD_FIX = "data.format tfrecord expects TFRecords of tf.Example, GZIP-compressed when the name ends in .gz"
 
@@ -93,7 +93,7 @@ def read_columns(files: Sequence[str]) -> Tuple[List[str], List[List[str]]]:
 def check_csv(files: Sequence[str], schema: schema_pb2.Schema, required: Sequence[str],
               label: Optional["LabelValues"] = None) -> int:
     """Check header, required columns and numeric values; return the number of rows. ``label``:
-    fed every row's cell of its column (pipeline/labels.py checks what it saw)."""
+    fed every row's cell of its column (pipeline/data/labels.py checks what it saw)."""
     numeric = {f.name: f.type for f in schema.feature
                if f.type in (schema_pb2.INT, schema_pb2.FLOAT)}
     rows = 0

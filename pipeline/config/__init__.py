@@ -1,10 +1,12 @@
 """Typed pipeline config: one file drives the local run and the Kubeflow compile.
 
 ``PipelineConfig`` composes the sections, each a dataclass that checks its own values beside its
-fields: data, gates and serving in pipeline/config_sections.py; beam, metadata, monitoring and
-Vertex in pipeline/config_platform.py; the Trainer's (model, training, runtime) in
-trainer/settings.py, their rules in pipeline/config_trainer.py. ``pipeline.config_loader`` reads
-the YAML and raises ``ConfigError`` in one line that names the key and the fix.
+fields (``problems()``): data, gates and serving in pipeline/config/sections.py; runtime, beam,
+metadata, monitoring and Vertex in pipeline/config/platform.py; the Trainer's (model, training and
+its part of runtime) in trainer/settings.py; the feature spec in transforms/features.py. The rules
+that span sections are ``PipelineConfig.problems``'. ``pipeline.config.load`` reads the YAML and
+its overrides through the one reader, typed_config/read.py, which raises ``ConfigError`` in one
+line that names the key and the fix.
 """
 from __future__ import annotations
 
@@ -12,10 +14,14 @@ import dataclasses
 import os
 from typing import Any, Dict, Iterator
 
-from tfxline.pipeline import config_trainer
-from tfxline.pipeline.config_parse import ConfigError, Problem, bad
-from tfxline.pipeline.config_platform import BeamConfig, MetadataConfig, MonitoringConfig, VertexTrainingConfig
-from tfxline.pipeline.config_sections import (
+from tfxline.pipeline.config.platform import (
+    BeamConfig,
+    MetadataConfig,
+    MonitoringConfig,
+    RuntimeConfig,
+    VertexTrainingConfig,
+)
+from tfxline.pipeline.config.sections import (
     EVAL_SPLIT,
     TRAIN_SPLIT,
     VALIDATION_SPLIT,
@@ -27,8 +33,10 @@ from tfxline.pipeline.config_sections import (
 )
 
 # The sections the Trainer reads live with the model code (trainer/ never imports pipeline/).
-from tfxline.trainer.settings import ModelConfig, RuntimeConfig, TrainingConfig
+from tfxline.trainer.settings import ModelConfig, TrainerRuntime, TrainerSettings, TrainingConfig
 from tfxline.transforms.features import FeatureSpec
+from tfxline.typed_config.problems import ConfigError, Problem, bad, section_problems
+from tfxline.typed_config.read import FROM_YAML, REQUIRED
 
 __all__ = ["DEFAULT_CONFIG", "TRAIN_SPLIT", "VALIDATION_SPLIT", "EVAL_SPLIT", "ConfigError", "PipelineConfig",
            "DataConfig", "ModelConfig", "TrainingConfig", "RuntimeConfig", "EvaluationConfig", "DriftConfig",
@@ -40,7 +48,9 @@ DEFAULT_CONFIG = "taxi"
 
 @dataclasses.dataclass(frozen=True)
 class PipelineConfig:
-    features: FeatureSpec
+    features: FeatureSpec = dataclasses.field(metadata={
+        FROM_YAML: lambda raw, where: FeatureSpec.from_dict(raw),
+        REQUIRED: "add one (pipeline/configs/taxi.yaml has an example, `tfxline schema draft` writes one from a CSV)"})
     name: str = "taxi"             # the pipeline's name: MLMD's pipeline, the serving model's default name
     output_root: str = "output"    # where local runs write: pipeline_root/, metadata.sqlite, runs/, serving/, logs/
     data: DataConfig = DataConfig()
@@ -78,16 +88,38 @@ class PipelineConfig:
         root = self.serving.serving_root or os.path.join(self.output_root, "serving")
         return os.path.join(root, self.serving.model_name or self.name)
 
+    @property
+    def trainer_settings(self) -> TrainerSettings:
+        """What the Trainer reads (its custom_config): the feature spec, model, training, the
+        Trainer's runtime settings and the threshold objective; no Beam or Transform setting."""
+        runtime = TrainerRuntime(**{f.name: getattr(self.runtime, f.name) for f in dataclasses.fields(TrainerRuntime)})
+        return TrainerSettings(self.features, self.model, self.training, runtime, self.evaluation.threshold)
+
     def problems(self) -> Iterator[Problem]:
-        """The top-level keys' rules, then each section's, in field order (the first is raised).
-        The rules across sections are config_loader.validate's."""
+        """The top-level keys' rules, each section's in field order, then those that span
+        sections (the first is raised; the feature spec raises its own, FeatureSpec.validate)."""
         if not self.name.replace("-", "").replace("_", "").isalnum():
             yield bad(self, "name", "use letters, digits, '-' or '_'")
         for f in dataclasses.fields(self):
-            section = getattr(self, f.name)
-            rules = config_trainer.RULES.get(type(section)) or getattr(type(section), "problems", None)
-            if rules:
-                yield from (problem.within(f.name) for problem in rules(section))
+            yield from (problem.within(f.name) for problem in section_problems(getattr(self, f.name)))
+        yield from self.cross_section_problems()
+
+    def cross_section_problems(self) -> Iterator[Problem]:
+        """Drift thresholds and slices name declared feature columns, and a TFLite model has no
+        datetime feature (its text parsing has no TFLite builtins)."""
+        unknown = sorted(set(self.drift.features) - set(self.features.raw_columns))
+        if unknown:
+            yield Problem("drift.features", f"{', '.join(unknown)} not among the declared feature columns",
+                          "set thresholds for columns listed under features")
+        unknown = [s for s in self.evaluation.slices if s not in self.features.raw_columns]
+        if unknown:
+            yield Problem("evaluation.slices", f"{', '.join(unknown)} not among the declared feature columns",
+                          "slice on a column listed under features")
+        dated = [f.name for f in self.features.inputs if f.transform == "datetime"]
+        if dated and self.serving.tflite != "off":
+            yield Problem("serving.tflite", f"{self.serving.tflite}: the datetime feature(s) {', '.join(dated)} parse "
+                          "text with TensorFlow string ops, which TFLite has no builtins for",
+                          "fix: set serving.tflite: off, or remove the datetime features")
 
     def to_dict(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {}

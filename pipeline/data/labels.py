@@ -1,6 +1,6 @@
 """What a label column holds, and whether the configured task can learn from it.
 
-The pre-flight check (``pipeline.data_source.check_csv``) feeds every row's label cell to a
+The pre-flight check (``pipeline.data.source.check_csv``) feeds every row's label cell to a
 ``LabelValues`` and ``check`` refuses, in one line naming the cause and the fix, a label that
 would train silently wrong: a binary label with three values or without its positive value (a
 string label without ``positive:`` used to become all zeros), a multi-class label with one

@@ -1,24 +1,24 @@
 """Load a pipeline config: YAML file -> overrides -> typed sections -> validated.
 
 ``load_config`` reads a file (or a packaged config by name), applies ``section.key=value``
-overrides and typed CLI values, builds the dataclasses of ``pipeline.config`` (each section
-checks its own values) and checks what spans sections, raising ``ConfigError`` with a one-line
-message naming the key and fix.
+overrides and typed CLI values, reads the result into ``pipeline.config.PipelineConfig`` with
+the config's one reader (typed_config/read.py: unknown keys, types, nested sections, the feature
+spec too), then checks each section's rules and those that span sections (``PipelineConfig.problems``)
+and that the data exists, raising ``ConfigError`` with a one-line message naming the key and fix.
 """
 from __future__ import annotations
 
 import dataclasses
 import os
-import typing
 from importlib import resources
 from typing import Any, Dict, Mapping, Optional, Sequence
 
 import yaml
 
 from tfxline.pipeline.config import DEFAULT_CONFIG, ConfigError, PipelineConfig
-from tfxline.pipeline.config_parse import check, from_yaml
-from tfxline.pipeline.data_source import PACKAGE_PREFIX, DataError, resolve_data_path
-from tfxline.transforms.features import FeatureSpec, FeatureSpecError
+from tfxline.pipeline.data.source import PACKAGE_PREFIX, DataError, resolve_data_path
+from tfxline.typed_config.problems import check
+from tfxline.typed_config.read import from_yaml
 
 
 class MissingDataError(ConfigError):
@@ -76,20 +76,7 @@ def raw_config(path: Optional[str], overrides: Sequence[str] = (),
 def config_from_dict(raw: Mapping[str, Any], data: bool = True) -> PipelineConfig:
     """The validated config. ``data``: the data path must exist (False for commands that read
     only what runs left: the run history, the serving directory, a model)."""
-    raw = dict(raw)
-    _check_keys("config", raw, {f.name for f in dataclasses.fields(PipelineConfig)})
-    if "features" not in raw:
-        raise ConfigError("config: the 'features' section is required; add one (pipeline/configs/taxi.yaml has an "
-                          "example, `tfxline schema draft` writes one from a CSV)")
-    try:
-        features = FeatureSpec.from_dict(raw.pop("features"))
-    except FeatureSpecError as e:
-        raise ConfigError(str(e)) from None
-    values: Dict[str, Any] = {"features": features}
-    hints = typing.get_type_hints(PipelineConfig)
-    for key, value in raw.items():
-        values[key] = from_yaml(hints[key], value, key)
-    cfg = PipelineConfig(**values)
+    cfg = from_yaml(PipelineConfig, dict(raw), "")
     cfg = dataclasses.replace(cfg, output_root=os.path.abspath(cfg.output_root))
     if cfg.data.path and not cfg.data.path.startswith(PACKAGE_PREFIX):
         # relative paths are relative to the working directory, as on a CLI
@@ -100,9 +87,8 @@ def config_from_dict(raw: Mapping[str, Any], data: bool = True) -> PipelineConfi
 
 
 def validate(cfg: PipelineConfig, data: bool = True) -> None:
-    """Each section's rules (``cfg.problems()``), then what spans sections or the file system:
-    the data path exists (``data``), drift thresholds and slices name declared feature columns, and
-    a TFLite model has no datetime feature (its text parsing has no TFLite builtins)."""
+    """Each section's rules and those that span sections (``cfg.problems()``), then the file
+    system's: the data path exists (``data``)."""
     check(cfg.problems())
     try:
         data_path = resolve_data_path(cfg.data.path) if cfg.data.path and data else ""
@@ -112,22 +98,6 @@ def validate(cfg: PipelineConfig, data: bool = True) -> None:
         raise MissingDataError(
             f"data path {cfg.data.path} does not exist; pass an existing {cfg.data.format.upper()} "
             "file or directory with --data (or data.path in the config)")
-    unknown = sorted(set(cfg.drift.features) - set(cfg.features.raw_columns))
-    if unknown:
-        raise ConfigError(
-            f"bad config value for drift.features: {', '.join(unknown)} not among the declared feature "
-            "columns; set thresholds for columns listed under features")
-    unknown = [s for s in cfg.evaluation.slices if s not in cfg.features.raw_columns]
-    if unknown:
-        raise ConfigError(
-            f"bad config value for evaluation.slices: {', '.join(unknown)} not among the "
-            "declared feature columns; slice on a column listed under features")
-    dated = [f.name for f in cfg.features.inputs if f.transform == "datetime"]
-    if dated and cfg.serving.tflite != "off":
-        raise ConfigError(
-            f"bad config value for serving.tflite: {cfg.serving.tflite}: the datetime feature(s) {', '.join(dated)} "
-            "parse text with TensorFlow string ops, which TFLite has no builtins for; fix: set serving.tflite: off, "
-            "or remove the datetime features")
 
 
 def _yaml_problem(e: Exception) -> str:
@@ -152,13 +122,3 @@ def _set_dotted(raw: Dict[str, Any], key: str, value: Any) -> None:
         node = child
     node[parts[-1]] = value
 
-
-def _check_keys(where: str, raw: Mapping[str, Any], allowed: set) -> None:
-    unknown = sorted(set(raw) - allowed)
-    if unknown:
-        from tfxline.transforms.close_names import closest
-
-        close = closest(str(unknown[0]), sorted(allowed))
-        hint = f"did you mean {close!r}? " if close else ""
-        key = f"{where}.{unknown[0]}" if where != "config" else f"{unknown[0]}"
-        raise ConfigError(f"unknown config key {key}; {hint}allowed keys: {', '.join(sorted(allowed))}")

@@ -7,13 +7,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, Iterator, Mapping, Tuple
 
-from tfxline.pipeline.config_parse import FROM_YAML, ConfigError, Problem, bad
-from tfxline.pipeline.data_source import FORMATS, has_span_spec
-from tfxline.pipeline.labels import MISSING_LABELS
+from tfxline.pipeline.data.labels import MISSING_LABELS
+from tfxline.pipeline.data.source import FORMATS, has_span_spec
 from tfxline.serving.release import RELEASES
 from tfxline.serving.tflite import MODES as TFLITE_MODES
 from tfxline.serving.tflite import OFF as TFLITE_OFF
 from tfxline.task_types.decision import parse_objective
+from tfxline.typed_config.problems import ConfigError, Problem, bad
+from tfxline.typed_config.read import FROM_YAML
 
 # ExampleGen's split names (TFX's defaults for train and eval).
 TRAIN_SPLIT, VALIDATION_SPLIT, EVAL_SPLIT = "train", "validation", "eval"

@@ -7,8 +7,9 @@ import os
 from typing import Any, Dict, Mapping, Optional, Sequence
 
 from tfxline.pipeline.config import MonitoringConfig, PipelineConfig
-from tfxline.pipeline.config_loader import load_config, raw_config
-from tfxline.pipeline.config_parse import check, from_yaml
+from tfxline.pipeline.config.load import load_config, raw_config
+from tfxline.typed_config.problems import check
+from tfxline.typed_config.read import from_yaml
 
 
 def load_reporting_config(path: Optional[str] = None, overrides: Sequence[str] = (),
