@@ -20,7 +20,7 @@ import tensorflow as tf
 
 from tfxline import task_types
 from tfxline.trainer import callbacks as callbacks_lib
-from tfxline.trainer import data, decision, export, importance, precision, resume
+from tfxline.trainer import data, decision, export, gradients, importance, precision, resume
 from tfxline.trainer import model as model_lib
 from tfxline.trainer import optimizer as optimizer_lib
 from tfxline.trainer import profile as profile_lib
@@ -79,7 +79,8 @@ def run_fn(fn_args) -> None:
     settings = TrainerSettings.from_custom_config(fn_args.custom_config)
     strategy = strategy_lib.create_strategy(settings.runtime.strategy)
     policy = precision.resolve_policy(settings.runtime.precision, strategy)
-    with precision.precision_policy(policy):
+    # The training's graphs are done when it returns: TF's registry lets them go (trainer/gradients.py).
+    with precision.precision_policy(policy), gradients.released():
         train(fn_args, settings, strategy, policy)
 
 
