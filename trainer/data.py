@@ -113,12 +113,20 @@ def list_files(file_patterns: Sequence[str]) -> List[str]:
     return files
 
 
+def reduced(ds: tf.data.Dataset, initial, reducer):
+    """``ds.reduce(initial, reducer)`` inside a traced function. Run eagerly, TF adds the reduce
+    function to its process-wide default graph, which keeps it until exit (data/ops/dataset_ops.py:
+    ``reduce_func.add_to_graph(ops.get_default_graph())``), where it is freed after TF's modules
+    are torn down (trainer/gradients.py); traced, it belongs to this function's graph, freed with it."""
+    return tf.function(lambda: ds.reduce(initial, reducer), autograph=False)()
+
+
 def count_records(file_patterns: Sequence[str], limit: int = 0) -> int:
     """Records in the files (at most ``limit`` when set): one streaming pass, nothing held in memory."""
     ds = tf.data.TFRecordDataset(list_files(file_patterns), compression_type="GZIP")
     if limit:
         ds = ds.take(limit)
-    return int(ds.reduce(tf.constant(0, tf.int64), lambda n, _: n + 1))
+    return int(reduced(ds, tf.constant(0, tf.int64), lambda n, _: n + 1))
 
 
 def label_moments(file_patterns: Sequence[str], label: str, decode: Decode, limit: int = 1_000_000):
@@ -128,8 +136,8 @@ def label_moments(file_patterns: Sequence[str], label: str, decode: Decode, limi
     ds = tf.data.TFRecordDataset(list_files(file_patterns), compression_type="GZIP").take(limit).batch(4096)
     ds = ds.map(lambda r: tf.reshape(tf.cast(decode(r)[label], tf.float64), [-1]))
     zero, inf = tf.constant(0.0, tf.float64), tf.constant(float("inf"), tf.float64)
-    n, total, squares, low, high = ds.reduce(
-        (zero, zero, zero, inf, -inf),
+    n, total, squares, low, high = reduced(
+        ds, (zero, zero, zero, inf, -inf),
         lambda acc, y: (acc[0] + tf.cast(tf.size(y), tf.float64), acc[1] + tf.reduce_sum(y),
                         acc[2] + tf.reduce_sum(y * y), tf.minimum(acc[3], tf.reduce_min(y)),
                         tf.maximum(acc[4], tf.reduce_max(y))))
@@ -241,7 +249,7 @@ def concatenated(chunks: tf.data.Dataset) -> Dict[str, tf.Tensor]:
     """The columns of every element of ``chunks`` (dicts of tensors batched on axis 0), joined."""
     initial = {k: tf.zeros([0] + [d or 0 for d in spec.shape.as_list()[1:]], spec.dtype)
                for k, spec in chunks.element_spec.items()}
-    return chunks.reduce(initial, lambda acc, chunk: {k: tf.concat([acc[k], chunk[k]], 0) for k in acc})
+    return reduced(chunks, initial, lambda acc, chunk: {k: tf.concat([acc[k], chunk[k]], 0) for k in acc})
 
 
 def in_memory_batches(records: tf.data.Dataset, decode: Decode, label_key: str, batch_size: int,
