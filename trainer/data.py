@@ -37,6 +37,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import tensorflow as tf
 
+from tfxline.trainer import gradients  # noqa: F401 - its exit hook forgets _TRAINER_LAYERS too
+
 # A batch of serialized tf.Examples -> the model's features and the label, by name.
 Decode = Callable[[tf.Tensor], Dict[str, tf.Tensor]]
 
@@ -46,7 +48,14 @@ def parser(feature_spec) -> Decode:
     return lambda serialized: tf.io.parse_example(serialized, feature_spec)
 
 
+# A layer holds its key, so entries stay until forgotten: by run_fn, and by gradients.py's exit hook.
 _TRAINER_LAYERS: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+
+
+def forget_transform_layers() -> int:
+    held = len(_TRAINER_LAYERS)
+    _TRAINER_LAYERS.clear()  # their loaded Transform graphs go (trainer/gradients.py says why)
+    return held
 
 
 def transform_layer(tf_transform_output):
@@ -114,10 +123,8 @@ def list_files(file_patterns: Sequence[str]) -> List[str]:
 
 
 def reduced(ds: tf.data.Dataset, initial, reducer):
-    """``ds.reduce(initial, reducer)`` inside a traced function. Run eagerly, TF adds the reduce
-    function to its process-wide default graph, which keeps it until exit (data/ops/dataset_ops.py:
-    ``reduce_func.add_to_graph(ops.get_default_graph())``), where it is freed after TF's modules
-    are torn down (trainer/gradients.py); traced, it belongs to this function's graph, freed with it."""
+    """``ds.reduce`` traced: eagerly, TF adds the reduce function to its global default graph, kept
+    until exit (data/ops/dataset_ops.py, ``reduce_func.add_to_graph(ops.get_default_graph())``)."""
     return tf.function(lambda: ds.reduce(initial, reducer), autograph=False)()
 
 

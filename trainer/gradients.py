@@ -20,13 +20,15 @@ the module is gone, which hides the message but not the kept graphs.
 training's graphs are done when it returns). The exit hook, registered on this module's import (after
 TensorFlow's, so it runs before TensorFlow's own and before the interpreter's teardown), unregisters
 the rest and collects their graphs while TensorFlow is whole. Nothing else is unregistered: the
-gradients of ops, registered by name at import, stay.
+gradients of ops, registered by name at import, stay. It also forgets trainer/data.py's Transform
+layers (each holds its loaded SavedModel, and its cache key), which ``run_fn`` forgets when it ends.
 """
 from __future__ import annotations
 
 import atexit
 import contextlib
 import gc
+import sys
 from typing import AbstractSet, Iterator
 
 from tensorflow.python.framework import ops  # the gradient registry: no public handle
@@ -67,5 +69,6 @@ def released() -> Iterator[None]:
 
 @atexit.register
 def _release_at_exit() -> None:
-    if release():
+    data = sys.modules.get("tfxline.trainer.data")  # its Transform layers hold loaded graphs too
+    if release() + (data.forget_transform_layers() if data else 0):
         gc.collect()  # now, while TensorFlow's modules are whole

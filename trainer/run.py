@@ -79,9 +79,13 @@ def run_fn(fn_args) -> None:
     settings = TrainerSettings.from_custom_config(fn_args.custom_config)
     strategy = strategy_lib.create_strategy(settings.runtime.strategy)
     policy = precision.resolve_policy(settings.runtime.precision, strategy)
-    # The training's graphs are done when it returns: TF's registry lets them go (trainer/gradients.py).
-    with precision.precision_policy(policy), gradients.released():
-        train(fn_args, settings, strategy, policy)
+    # The training's graphs are done when it returns: TF's registry and the Transform layers let
+    # them go (trainer/gradients.py), not the interpreter's teardown.
+    try:
+        with precision.precision_policy(policy), gradients.released():
+            train(fn_args, settings, strategy, policy)
+    finally:
+        data.forget_transform_layers()
 
 
 @dataclasses.dataclass
