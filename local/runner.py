@@ -242,6 +242,8 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
                                                         interruption_name(error), exc_info=e is not error)
                     started_nodes = progress.failed("stopped")
                     passed_on = e is not error
+            from apache_beam.utils import shared  # Beam keeps the last model a component loaded (TFMA's) for good:
+            shared._shared_map._keepalive = (None, None)  # noqa: SLF001 - done with, not freed after TF (trainer/gradients.py)
             if isinstance(error, KeyboardInterrupt):
                 try:
                     stopped = outcome.cancel_unfinished(cfg, run_id, failed_too=passed_on)
