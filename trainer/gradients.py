@@ -38,7 +38,8 @@ CUSTOM_GRADIENT_PREFIX = "CustomGradient-"
 
 
 def _registry() -> dict:
-    return ops.gradient_registry._registry  # noqa: SLF001 - TensorFlow has no unregister API
+    # TensorFlow has no unregister API; a TensorFlow without this dict leaves them registered
+    return getattr(getattr(ops, "gradient_registry", None), "_registry", {})
 
 
 def custom_gradient_names() -> AbstractSet[str]:
