@@ -1,9 +1,8 @@
 """Run the pipeline on LocalDagRunner with an SQLite MLMD store under the output root.
 
-This runner owns the paths and the process environment; ``create_pipeline`` gets
-everything passed in. Console output is one line per component start/finish (with its
-duration and whether MLMD's cache served it); the full log goes to
-``<output_root>/logs/<run>.log`` (local/process.py).
+This runner owns the paths and the process environment; ``create_pipeline`` gets everything
+passed in. Console output is one line per component start/finish (with its duration and whether
+MLMD's cache served it); the full log goes to ``<output_root>/logs/<run>.log`` (local/process.py).
 """
 from __future__ import annotations
 
@@ -26,6 +25,7 @@ from tfxline.local.process import (
     logging_to,
     signals_stop_run,
 )
+from tfxline.patches import beam_shared
 from tfxline.patches.executor import executor_patches
 from tfxline.patches.interactive_beam import interactive_beam_off
 from tfxline.pipeline.beam import engines as beam_engines
@@ -245,6 +245,7 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
                                                         interruption_name(error), exc_info=e is not error)
                     started_nodes = progress.failed("stopped")
                     passed_on = e is not error
+            beam_shared.forget_kept_alive()  # the Evaluator's model, kept by Beam past the run
             if isinstance(error, KeyboardInterrupt):
                 try:
                     stopped = outcome.cancel_unfinished(cfg, run_id, failed_too=passed_on)

@@ -11,17 +11,20 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.interactive import interactive_environment as ie
 from apache_beam.transforms import core
-from apache_beam.utils import interactive_utils
+from apache_beam.utils import interactive_utils, shared
 from tensorflow.python.autograph.core import config as autograph_config
+from tensorflow.python.framework import ops
 from tensorflow.python.util import deprecation
 from tensorflow_transform import impl_helper
 from tfx.utils import dependency_utils
 
-from tfxline.patches import autograph, guard, interactive_beam, registry, tf_deprecation
+from tfxline.patches import (autograph, beam_shared, guard, interactive_beam, registry, tf_custom_gradients,
+                             tf_deprecation)
 from tfxline.patches.executor import executor_patches
 from tests.conftest import ROOT
 
 LOCKS = ("requirements/tfx-1.16-py310.lock.txt", "requirements/tfx-1.21-py313.lock.txt")
+CUSTOM_GRADIENT = tf_custom_gradients.CUSTOM_GRADIENT_PREFIX + "tfxline-test"  # as tf.custom_gradient names them
 
 
 def library_attributes():
@@ -30,7 +33,9 @@ def library_attributes():
             "tfx_packaging": dependency_utils.make_beam_dependency_flags,
             "tft_inspection": impl_helper.trace_preprocessing_function,
             "autograph": autograph_config.CONVERSION_RULES, "interactive_beam": ie.is_in_notebook,
-            "tf_deprecation": deprecation._PRINT_DEPRECATION_WARNINGS}
+            "tf_deprecation": deprecation._PRINT_DEPRECATION_WARNINGS,
+            "tf_custom_gradients": ops.gradient_registry._registry.get(CUSTOM_GRADIENT),
+            "beam_shared": shared._shared_map._keepalive}
 
 
 def apply_everything():
@@ -41,6 +46,8 @@ def apply_everything():
     autograph.skip_autograph_for_libraries()
     tf_deprecation.quiet_deprecation_notices()
     interactive_beam.interactive_beam_off()
+    tf_custom_gradients.release()
+    beam_shared.forget_kept_alive()
     return seen
 
 
@@ -55,7 +62,11 @@ def in_ipython(monkeypatch):
     monkeypatch.setattr(deprecation, "_PRINT_DEPRECATION_WARNINGS", True)
     monkeypatch.setattr(autograph_config, "CONVERSION_RULES", autograph_config.CONVERSION_RULES)
     monkeypatch.setattr(guard, "_told", set())
-    return asked
+    monkeypatch.setattr(shared._shared_map, "_keepalive", ("key", object()))  # what a Shared acquisition leaves
+    if CUSTOM_GRADIENT not in ops.gradient_registry._registry:  # a graph's custom gradient, as a trace registers it
+        ops.RegisterGradient(CUSTOM_GRADIENT)(lambda op, grad: grad)
+    yield asked
+    ops.gradient_registry._registry.pop(CUSTOM_GRADIENT, None)
 
 
 def test_off_leaves_every_library_attribute_untouched(monkeypatch, in_ipython):

@@ -5,31 +5,28 @@ Transform component only analyzes (``materialize=False``): writing the transform
 through Beam cost 60-70 s of a 1M-row day's Transform, and their transform in TF here a few
 seconds (docs/scale.md).
 
-Two readers (``training.reader``):
-
-``tfrecord`` (default), two shapes:
+Two readers (``training.reader``). ``tfrecord`` (default), two shapes:
 
 * the training split when it fits its memory budget (``cache_fits``; the taxi data is 7 MB): read
-  (parallel, GZIP TFRecords) -> decode every record once, as columns -> cache the columns ->
-  per epoch, a seeded permutation of all rows -> batches gathered from the columns ->
-  prefetch. Every step of the repeated part works on whole batches, so the input keeps up
-  with a GPU: the per-example shuffle it replaces (below) topped out at ~410k examples/s on
-  the GPU machine's 16 cores at any batch, which made batch 4096 on an H100 input-bound (75 %
-  of each step waiting; bench/gpu_bench.py, docs/performance.md). Each epoch is a full shuffle, not a
-  windowed one; the rows a batch cannot hold (rows mod batch) differ from epoch to epoch.
-* otherwise (data that streams, or validation): read -> cache the serialized records when
-  asked -> repeat -> shuffle (seeded; the buffer holds at least 8 batches) -> batch ->
-  vectorised decode of the whole batch -> split the label -> prefetch.
+  (parallel, GZIP TFRecords) -> decode every record once, as columns -> cache the columns -> per
+  epoch, a seeded permutation of all rows -> batches gathered from the columns -> prefetch. Every
+  step of the repeated part works on whole batches, so the input keeps up with a GPU: the
+  per-example shuffle it replaces topped out at ~410k examples/s on the GPU machine's 16 cores,
+  which made batch 4096 on an H100 input-bound (bench/gpu_bench.py, docs/performance.md). Each
+  epoch is a full shuffle; the rows a batch cannot hold (rows mod batch) differ by epoch.
+* otherwise (data that streams, or validation): read -> cache the serialized records when asked ->
+  repeat -> shuffle (seeded; the buffer holds at least 8 batches) -> batch -> vectorised decode
+  of the whole batch -> split the label -> prefetch.
 
 Both measured 3-4x the examples/s of the TFXIO reader on this project's data
-(bench/trainer_bench.py), and every epoch is shuffled anew without re-reading files.
-
-``tfxio``: TFX's data accessor (``fn_args.data_accessor``, TFXIO), which reads whatever
-payload format the examples artifact declares, with the same seed, repeat and batching,
+(bench/trainer_bench.py). ``tfxio``: TFX's data accessor (``fn_args.data_accessor``, TFXIO), which
+reads whatever payload format the examples artifact declares, with the same seed, repeat and batching,
 then the Transform graph on each batch.
 """
 from __future__ import annotations
 
+import atexit
+import gc
 import os
 import tempfile
 import weakref
@@ -47,6 +44,19 @@ def parser(feature_spec) -> Decode:
 
 
 _TRAINER_LAYERS: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()
+
+
+def forget_transform_layers() -> int:
+    """A layer holds its key, so entries stay until forgotten: by run_fn, and at exit (below)."""
+    held = len(_TRAINER_LAYERS)
+    _TRAINER_LAYERS.clear()  # their loaded Transform graphs go (patches/tf_custom_gradients.py says why)
+    return held
+
+
+@atexit.register  # registered after TensorFlow's import: runs before its teardown
+def _forget_at_exit() -> None:
+    if forget_transform_layers():
+        gc.collect()
 
 
 def transform_layer(tf_transform_output):
@@ -113,12 +123,17 @@ def list_files(file_patterns: Sequence[str]) -> List[str]:
     return files
 
 
+def reduced(ds: tf.data.Dataset, initial, reducer):
+    """``ds.reduce`` traced (eagerly, TF adds its function to the global graph for good: dataset_ops.py)."""
+    return tf.function(lambda: ds.reduce(initial, reducer), autograph=False)()
+
+
 def count_records(file_patterns: Sequence[str], limit: int = 0) -> int:
     """Records in the files (at most ``limit`` when set): one streaming pass, nothing held in memory."""
     ds = tf.data.TFRecordDataset(list_files(file_patterns), compression_type="GZIP")
     if limit:
         ds = ds.take(limit)
-    return int(ds.reduce(tf.constant(0, tf.int64), lambda n, _: n + 1))
+    return int(reduced(ds, tf.constant(0, tf.int64), lambda n, _: n + 1))
 
 
 def label_moments(file_patterns: Sequence[str], label: str, decode: Decode, limit: int = 1_000_000):
@@ -128,8 +143,8 @@ def label_moments(file_patterns: Sequence[str], label: str, decode: Decode, limi
     ds = tf.data.TFRecordDataset(list_files(file_patterns), compression_type="GZIP").take(limit).batch(4096)
     ds = ds.map(lambda r: tf.reshape(tf.cast(decode(r)[label], tf.float64), [-1]))
     zero, inf = tf.constant(0.0, tf.float64), tf.constant(float("inf"), tf.float64)
-    n, total, squares, low, high = ds.reduce(
-        (zero, zero, zero, inf, -inf),
+    n, total, squares, low, high = reduced(
+        ds, (zero, zero, zero, inf, -inf),
         lambda acc, y: (acc[0] + tf.cast(tf.size(y), tf.float64), acc[1] + tf.reduce_sum(y),
                         acc[2] + tf.reduce_sum(y * y), tf.minimum(acc[3], tf.reduce_min(y)),
                         tf.maximum(acc[4], tf.reduce_max(y))))
@@ -241,7 +256,7 @@ def concatenated(chunks: tf.data.Dataset) -> Dict[str, tf.Tensor]:
     """The columns of every element of ``chunks`` (dicts of tensors batched on axis 0), joined."""
     initial = {k: tf.zeros([0] + [d or 0 for d in spec.shape.as_list()[1:]], spec.dtype)
                for k, spec in chunks.element_spec.items()}
-    return chunks.reduce(initial, lambda acc, chunk: {k: tf.concat([acc[k], chunk[k]], 0) for k in acc})
+    return reduced(chunks, initial, lambda acc, chunk: {k: tf.concat([acc[k], chunk[k]], 0) for k in acc})
 
 
 def in_memory_batches(records: tf.data.Dataset, decode: Decode, label_key: str, batch_size: int,

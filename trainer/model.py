@@ -14,6 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfxline import task_types
+from tfxline.patches import tf_custom_gradients  # noqa: F401 - its exit hook: our custom gradients' graphs go before TF does
 from tfxline.trainer.keras_compat import keras
 from tfxline.transforms.preprocessing import widened
 

@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Optional
 import tensorflow as tf
 
 from tfxline import task_types
-from tfxline.patches import autograph
+from tfxline.patches import autograph, tf_custom_gradients
 from tfxline.trainer import callbacks as callbacks_lib
 from tfxline.trainer import data, decision, export, importance, precision, resume
 from tfxline.trainer import model as model_lib
@@ -79,9 +79,15 @@ def run_fn(fn_args) -> None:
     settings = TrainerSettings.from_custom_config(fn_args.custom_config)
     strategy = strategy_lib.create_strategy(settings.runtime.strategy)
     policy = precision.resolve_policy(settings.runtime.precision, strategy)
-    # also where no executor_patches wraps the Trainer (Vertex AI Training's container)
-    with autograph.libraries_not_converted(), precision.precision_policy(policy):
-        train(fn_args, settings, strategy, policy)
+    # also where no executor_patches wraps the Trainer (Vertex AI Training's container). The
+    # training's graphs are done when it returns: TF's gradient registry and the Transform layers
+    # let them go (patches/tf_custom_gradients.py), not the interpreter's teardown.
+    try:
+        with autograph.libraries_not_converted(), precision.precision_policy(policy), \
+                tf_custom_gradients.released():
+            train(fn_args, settings, strategy, policy)
+    finally:
+        data.forget_transform_layers()
 
 
 @dataclasses.dataclass
