@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Optional, TextIO
 
-from tfxline.local import monitoring, outcome
+from tfxline.local import beam_flags, monitoring, outcome
 from tfxline.local.lock import one_run_at_a_time
 from tfxline.local.process import (
     frozen_heap,
@@ -119,8 +119,7 @@ def check_window_splits(cfg: PipelineConfig, span: Optional[int]) -> None:
     if window < 2 or not store_lib.store_exists(cfg.metadata_store):
         return
     newest = store_lib.ingested_spans(store_lib.open_store(cfg.metadata_store), cfg.name)
-    # The resolver's window: the newest N spans ingested, today's included (a backfill's span
-    # may be older than some of them).
+    # The resolver's window: the newest N spans ingested, today's included (a backfill's may be older)
     in_window = sorted(set(newest) | ({span} if span is not None else set()))[-window:]
     earlier = [s for s in in_window if s != span]
     needed = (TRAIN_SPLIT, cfg.data.trainer_eval_split)
@@ -136,9 +135,8 @@ def check_window_splits(cfg: PipelineConfig, span: Optional[int]) -> None:
 
 
 def component_beam_args(cfg: PipelineConfig, paths: LocalPaths) -> dict:
-    """The components that run in Beam worker processes today, and their args
-    (pipeline/beam/engines.component_args): CsvExampleGen writes a large day in shards that
-    workers can share (TFX's ImportExampleGen writes one file per split: nothing to share)."""
+    """The components that run in Beam worker processes, and their args (beam/engines.component_args):
+    CsvExampleGen writes a large day in shards workers can share (ImportExampleGen: one file a split)."""
     from tfxline.components.example_splits import shard_count
 
     shards = shard_count(paths.data_files) if cfg.data.format == "csv" else 1
@@ -212,6 +210,7 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
     interactive_beam_off()  # in a notebook (notebooks/quickstart.ipynb): no CDN script in its cells
     os.makedirs(cfg.output_root, exist_ok=True)
     pipeline = build_pipeline(cfg, paths, enable_cache)
+    beam_env = beam_flags.outside_the_cache_key(pipeline.components)  # Beam flags re-run nothing
     with one_run_at_a_time(cfg, stream):
         started = time.monotonic()
         started_unix = time.time()
@@ -224,12 +223,13 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
                   flush=True)
             # Beam's worker processes write their libraries' start-up and shutdown noise to
             # stderr: into the run's log with the rest, the console keeps the progress lines.
-            workers = any(beam_engines.starts_worker_processes(getattr(c.executor_spec, "beam_pipeline_args", ()))
+            workers = any(beam_engines.starts_worker_processes(beam_flags.args_of(beam_env, c.id))
                           for c in pipeline.components)
             signals: list = []
             passed_on = False  # the Ctrl-C reached TFX as another exception
             try:
                 with signals_stop_run() as signals, executor_patches(), frozen_heap(), \
+                        beam_flags.in_environment(beam_env), \
                         (stderr_to_file(log_path) if workers else contextlib.nullcontext()):
                     LocalDagRunner().run_with_ir(ir)
             except (Exception, KeyboardInterrupt) as e:

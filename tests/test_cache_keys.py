@@ -113,3 +113,54 @@ def test_beam_flags_alone_leave_the_trainers_cache_key(tmp_path):
     assert trainer_cache_inputs(tmp_path, data, "runtime.beam_args=[--direct_num_workers=2, --max_num_workers=3]",
                                 "beam.direct_running_mode=multi_threading", "runtime.transform_statistics=true") == first
     assert trainer_cache_inputs(tmp_path, data, "training.epochs=3")[0] != first[0]
+
+
+def local_cache_inputs(tmp_path, data, *overrides):
+    """Each node's parameters and executor spec as the local runner compiles them (Beam args as
+    environment placeholders, local/beam_flags.py), and the args' values it sets for the run."""
+    from tfx.dsl.compiler import compiler
+    from tfx.proto.orchestration import pipeline_pb2
+
+    from tfxline.local import beam_flags
+
+    cfg = load_config(overrides=[f"data.path={data}", f"output_root={tmp_path / 'out'}", *overrides])
+    pipeline = local_runner.build_pipeline(cfg, local_runner.resolve_inputs(cfg))
+    values = beam_flags.outside_the_cache_key(pipeline.components)
+    ir = compiler.Compiler().compile(pipeline)
+    deployment = pipeline_pb2.IntermediateDeploymentConfig()
+    ir.deployment_config.Unpack(deployment)
+    keys = {n.pipeline_node.node_info.id: (n.pipeline_node.parameters.SerializeToString(deterministic=True),
+                                           deployment.executor_specs[n.pipeline_node.node_info.id].value)
+            for n in ir.nodes}
+    return keys, values, deployment
+
+
+def test_beam_flags_alone_leave_every_components_cache_key(tmp_path):
+    """A local run's Beam flags reach the executors as environment placeholders: a change of their
+    values alone (the engine's workers, runtime.beam_args) compiles the same node for every
+    component, Beam's included, so a re-run serves them all from the cache and the Trainer's inputs
+    are the same artifacts; TFX resolves the placeholders to the flags when an executor starts."""
+    from tfx.dsl.compiler import placeholder_utils
+    from tfx.orchestration.portable import data_types
+    from tfx.proto.orchestration import executable_spec_pb2
+
+    from tfxline.local import beam_flags
+
+    data = write_taxi_slice(tmp_path / "data" / "taxi.csv", limit=50)
+    one, one_values, _ = local_cache_inputs(tmp_path, data, "beam.direct_running_mode=in_memory",
+                                            "beam.direct_num_workers=1", "runtime.beam_args=[--max_num_workers=3]")
+    two, two_values, deployment = local_cache_inputs(
+        tmp_path, data, "beam.direct_running_mode=multi_threading", "beam.direct_num_workers=2",
+        "runtime.beam_args=[--max_num_workers=5]")
+    assert one == two and one_values != two_values
+    assert "--max_num_workers=5" in beam_flags.args_of(two_values, "Transform")
+    spec = executable_spec_pb2.BeamExecutableSpec()
+    deployment.executor_specs["Transform"].Unpack(spec)
+    with beam_flags.in_environment(two_values):  # as the executor operator resolves them in the run
+        context = placeholder_utils.ResolutionContext(exec_info=data_types.ExecutionInfo())
+        resolved = [placeholder_utils.resolve_placeholder_expression(p, context)
+                    for p in spec.beam_pipeline_args_placeholders]
+    assert resolved == beam_flags.args_of(two_values, "Transform") and not spec.beam_pipeline_args
+    assert not any(k.startswith(beam_flags.PREFIX) for k in os.environ)  # the environment as it was
+    three, _, _ = local_cache_inputs(tmp_path, data, "runtime.beam_args=[--max_num_workers=3, --foo=1]")
+    assert three["Transform"] != one["Transform"] and three["Trainer"] == one["Trainer"]  # a flag added: a new key
