@@ -2,8 +2,10 @@
 
 One shared run (the session fixture ``pipeline_run``) serves every test that only reads
 its outputs. Extra runs, each for a reason: the cache check re-runs the same inputs, the
-anomalies check needs data that violates the schema, and the empty-split check data too small
-for its hash split.
+anomalies check needs data that violates the schema (``anomalies_run``), and the empty-split
+check data too small for its hash split. The worse candidate and the drift stop are the
+session's ``worse_candidate_run`` and ``drift_stop_run``, which test_alerting reads too
+(tests/conftest.py lists every run and its readers).
 """
 import glob
 import io
