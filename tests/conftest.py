@@ -1,5 +1,35 @@
 """Shared fixtures. The test process is an entry point: it picks tf_keras (Keras 2)
-before anything imports TensorFlow, as the tfxline command does."""
+before anything imports TensorFlow, as the tfxline command does.
+
+Run inventory: every real pipeline run of the suite, by scenario (issue #63). A pipeline run is
+minutes of CI on one core: a new test that needs a scenario below reads its fixture, and adds a
+run only where the run itself is what it checks (then it says why in its module docstring).
+
+  scenario                                 run (fixture, session)         read by
+  a first blessed run, taxi slice          pipeline_run                   test_e2e, test_report(_browser), test_bench_smoke,
+                                                                          test_object_store, test_rollback, test_skew,
+                                                                          test_step_profile, test_tflite, test_trainer_run,
+                                                                          test_monitoring (the compiled Pusher's metrics)
+  its cached re-run (SQLite)               test_e2e (on pipeline_run's root)
+  a worse candidate vs the serving model   worse_candidate_run            test_e2e, test_alerting (CandidateWorse, RunSlow)
+  a drift stop vs the serving model        drift_stop_run                 test_e2e, test_alerting (DriftStoppedRun, muted page)
+  a schema violation stop                  anomalies_run                  test_e2e, test_report(_browser), test_runs_command,
+                                                                          test_alerting (RunFailed, reason anomalies)
+  penguin: blessed, then a worse one       multiclass_runs, regression_runs  test_tasks_e2e, test_report_browser
+  (worse_candidate_run and drift_stop_run run on served_copy, a copy of pipeline_run's root, and
+  push to monitoring_stack as scenario=worse / drift where Prometheus is installed; anomalies_run
+  as scenario=anomalies. One Pushgateway + Prometheus + Alertmanager for the session:
+  monitoring_stack, read by test_monitoring, test_dashboard, test_alerting.)
+
+  Runs of their own, each because the run is what is checked: test_monitoring (a run that trains
+  and pushes, Trainer seconds > 0, which a cached run's 0 s is not; then two cached re-runs of it,
+  the last to a gateway that is down), test_alerting (a pre-flight refusal, a near candidate:
+  blessed and pushed, no alert), test_concurrency (two at once on SQLite: the second waits),
+  test_mariadb (two at once and a cached re-run on a MariaDB store: none waits; gc there),
+  test_spans (a week of daily spans: backfill, cache, window, span drift, gc), test_e2e (too
+  few rows for the split), test_init_e2e (init's project), test_notebooks, test_interactive,
+  test_containers (compiled runs in the image), test_bench_smoke (bench/e2e.py --smoke).
+"""
 import os
 
 os.environ["TF_USE_LEGACY_KERAS"] = "1"  # see trainer/keras_compat.py for why
@@ -19,6 +49,7 @@ from tfxline.pipeline.config.load import load_config  # noqa: E402
 
 SLICE_ROWS = 3000        # every 5th row of the 15k taxi rows: small, but every category shows up
 E2E_TRAIN_STEPS = 300    # enough to clear the default AUC/accuracy gates on the slice
+SHARED_RUN_SETS = ("runtime.profile_steps=50", "serving.tflite=dynamic")  # pipeline_run's, beyond e2e_config
 
 
 def _tfx_sdists() -> set:
@@ -109,16 +140,17 @@ def pipeline_run(taxi_slice, tmp_path_factory):
     (serving.tflite=dynamic; tests/test_tflite.py)."""
     from tfxline.local import runner as local_runner
 
-    cfg = e2e_config(taxi_slice, tmp_path_factory.mktemp("run"), "runtime.profile_steps=50", "serving.tflite=dynamic")
+    cfg = e2e_config(taxi_slice, tmp_path_factory.mktemp("run"), *SHARED_RUN_SETS)
     out = io.StringIO()
     summary = local_runner.run(cfg, stream=out)
     return cfg, summary, out.getvalue()
 
 
 @pytest.fixture(scope="session")
-def anomalies_run(tmp_path_factory):
+def anomalies_run(tmp_path_factory, request):
     """One run through the CLI on data that violates the schema (an unseen payment_type):
-    it stops at the AnomaliesGate. Shared by the gate test and the failed-run report tests.
+    it stops at the AnomaliesGate. Shared by the gate test, the failed-run report tests and
+    test_alerting (the page it pushes as scenario=anomalies, where Prometheus is installed).
     Returns (output dir, exit code, stdout, stderr)."""
     from tfxline.cli import main as cli
 
@@ -131,8 +163,115 @@ def anomalies_run(tmp_path_factory):
     data = write_taxi_slice(root / "d" / "t.csv", limit=600, mutate=unseen_payment)
     out_dir, stdout, stderr = root / "out", io.StringIO(), io.StringIO()
     with contextlib.redirect_stderr(stderr):
-        code = cli.main(["run", "--data", data, "--output", str(out_dir)], stream=stdout)
+        code = cli.main(["run", "--data", data, "--output", str(out_dir),
+                         *[a for o in pushing_as(request, "anomalies") for a in ("--set", o)]], stream=stdout)
     return out_dir, code, stdout.getvalue(), stderr.getvalue()
+
+
+@pytest.fixture(scope="session")
+def monitoring_stack(tmp_path_factory):
+    """The session's one Pushgateway + Prometheus (the committed rules, waits cut to 1 s) +
+    Alertmanager + webhook (tests/prometheus_servers.Stack), shared by test_monitoring,
+    test_dashboard, test_alerting and the shared runs below: each test pushes under its own job
+    or ``scenario`` label and reads only those, and none stops the gateway but test_alerting's
+    restart test."""
+    from tests import prometheus_servers
+
+    if prometheus_servers.binaries() is None:
+        missing("prometheus and prometheus-pushgateway are not installed (apt-get install prometheus "
+                "prometheus-pushgateway)", "TFXLINE_REQUIRE_PROMETHEUS")
+    stack = prometheus_servers.Stack(str(tmp_path_factory.mktemp("prometheus")))
+    yield stack
+    stack.stop()
+
+
+def pushing_as(request, scenario):
+    """Config overrides that push a shared run's metrics to the session's stack under
+    ``scenario`` (what test_alerting reads), or none where Prometheus is not installed (the
+    Debian 13 root): what the other readers of the run assert does not depend on it."""
+    from tests import prometheus_servers
+
+    if prometheus_servers.binaries() is None:
+        return []
+    stack = request.getfixturevalue("monitoring_stack")
+    return [f"monitoring.pushgateway_url={stack.servers.gateway_url}", "monitoring.timeout_seconds=3",
+            f"monitoring.labels={{{prometheus_servers.LABEL}: {scenario}}}"]
+
+
+@pytest.fixture(scope="session")
+def served_copy(pipeline_run, tmp_path_factory):
+    """A copy of the shared run's output root (its MLMD store, artifacts and serving directory,
+    the served model being the next runs' baseline): the runs after a first one (a worse
+    candidate, a drift stop, test_alerting's scenarios) add runs to it, never to the shared one.
+    (shared run id, the copy's root, its config: the shared run's)."""
+    import shutil
+
+    cfg, summary, _ = pipeline_run
+    copy = tmp_path_factory.mktemp("served-copy") / "out"
+    shutil.copytree(cfg.output_root, copy, symlinks=True)
+    return summary.run_id, str(copy), e2e_config(cfg.data.path, copy, *SHARED_RUN_SETS)
+
+
+@pytest.fixture(scope="session")
+def drift_stop_run(served_copy, tmp_path_factory, request):
+    """fare x 50 on the served copy: passes the schema, stopped by the drift gate before Transform
+    (test_e2e reads the error line and what ran, test_alerting the alerts it pushed as
+    scenario=drift). A dict: code, out, err, cfg, versions (the serving versions before) and
+    versions_after, latest (the stopped run's summary, read at once)."""
+    from tfxline.cli import main as cli
+    from tfxline.runs.summary import collect_run
+    from tfxline.serving import push as serving_push
+
+    _, output, cfg = served_copy
+    before = {v: serving_push.read_metadata(cfg.serving_dir, v) for v in serving_push.versions(cfg.serving_dir)}
+    data = write_taxi_slice(tmp_path_factory.mktemp("drifted") / "taxi.csv",
+                            mutate=lambda row: dict(row, fare=str(float(row["fare"] or 0) * 50)))
+    sets = [a for o in pushing_as(request, "drift") for a in ("--set", o)]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = cli.main(["run", "--data", data, "--output", output, "--train-steps", "10", *sets], stream=out)
+    after = {v: serving_push.read_metadata(cfg.serving_dir, v) for v in serving_push.versions(cfg.serving_dir)}
+    return {"code": code, "out": out.getvalue(), "err": err.getvalue(), "cfg": cfg, "versions": before,
+            "versions_after": after, "latest": collect_run(cfg.metadata_path, cfg.name)}
+
+
+@pytest.fixture(scope="session")
+def worse_candidate_run(served_copy, tmp_path_factory, request):
+    """A barely-trained candidate (1 step, learning rate 1e-6) on another slice of the same taxi
+    rows (the drift gate compares for real, and passes), on the served copy after a recorded
+    history of three fast runs (10 s each, as a quicker machine would have recorded them): the
+    gate refuses it (test_e2e: nothing moves, its report; test_alerting: CandidateWorse and
+    RunSlow, pushed as scenario=worse). (shared run id, cfg, serving versions before, the run's
+    summary, its console text, the serving versions after)."""
+    import json
+    import shutil
+
+    from tfxline.local import runner as local_runner
+    from tfxline.runs.console import format_summary
+    from tfxline.serving import push as serving_push
+
+    shared_run, output, cfg = served_copy
+    before = {v: serving_push.read_metadata(cfg.serving_dir, v) for v in serving_push.versions(cfg.serving_dir)}
+    runs_dir = os.path.join(output, "runs")
+    with open(os.path.join(runs_dir, shared_run, "summary.json")) as f:
+        template = json.load(f)  # a run that trained
+    history = [os.path.join(runs_dir, f"history-{i}") for i in range(3)]
+    for i, folder in enumerate(history):
+        os.makedirs(folder)
+        with open(os.path.join(folder, "summary.json"), "w") as f:
+            json.dump(dict(template, run_id=f"history-{i}", wall_seconds=10.0,
+                           created_ms=template["created_ms"] - 1000 * (i + 1)), f)
+    other_slice = write_taxi_slice(tmp_path_factory.mktemp("same-distribution") / "taxi.csv", offset=1)
+    worse = e2e_config(other_slice, output, "training.train_steps=1", "training.epochs=1",
+                       "model.learning_rate=0.000001", *pushing_as(request, "worse"))
+    out = io.StringIO()
+    try:
+        result = local_runner.run(worse, stream=out)
+    finally:
+        for folder in history:
+            shutil.rmtree(folder)
+    after = {v: serving_push.read_metadata(cfg.serving_dir, v) for v in serving_push.versions(cfg.serving_dir)}
+    return shared_run, cfg, before, result, out.getvalue() + format_summary(result), after
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

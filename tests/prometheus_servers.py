@@ -40,12 +40,16 @@ def _wait(url: str, what: str, process: subprocess.Popen, log: str, seconds: flo
 
 
 class Servers:
-    def __init__(self, root: str):
+    """Pushgateway + Prometheus scraping it every second. ``rules``: a rule file Prometheus also
+    evaluates every second; ``alertmanager_port``: where it sends the alerts."""
+
+    def __init__(self, root: str, rules: Optional[str] = None, alertmanager_port: Optional[int] = None):
         self.bin = binaries()
         if self.bin is None:
             raise FileNotFoundError("no prometheus / prometheus-pushgateway / promtool "
                                     "(apt-get install prometheus prometheus-pushgateway)")
         self.root = root
+        self.rules, self.alertmanager_port = rules, alertmanager_port
         self.gateway_port, self.prometheus_port = free_port(), free_port()
         self.gateway: Optional[subprocess.Popen] = None
         self.prometheus: Optional[subprocess.Popen] = None
@@ -76,8 +80,13 @@ class Servers:
         self.start_gateway()
         config = os.path.join(self.root, "prometheus.yml")
         with open(config, "w") as f:
-            f.write("global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
-                    "scrape_configs:\n  - job_name: pushgateway\n    honor_labels: true\n"
+            f.write("global: {scrape_interval: 1s, evaluation_interval: 1s}\n")
+            if self.rules:
+                f.write(f"rule_files: [{self.rules}]\n")
+            if self.alertmanager_port:
+                f.write("alerting: {alertmanagers: [{static_configs: "
+                        f"[{{targets: ['127.0.0.1:{self.alertmanager_port}']}}]}}]}}\n")
+            f.write("scrape_configs:\n  - job_name: pushgateway\n    honor_labels: true\n"
                     f"    static_configs: [{{targets: ['127.0.0.1:{self.gateway_port}']}}]\n")
         log = os.path.join(self.root, "prometheus.log")
         self.prometheus = subprocess.Popen(
@@ -248,3 +257,57 @@ class Alertmanager:
                 return found
             time.sleep(0.3)
         raise AssertionError(f"the Alertmanager never held the alerts expected; it holds {found}")
+
+
+# ---- the session's one set (tests/conftest.py: monitoring_stack) -------------------------------
+
+MONITORING = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "monitoring")
+LABEL = "scenario"  # the grouping label that keeps each test's pushes apart on the shared gateway
+
+
+def rules_with_short_waits(path: str) -> None:
+    """monitoring/alerts.yml with its `for:` waits cut to a second, written to ``path``."""
+    import re
+
+    with open(os.path.join(MONITORING, "alerts.yml")) as f:
+        text = f.read()
+    with open(path, "w") as f:
+        f.write(re.sub(r"(?m)^(\s+)for: \S+$", r"\1for: 1s", text))
+
+
+def alertmanager_config_by_label() -> str:
+    """monitoring/alertmanager.yml with LABEL in its group_by and its inhibitions' `equal`
+    lists, as docs/operations.md tells a team with several deployments of one pipeline to do."""
+    import yaml
+
+    with open(os.path.join(MONITORING, "alertmanager.yml")) as f:
+        config = yaml.safe_load(f)
+    config["route"]["group_by"] = list(config["route"]["group_by"]) + [LABEL]
+    for rule in config.get("inhibit_rules", []):
+        if rule.get("equal"):
+            rule["equal"] = list(rule["equal"]) + [LABEL]
+    return yaml.safe_dump(config)
+
+
+class Stack:
+    """One Pushgateway, one Prometheus that scrapes it and evaluates the committed rules (waits cut
+    to 1 s) every second, one Alertmanager (alertmanager_config_by_label) and its webhook, when
+    Debian's prometheus-alertmanager is installed (``manager`` is None otherwise). Shared by the
+    session: each test pushes under its own job or LABEL value and reads only those."""
+
+    def __init__(self, root: str):
+        self.root = root
+        self.webhook: Optional[Webhook] = None
+        self.manager: Optional[Alertmanager] = None
+        if alertmanager_binaries() is not None:
+            self.webhook = Webhook().start()
+            self.manager = Alertmanager(root, alertmanager_config_by_label(), self.webhook.url).start()
+        rules_with_short_waits(os.path.join(root, "alerts.yml"))
+        self.servers = Servers(root, rules="alerts.yml",
+                               alertmanager_port=self.manager.port if self.manager else None).start()
+
+    def stop(self) -> None:
+        self.servers.stop()
+        if self.manager is not None:
+            self.manager.stop()
+            self.webhook.stop()

@@ -14,85 +14,28 @@ import io
 import json
 import os
 import re
-import shutil
-import subprocess
 import time
 
 import pytest
-import yaml
 
-from tests.conftest import E2E_TRAIN_STEPS, WORSE, missing, write_taxi_slice
+from tests.conftest import E2E_TRAIN_STEPS, missing, write_taxi_slice
+from tests.prometheus_servers import LABEL
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MONITORING = os.path.join(ROOT, "monitoring")
 REQUIRED_BY = "TFXLINE_REQUIRE_PROMETHEUS"
-LABEL = "scenario"
 
 pytestmark = pytest.mark.e2e
 
 
-def _rules_with_short_waits(path: str) -> None:
-    with open(os.path.join(MONITORING, "alerts.yml")) as f:
-        text = f.read()
-    with open(path, "w") as f:
-        f.write(re.sub(r"(?m)^(\s+)for: \S+$", r"\1for: 1s", text))
-
-
-def _alertmanager_config() -> str:
-    with open(os.path.join(MONITORING, "alertmanager.yml")) as f:
-        config = yaml.safe_load(f)
-    config["route"]["group_by"] = list(config["route"]["group_by"]) + [LABEL]
-    for rule in config.get("inhibit_rules", []):
-        if rule.get("equal"):
-            rule["equal"] = list(rule["equal"]) + [LABEL]
-    return yaml.safe_dump(config)
-
-
-class AlertingServers:
-    """tests/prometheus_servers.Servers whose Prometheus also evaluates the rules (alerts.yml in
-    its root) every second and sends to the Alertmanager on ``manager_port``."""
-
-    def __new__(cls, root: str, manager_port: int):
-        from tests import prometheus_servers
-
-        class _Servers(prometheus_servers.Servers):
-            def start(self):
-                self.start_gateway()
-                config = os.path.join(self.root, "prometheus.yml")
-                with open(config, "w") as f:
-                    f.write("global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
-                            "rule_files: [alerts.yml]\n"
-                            f"alerting: {{alertmanagers: [{{static_configs: [{{targets: ['127.0.0.1:{manager_port}']}}]}}]}}\n"
-                            "scrape_configs:\n  - job_name: pushgateway\n    honor_labels: true\n"
-                            f"    static_configs: [{{targets: ['127.0.0.1:{self.gateway_port}']}}]\n")
-                log = os.path.join(self.root, "prometheus.log")
-                self.prometheus = subprocess.Popen(
-                    [self.bin["prometheus"], f"--config.file={config}", f"--storage.tsdb.path={self.root}/tsdb",
-                     f"--web.listen-address=127.0.0.1:{self.prometheus_port}"],
-                    stdout=open(log, "w"), stderr=subprocess.STDOUT)
-                prometheus_servers._wait(self.prometheus_url + "/-/ready", "Prometheus", self.prometheus, log)
-                return self
-
-        return _Servers(root)
-
-
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory):
-    """Pushgateway + Prometheus (rules, alerting) + Alertmanager + webhook, all on loopback."""
-    from tests.prometheus_servers import Alertmanager, Webhook, alertmanager_binaries, binaries
-
-    if binaries() is None or alertmanager_binaries() is None:
-        missing("prometheus, prometheus-pushgateway and prometheus-alertmanager are not installed (apt-get install "
-                "prometheus prometheus-pushgateway prometheus-alertmanager)", required_by=REQUIRED_BY)
-    root = str(tmp_path_factory.mktemp("alerting"))
-    webhook = Webhook().start()
-    manager = Alertmanager(root, _alertmanager_config(), webhook.url).start()
-    _rules_with_short_waits(os.path.join(root, "alerts.yml"))
-    servers = AlertingServers(root, manager.port).start()
-    yield servers, manager, webhook
-    servers.stop()
-    manager.stop()
-    webhook.stop()
+def stack(monitoring_stack):
+    """The session's Pushgateway + Prometheus (rules, alerting) + Alertmanager + webhook
+    (tests/conftest.py: monitoring_stack), all on loopback."""
+    if monitoring_stack.manager is None:
+        missing("prometheus-alertmanager is not installed (apt-get install prometheus-alertmanager)",
+                required_by=REQUIRED_BY)
+    return monitoring_stack.servers, monitoring_stack.manager, monitoring_stack.webhook
 
 
 def firing(servers, **labels):
@@ -122,16 +65,6 @@ def in_manager(manager, scenario, alertname):
     return [a for a in manager.alerts() if a["labels"].get(LABEL) == scenario and a["labels"]["alertname"] == alertname]
 
 
-@pytest.fixture(scope="module")
-def served_copy(pipeline_run, tmp_path_factory):
-    """A copy of the shared run's output root (its MLMD store, artifacts and serving directory):
-    the runs here add runs to it, never to the shared one."""
-    cfg, summary, _ = pipeline_run
-    copy = tmp_path_factory.mktemp("alerting-runs") / "out"
-    shutil.copytree(cfg.output_root, copy, symlinks=True)
-    return summary.run_id, str(copy)
-
-
 def tfxline_run(stack, scenario, output, data, *sets, no_cache=False, extra_monitoring=()):
     """`tfxline run` in this process with the shared run's config, pushing under ``scenario``."""
     from tfxline.cli import main as cli
@@ -151,9 +84,10 @@ def tfxline_run(stack, scenario, output, data, *sets, no_cache=False, extra_moni
     return code, out.getvalue(), err.getvalue()
 
 
-def test_refusals_failures_stops_and_candidates_alert_as_they_should(stack, served_copy, taxi_slice, tmp_path):
+def test_refusals_failures_stops_and_candidates_alert_as_they_should(stack, served_copy, anomalies_run, drift_stop_run,
+                                                                     worse_candidate_run, taxi_slice, tmp_path):
     servers, manager, webhook = stack
-    shared_run, output = served_copy
+    _, output, _ = served_copy
 
     # 1. A pre-flight refusal (a CSV without the label column): exit 2, pushed as run_success 0
     #    reason bad_input, and RunFailed pages. Its limit of hours without a run is tiny here
@@ -172,23 +106,17 @@ def test_refusals_failures_stops_and_candidates_alert_as_they_should(stack, serv
     assert f"--output {output};" in page["annotations"]["command"]  # where to act: tfxline_run_info
     wait_firing(servers, alertname="TfxlineNoRecentRun", **{LABEL: "refused"})
 
-    # 2. A component failure: the AnomaliesGate stops a run on data with an unseen payment type.
-    def unseen_payment(row):
-        if row["trip_start_hour"] == "3":
-            row["payment_type"] = "Bitcoin"
-        return row
-
-    anomalous = write_taxi_slice(tmp_path / "anomalous" / "taxi.csv", mutate=unseen_payment)
-    code, out, err = tfxline_run(stack, "anomalies", output, anomalous)
+    # 2. A component failure: the AnomaliesGate stops a run on data with an unseen payment type (the
+    #    session's anomalies_run, which test_e2e, test_report and test_runs_command read too).
+    _, code, out, err = anomalies_run
     assert code == 1, out + err[-2000:]
     page, = wait_firing(servers, alertname="TfxlineRunFailed", **{LABEL: "anomalies"})
     assert page["labels"]["reason"] == "anomalies" and page["labels"]["component"] == "AnomaliesGate"
 
-    # 3. A drift stop (fare x 50): RunFailed (reason drift) and DriftStoppedRun fire in Prometheus;
-    #    the Alertmanager mutes the page, and the drift scores are there to read.
-    drifted = write_taxi_slice(tmp_path / "drifted" / "taxi.csv",
-                               mutate=lambda row: dict(row, fare=str(float(row["fare"] or 0) * 50)))
-    code, out, err = tfxline_run(stack, "drift", output, drifted)
+    # 3. A drift stop (fare x 50; the session's drift_stop_run, which test_e2e reads too): RunFailed
+    #    (reason drift) and DriftStoppedRun fire in Prometheus; the Alertmanager mutes the page, and
+    #    the drift scores are there to read.
+    code, out, err = drift_stop_run["code"], drift_stop_run["out"], drift_stop_run["err"]
     assert code == 1 and "drifted" in err, out + err[-2000:]
     wait_firing(servers, alertname="TfxlineDriftStoppedRun", **{LABEL: "drift"})
     page, = wait_firing(servers, alertname="TfxlineRunFailed", **{LABEL: "drift"})
@@ -197,24 +125,17 @@ def test_refusals_failures_stops_and_candidates_alert_as_they_should(stack, serv
     threshold = servers.query(f'tfxline_drift_threshold{{job="taxi", {LABEL}="drift", feature="fare"}}')
     assert float(fare[0]["value"][1]) > float(threshold[0]["value"][1])
 
-    # 4. A much worse candidate, after a history of three fast runs that trained: the gate refuses
-    #    it (CandidateWorse, info), it took more than twice the usual (RunSlow), nothing failed.
-    runs_dir = os.path.join(output, "runs")
-    template = json.load(open(os.path.join(runs_dir, shared_run, "summary.json")))  # a run that trained
-    for i in range(3):  # earlier runs of 10 s each, as a quicker machine would have recorded them
-        earlier = dict(template, run_id=f"history-{i}", wall_seconds=10.0, created_ms=template["created_ms"] - 1000 * (i + 1))
-        os.makedirs(os.path.join(runs_dir, f"history-{i}"))
-        json.dump(earlier, open(os.path.join(runs_dir, f"history-{i}", "summary.json"), "w"))
-    code, out, err = tfxline_run(stack, "worse", output, taxi_slice, *WORSE)
-    assert code == 0 and "blessing: NOT blessed" in out, out + err[-2000:]
+    # 4. A much worse candidate (the session's worse_candidate_run, which test_e2e reads too), after
+    #    a history of three fast runs that trained: the gate refuses it (CandidateWorse, info), it
+    #    took more than twice the usual (RunSlow), nothing failed.
+    _, _, _, _, text, _ = worse_candidate_run
+    assert "blessing: NOT blessed" in text, text
     worse, = wait_firing(servers, alertname="TfxlineCandidateWorseThanServing", **{LABEL: "worse"})
     assert worse["labels"]["metric"] == "auc" and float(worse["value"]) > 0.01
     assert re.fullmatch(r"tfxline taxi: the gate refused a candidate 0\.\d{4} auc worse than the serving model",
                         worse["annotations"]["summary"])
     wait_firing(servers, alertname="TfxlineRunSlow", **{LABEL: "worse"})
     assert names(servers, "worse") == ["TfxlineCandidateWorseThanServing", "TfxlineRunSlow"]
-    for i in range(3):
-        shutil.rmtree(os.path.join(runs_dir, f"history-{i}"))
 
     # 5. A blessed candidate near the serving model (another seed; the gate allows 0.05 AUC less):
     #    pushed; no CandidateWorse even if it lost a little, no RunSlow (two earlier runs that trained:

@@ -14,12 +14,10 @@ import pytest
 
 from tfxline.components import metric_samples, run_metrics
 from tfxline.components.run_metrics import METRICS, Sample
-from tests.conftest import missing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DASHBOARD = os.path.join(ROOT, "monitoring", "dashboard.json")
 NAME = re.compile(r"\btfxline_[a-z0-9_]+")
-REQUIRED_BY = "TFXLINE_REQUIRE_PROMETHEUS"
 # Not on the dashboard, on purpose:
 # - tfxline_run_start_timestamp_seconds: the start is the last run's end minus its duration, both shown;
 # - tfxline_run_info: where a pipeline runs (host, output root), for the alerts' commands.
@@ -160,7 +158,7 @@ NOW = time.time()
 
 
 def pushed_samples():
-    """A full pushed run of "taxi" (env prod): every metric in METRICS."""
+    """A full pushed run of JOB (env prod): every metric in METRICS."""
     samples = metric_samples.outcome_samples("pushed", NOW - 60, no_run_hours=26, no_push_hours=26)
     samples += [Sample("tfxline_run_start_timestamp_seconds", NOW - 180),
                 Sample("tfxline_run_info", 1.0, {"host": "etl-1", "output_root": "/srv/tfxline"}),
@@ -184,7 +182,7 @@ def pushed_samples():
 
 
 def drift_samples():
-    """A drift-stopped run of "taxi-drift" (no grouping labels): its result, the failed
+    """A drift-stopped run of DRIFT_JOB (no grouping labels): its result, the failed
     component and the scores."""
     return metric_samples.outcome_samples("drift", NOW - 30, component="DriftGate", no_run_hours=26,
                                           no_push_hours=26) + [
@@ -193,23 +191,22 @@ def drift_samples():
         Sample("tfxline_drift_threshold", 0.1, {"feature": "fare"})]
 
 
+# The pipelines pushed here: names no other test pushes to the session's shared gateway
+# (tests/conftest.py: monitoring_stack), so every query below sees these two and nothing else.
+JOB, DRIFT_JOB = "dashboard", "dashboard-drift"
+JOBS = f"{JOB}|{DRIFT_JOB}"
+
+
 @pytest.fixture(scope="module")
-def prometheus(tmp_path_factory):
+def prometheus(monitoring_stack):
     from prometheus_client import push_to_gateway
 
-    from tests.prometheus_servers import Servers, binaries
-    if binaries() is None:
-        missing("prometheus and prometheus-pushgateway are not installed (apt-get install prometheus "
-                "prometheus-pushgateway)", required_by=REQUIRED_BY)
-    s = Servers(str(tmp_path_factory.mktemp("prometheus"))).start()
-    try:
-        push_to_gateway(s.gateway_url, job="taxi", registry=run_metrics.registry(pushed_samples()),
-                        grouping_key={"env": "prod"})
-        push_to_gateway(s.gateway_url, job="taxi-drift", registry=run_metrics.registry(drift_samples()))
-        s.wait_for("tfxline_last_run_timestamp_seconds", lambda r: len(r) == 2)
-        yield s
-    finally:
-        s.stop()
+    s = monitoring_stack.servers
+    push_to_gateway(s.gateway_url, job=JOB, registry=run_metrics.registry(pushed_samples()),
+                    grouping_key={"env": "prod"})
+    push_to_gateway(s.gateway_url, job=DRIFT_JOB, registry=run_metrics.registry(drift_samples()))
+    s.wait_for(f'tfxline_last_run_timestamp_seconds{{job=~"{JOBS}"}}', lambda r: len(r) == 2)
+    return s
 
 
 def test_pushed_samples_cover_the_metric_contract():
@@ -224,7 +221,7 @@ def resolve(expr, job, env=".*", metric=".+"):
 @pytest.mark.parametrize("panel, target", [(p["title"], t["refId"]) for p, t in targets()])
 def test_every_query_returns_data_from_prometheus(prometheus, panel, target):
     (t,) = [t for p, t in targets() if p["title"] == panel and t["refId"] == target]
-    answers = {job: prometheus.query(resolve(t["expr"], job)) for job in ("taxi", "taxi-drift")}
+    answers = {job: prometheus.query(resolve(t["expr"], job)) for job in (JOB, DRIFT_JOB)}
     assert any(answers.values()), (t["expr"], answers)
     for job, result in answers.items():
         assert all(r["metric"]["job"] == job for r in result), (t["expr"], result)  # the pipeline selects
@@ -236,17 +233,18 @@ def test_queries_as_the_dashboard_shows_them(prometheus):
     (p,) = panel_with("tfxline_run_success")
     completed, stopped = (t["expr"] for t in p["targets"])
     assert [(r["metric"]["job"], r["metric"]["reason"], r["value"][1])
-            for r in prometheus.query(resolve(completed, "taxi|taxi-drift"))] == [("taxi", "pushed", "1")]
+            for r in prometheus.query(resolve(completed, JOBS))] == [(JOB, "pushed", "1")]
     assert [(r["metric"]["job"], r["metric"]["reason"], r["metric"]["component"], r["value"][1])
-            for r in prometheus.query(resolve(stopped, "taxi|taxi-drift"))] == [("taxi-drift", "drift", "DriftGate", "0")]
-    assert len(prometheus.query(resolve(completed, "taxi", env="prod"))) == 1
-    assert not prometheus.query(resolve(completed, "taxi", env="staging"))
+            for r in prometheus.query(resolve(stopped, JOBS))] == [(DRIFT_JOB, "drift", "DriftGate", "0")]
+    assert len(prometheus.query(resolve(completed, JOB, env="prod"))) == 1
+    assert not prometheus.query(resolve(completed, JOB, env="staging"))
 
     def label_values(selector, label):
         url = prometheus.prometheus_url + "/api/v1/series?" + urllib.parse.urlencode({"match[]": selector})
         with urllib.request.urlopen(url, timeout=5) as r:
             return sorted({s[label] for s in json.load(r)["data"] if label in s})
 
-    assert label_values("tfxline_run_success", "job") == ["taxi", "taxi-drift"]
-    assert label_values('tfxline_run_success{job=~"taxi|taxi-drift"}', "env") == ["prod"]
-    assert label_values('tfxline_candidate_metric{job=~"taxi"}', "metric") == ["accuracy", "auc", "loss"]
+    assert {JOB, DRIFT_JOB} <= set(label_values("tfxline_run_success", "job"))  # beside the session's others
+    assert label_values(f'tfxline_run_success{{job=~"{JOBS}"}}', "job") == [JOB, DRIFT_JOB]
+    assert label_values(f'tfxline_run_success{{job=~"{JOBS}"}}', "env") == ["prod"]
+    assert label_values(f'tfxline_candidate_metric{{job=~"{JOB}"}}', "metric") == ["accuracy", "auc", "loss"]

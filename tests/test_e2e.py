@@ -2,8 +2,10 @@
 
 One shared run (the session fixture ``pipeline_run``) serves every test that only reads
 its outputs. Extra runs, each for a reason: the cache check re-runs the same inputs, the
-anomalies check needs data that violates the schema, and the empty-split check data too small
-for its hash split.
+anomalies check needs data that violates the schema (``anomalies_run``), and the empty-split
+check data too small for its hash split. The worse candidate and the drift stop are the
+session's ``worse_candidate_run`` and ``drift_stop_run``, which test_alerting reads too
+(tests/conftest.py lists every run and its readers).
 """
 import glob
 import io
@@ -220,25 +222,20 @@ def test_predict_matches_the_serving_signature(pipeline_run, taxi_slice, tmp_pat
     assert not os.path.exists("-")
 
 
-def test_worse_candidate_is_not_pushed(pipeline_run, tmp_path):
+def test_worse_candidate_is_not_pushed(pipeline_run, worse_candidate_run):
     """After the blessed baseline: a barely-trained model fails the gates, nothing moves.
     Its data is another slice of the same taxi rows, so the drift gate compares for real
-    (with the serving model's training data) and passes."""
-    from tfxline.serving import push as serving_push
+    (with the serving model's training data) and passes. The run is the session's
+    ``worse_candidate_run``, on a copy of the shared run's output root."""
     from tfxline.runs.console import format_summary
 
-    cfg, first, _ = pipeline_run
-    before = {v: serving_push.read_metadata(cfg.serving_dir, v) for v in serving_push.versions(cfg.serving_dir)}
-    other_slice = write_taxi_slice(tmp_path / "same-distribution" / "taxi.csv", offset=1)
-    worse = e2e_config(other_slice, cfg.output_root, "training.train_steps=1", "training.epochs=1",
-                       "model.learning_rate=0.000001")
-    result = local_runner.run(worse, stream=io.StringIO())
+    _, first, _ = pipeline_run
+    _, cfg, before, result, _, after = worse_candidate_run
     assert result.drift == f"serving version {max(before)}'s training data"
     assert "drift: none vs serving version" in format_summary(result)
     assert result.blessed is False
     assert any(f.startswith("auc") for f in result.failed_thresholds), result.failed_thresholds
     assert result.pushed is False
-    after = {v: serving_push.read_metadata(cfg.serving_dir, v) for v in serving_push.versions(cfg.serving_dir)}
     assert after == before
     model = tf.saved_model.load(os.path.join(cfg.serving_dir, str(max(before))))
     assert "serving_default" in model.signatures
@@ -295,32 +292,17 @@ def test_runs_lists_the_mlmd_runs_newest_first(pipeline_run, capsys):
     assert "'tfxline runs' lists the recorded runs" in capsys.readouterr().err
 
 
-def test_drifted_data_stops_the_run_before_training(pipeline_run, tmp_path, capsys):
+def test_drifted_data_stops_the_run_before_training(drift_stop_run):
     """fare x 50 passes the schema (no upper bound on fare) but not the drift gate: the run
-    stops before Transform with the feature, the distance and the threshold in one line."""
-    import contextlib
-
-    from tfxline.serving import push as serving_push
-
-    cfg, _, _ = pipeline_run
-    before = {v: serving_push.read_metadata(cfg.serving_dir, v) for v in serving_push.versions(cfg.serving_dir)}
-
-    def fifty_times_the_fare(row):
-        row["fare"] = str(float(row["fare"] or 0) * 50)
-        return row
-
-    data = write_taxi_slice(tmp_path / "drifted" / "taxi.csv", mutate=fifty_times_the_fare)
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err):
-        code = cli.main(["run", "--data", data, "--output", cfg.output_root, "--train-steps", "10"],
-                        stream=io.StringIO())
-    assert code == cli.EXIT_FAILED
-    errors = [line for line in err.getvalue().splitlines() if line.startswith("error:")]
+    stops before Transform with the feature, the distance and the threshold in one line. The
+    run is the session's ``drift_stop_run``, on a copy of the shared run's output root."""
+    run = drift_stop_run
+    before = run["versions"]
+    assert run["code"] == cli.EXIT_FAILED
+    errors = [line for line in run["err"].splitlines() if line.startswith("error:")]
     assert len(errors) == 1
     assert re.search(rf"fare: Jensen-Shannon divergence 0\.\d+ vs serving version {max(before)}'s training data "
                      r"> 0\.2", errors[0]), errors[0]
     assert "the new data drifted (" in errors[0] and "span" not in errors[0]  # data without spans
-    latest = collect_run(cfg.metadata_path, cfg.name)
-    assert "Transform" not in {c.node_id for c in latest.components}
-    after = {v: serving_push.read_metadata(cfg.serving_dir, v) for v in serving_push.versions(cfg.serving_dir)}
-    assert after == before
+    assert "Transform" not in {c.node_id for c in run["latest"].components}
+    assert run["versions_after"] == before

@@ -12,6 +12,8 @@ import pytest
 from tfxline.local import monitoring
 from tfxline.pipeline.config.load import load_config
 from tests.conftest import E2E_TRAIN_STEPS, missing, write_taxi_slice
+from tests.mariadb_server import free_port
+from tests.prometheus_servers import LABEL
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MONITORING = os.path.join(ROOT, "monitoring")
@@ -111,14 +113,9 @@ def test_grouping_labels_keep_two_deployments_apart_in_textfiles(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def servers(tmp_path_factory):
-    from tests.prometheus_servers import Servers, binaries
-    if binaries() is None:
-        missing("prometheus and prometheus-pushgateway are not installed (apt-get install prometheus "
-                "prometheus-pushgateway)", required_by=REQUIRED_BY)
-    s = Servers(str(tmp_path_factory.mktemp("prometheus"))).start()
-    yield s
-    s.stop()
+def servers(monitoring_stack):
+    """The session's Pushgateway and Prometheus (tests/conftest.py: monitoring_stack)."""
+    return monitoring_stack.servers
 
 
 def value(result, **labels):
@@ -137,43 +134,43 @@ def test_runs_push_their_metrics_to_a_real_prometheus(servers, tmp_path):
     data = write_taxi_slice(tmp_path / "d" / "taxi.csv", limit=1500)
     argv = ["run", "--data", data, "--output", str(tmp_path / "out"), "--set", "training.mode=steps",
             "--set", f"training.train_steps={E2E_TRAIN_STEPS}", "--set", "training.eval_steps=10",
-            "--set", f"monitoring.pushgateway_url={servers.gateway_url}", "--set", "monitoring.timeout_seconds=2"]
+            "--set", "monitoring.timeout_seconds=2", "--set", f"monitoring.labels={{{LABEL}: monitoring}}"]
 
-    def run():
+    def run(gateway_url=servers.gateway_url):
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stderr(err):
-            code = cli.main(argv, stream=out)
+            code = cli.main(argv + ["--set", f"monitoring.pushgateway_url={gateway_url}"], stream=out)
         return code, out.getvalue(), err.getvalue()
 
     code, out, err = run()
     assert code == 0, err[-3000:]
-    assert f"metrics: pushed to {servers.gateway_url} (job taxi)" in out
+    assert f"metrics: pushed to {servers.gateway_url} (job taxi {LABEL} monitoring)" in out
     pushed = int(next(line for line in out.splitlines() if "pushed to:" in line).split()[2].rsplit("/", 1)[1])
-    servers.wait_for('tfxline_serving_version{job="taxi"}', lambda r: len(r) == 1 and value(r) == pushed)
-    auc = servers.query('tfxline_candidate_metric{job="taxi", metric="auc"}')
+    servers.wait_for('tfxline_serving_version{job="taxi", scenario="monitoring"}', lambda r: len(r) == 1 and value(r) == pushed)
+    auc = servers.query('tfxline_candidate_metric{job="taxi", scenario="monitoring", metric="auc"}')
     auc_line = next(line for line in out.splitlines() if "eval (overall):" in line)
     assert f"auc {value(auc):.4f}" in auc_line
-    seconds = servers.query('tfxline_component_seconds{job="taxi"}')
+    seconds = servers.query('tfxline_component_seconds{job="taxi", scenario="monitoring"}')
     assert {r["metric"]["component"] for r in seconds} >= {
         "CsvExampleGen", "Transform", "Trainer", "Evaluator", "Pusher"}
     assert value(seconds, component="Trainer") > 0
-    assert value(servers.query('tfxline_run_success{job="taxi", reason="pushed"}')) == 1
-    assert value(servers.query('tfxline_examples{job="taxi", split="eval"}')) > 0
-    first_end = value(servers.query('tfxline_last_run_timestamp_seconds{job="taxi"}'))
+    assert value(servers.query('tfxline_run_success{job="taxi", scenario="monitoring", reason="pushed"}')) == 1
+    assert value(servers.query('tfxline_examples{job="taxi", scenario="monitoring", split="eval"}')) > 0
+    first_end = value(servers.query('tfxline_last_run_timestamp_seconds{job="taxi", scenario="monitoring"}'))
     # one series per pipeline, however many runs: no run id in the grouping key
-    assert all(set(r["metric"]) <= {"__name__", "job", "instance", "metric"} for r in auc)
+    assert all(set(r["metric"]) <= {"__name__", "job", "instance", "metric", LABEL} for r in auc)
 
     code, out, err = run()  # every component from the cache: a new run all the same
     assert code == 0 and "metrics: pushed to" in out, err[-3000:]
-    ends = servers.wait_for('tfxline_last_run_timestamp_seconds{job="taxi"}', lambda r: r and value(r) > first_end)
+    ends = servers.wait_for('tfxline_last_run_timestamp_seconds{job="taxi", scenario="monitoring"}', lambda r: r and value(r) > first_end)
     assert len(ends) == 1
 
-    servers.stop_gateway()
-    code, out, err = run()
+    # the gateway stopped: nothing answers at its address (the session's own gateway stays up for
+    # the other tests that read it)
+    code, out, err = run(f"http://127.0.0.1:{free_port()}")
     warnings = [line for line in out.splitlines() if line.startswith("warning: run metrics not pushed")]
     assert code == 0 and len(warnings) == 1 and "the run's result stands" in warnings[0], out + err[-2000:]
     assert "pushed to:" in out  # the run's own result, unchanged
-    servers.start_gateway()
 
 
 def _pusher_artifacts(model_files, tmp_path):
