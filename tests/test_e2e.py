@@ -1,7 +1,7 @@
 """End to end: the real pipeline (real TFX components, Beam, MLMD, TFMA) on a taxi slice.
 
 One shared run (the session fixture ``pipeline_run``) serves every test that only reads
-its outputs. Extra runs, each for a reason: the cache check re-runs the same inputs, the
+its outputs. Extra runs, each for a reason: the cache check re-runs the same inputs (other Beam flags), the
 anomalies check needs data that violates the schema (``anomalies_run``), and the empty-split
 check data too small for its hash split. The worse candidate and the drift stop are the
 session's ``worse_candidate_run`` and ``drift_stop_run``, which test_alerting reads too
@@ -97,10 +97,16 @@ def test_summary_json_written(pipeline_run):
     assert {"payment_type=Cash", "payment_type=Credit Card"} <= set(data["slice_metrics"])
 
 
-def test_second_run_with_unchanged_inputs_is_served_from_cache(pipeline_run):
+def test_second_run_with_unchanged_inputs_and_other_beam_flags_is_served_from_cache(pipeline_run):
+    """Other Beam flag values (two in-memory workers, where the first run had the auto mode's one)
+    cannot change an output: the Beam components and the Trainer are served from the cache
+    (local/beam_flags.py keeps the flags out of TFX's cache key)."""
+    import dataclasses
+
     cfg, first, _ = pipeline_run
     out = io.StringIO()
-    second = local_runner.run(cfg, stream=out)
+    flags = dataclasses.replace(cfg.beam, direct_running_mode="in_memory", direct_num_workers=2)
+    second = local_runner.run(dataclasses.replace(cfg, beam=flags), stream=out)
     assert second.run_id != first.run_id
     states = {c.node_id: c.state for c in second.components}
     for node in ("CsvExampleGen", "StatisticsGen", "ExampleValidator", "Transform", "Trainer"):
