@@ -32,7 +32,7 @@ import contextlib
 import gc
 from typing import AbstractSet, Iterator
 
-from tensorflow.python.framework import ops  # the gradient registry: no public handle
+import tensorflow  # noqa: F401 - imported first, so the exit hook below runs before TensorFlow's own
 
 from tfxline.patches import guard
 
@@ -41,6 +41,11 @@ CUSTOM_GRADIENT_PREFIX = "CustomGradient-"
 
 
 def _registry() -> dict:
+    """TensorFlow's gradient registry (no public handle); empty where a TensorFlow has it elsewhere."""
+    try:
+        from tensorflow.python.framework import ops
+    except ImportError:
+        return {}
     return getattr(getattr(ops, "gradient_registry", None), "_registry", None) or {}
 
 
