@@ -3,8 +3,8 @@
 TFX keys each execution's cache on its executor spec among the rest
 (tfx/orchestration/portable/cache_utils.py:114-115 at TFX 1.16 and 1.21), and a Beam component's
 spec holds its Beam pipeline args. So a change of Beam flags alone (``beam.direct_num_workers``,
-``beam.direct_running_mode``, ``runtime.beam_args``, or a machine with more cores, whose count
-sets the Evaluator's workers on a large day) re-ran CsvExampleGen, StatisticsGen, Transform and
+``runtime.beam_args``, or a machine with more cores, whose count sets the Evaluator's workers on a
+large day) re-ran CsvExampleGen, StatisticsGen, Transform and
 the Evaluator, and then, their outputs being new artifacts, the Trainer: the same model trained
 again for flags that cannot change it.
 
