@@ -312,7 +312,7 @@ class EchoExecutor(base_executor.BaseExecutor):
 def test_the_entrypoint_runs_tfx_on_what_kfp_sends_and_writes_what_its_launcher_reads(local_job, tmp_path,
                                                                                        kfp_version):
     """The container's command as KFP runs it, end to end on this machine: `python -m
-    kubeflow.entrypoint` (TFX's kubeflow_v2_run_executor inside) with the Evaluator's compiled
+    tfxline.kubeflow.entrypoint` (TFX's kubeflow_v2_run_executor inside) with the Evaluator's compiled
     arguments and the ExecutorInput of KFP 2.4 (no executor-logs) and of the newest release
     (executor-logs: before this entrypoint left it out, TFX exited with "ImportError: Could not
     import system.Artifact"), the executor swapped for one that echoes what it got. The output
