@@ -81,23 +81,15 @@ def trainer_cache_inputs(tmp_path, data, *overrides):
     """What MLMD keys the Trainer's execution on besides its input artifacts, as the local runner
     compiles it: the node's parameters (exec properties, custom_config among them) and its executor
     spec (where a Beam component's Beam args go)."""
-    from tfx.dsl.compiler import compiler
-    from tfx.proto.orchestration import pipeline_pb2
-
-    cfg = load_config(overrides=[f"data.path={data}", f"output_root={tmp_path / 'out'}", *overrides])
-    ir = compiler.Compiler().compile(local_runner.build_pipeline(cfg, local_runner.resolve_inputs(cfg)))
-    (node,) = [n.pipeline_node for n in ir.nodes if n.pipeline_node.node_info.id == "Trainer"]
-    deployment = pipeline_pb2.IntermediateDeploymentConfig()
-    ir.deployment_config.Unpack(deployment)
-    return node.parameters.SerializeToString(deterministic=True), deployment.executor_specs["Trainer"].value
+    return local_cache_inputs(tmp_path, data, *overrides)[0]["Trainer"]
 
 
 def test_beam_flags_alone_leave_the_trainers_cache_key(tmp_path):
     """The Trainer's custom_config carries only what trainer/run.py reads (TrainerSettings): a change
     of Beam flags (runtime.beam_args, the beam section) or of Transform's statistics compiles the same
     Trainer (parameters and executor spec: its part of the cache key), where runtime.beam_args used to
-    change it; a setting it reads still does. (Its input artifacts are the rest of its key: the Beam
-    components upstream carry the Beam args in their executor specs, TFX's choice, so they run again.)"""
+    change it; a setting it reads still does. (Its input artifacts are the rest of its key: a local run
+    keeps the Beam flags out of the upstream Beam components' keys too, the test below.)"""
     import json
 
     from tfxline.pipeline.factory import trainer_custom_config
