@@ -18,6 +18,7 @@ import time
 from typing import Iterator, List, Optional, TextIO
 
 from tfxline.serving.native_stderr import TF_RUNTIME_NOISE, stderr_noise_to_file
+from tfxline.trainer.tuning_settings import PROGRESS as TUNING_PROGRESS
 
 _RUNNING = re.compile(r"Component (\S+) is running\.")
 _FINISHED = re.compile(r"Component (\S+) is finished\.")
@@ -49,6 +50,8 @@ class ProgressHandler(logging.Handler):
             seconds = time.monotonic() - self.started.pop(node, time.monotonic())
             tag = "cached" if self.cached else " done "
             self._print(f"[{tag} ] {node} ({seconds:.1f}s)")
+        elif message.startswith(TUNING_PROGRESS):  # the Tuner's trials, and its summary line
+            self._print(f"          {message}")
 
     def failed(self, tag: str = "failed ") -> List[str]:
         """The run raised: the components started and not finished failed, or were stopped (tag

@@ -15,7 +15,7 @@ import sys
 import time
 from typing import Optional, TextIO
 
-from tfxline.local import beam_flags, monitoring, outcome
+from tfxline.local import beam_flags, monitoring, outcome, reuse
 from tfxline.local.lock import one_run_at_a_time
 from tfxline.local.process import (
     frozen_heap,
@@ -48,6 +48,7 @@ class LocalPaths:
     schema_path: str
     span: Optional[int] = None  # the span ExampleGen ingests (the newest, or --span's), when the pattern names spans
     data_digest: str = ""       # the content of data_files (CSV): in ExampleGen's cache key
+    hyperparameters_uri: str = ""  # tuning.reuse's saved best hyperparameters (local/reuse.py)
 
 
 def resolve_inputs(cfg: PipelineConfig, span: Optional[int] = None) -> LocalPaths:
@@ -77,7 +78,8 @@ def resolve_inputs(cfg: PipelineConfig, span: Optional[int] = None) -> LocalPath
     check_window_splits(cfg, found.span)
     check_release(cfg)
     digest = files.content_digest(found.files) if cfg.data.format == "csv" else ""
-    return LocalPaths(found.root, found.pattern, found.files, schema_path, found.span, digest)
+    return LocalPaths(found.root, found.pattern, found.files, schema_path, found.span, digest,
+                      reuse.hyperparameters_uri(cfg))
 
 
 def check_release(cfg: PipelineConfig) -> None:
@@ -110,11 +112,9 @@ def check_tflite(cfg: PipelineConfig, schema) -> None:
 
 
 def check_window_splits(cfg: PipelineConfig, span: Optional[int]) -> None:
-    """A window of spans trains on spans that earlier runs ingested, with the splits of their
-    day: each must hold the splits Transform and the Trainer read now (train and the split the
-    Trainer validates on). After a change of the split config (e.g. the validation split
-    added) the old spans lack one, and TFX would fail deep inside Transform; raise DataError
-    naming the span and the way out instead."""
+    """A window of spans trains on spans that earlier runs ingested, with their day's splits: each
+    must hold the splits Transform and the Trainer read now. After a change of the split config
+    the old spans lack one, and TFX would fail deep inside Transform: DataError names the span."""
     window = cfg.data.window
     if window < 2 or not store_lib.store_exists(cfg.metadata_store):
         return
@@ -158,6 +158,7 @@ def build_pipeline(cfg: PipelineConfig, paths: LocalPaths, enable_cache: bool = 
         beam_pipeline_args=stack_compat.local_beam_args(beam_engines.beam_args(cfg.beam, cfg.runtime.beam_args)),
         component_beam_args=component_beam_args(cfg, paths),
         data_digest=paths.data_digest,
+        hyperparameters_uri=paths.hyperparameters_uri,
         enable_cache=enable_cache,
     )
 

@@ -29,6 +29,7 @@ from tfxline.components.serving_baseline import GatedEvaluator, ServingBaseline
 from tfxline.pipeline.config import EVAL_SPLIT, TRAIN_SPLIT, VALIDATION_SPLIT, PipelineConfig, steps
 from tfxline.pipeline.eval_config import build_eval_config
 from tfxline.pipeline.pusher_settings import release_properties, tflite_properties
+from tfxline.pipeline.tuning import tuned_hyperparameters, tuning_component
 
 PREPROCESSING_FN = "tfxline.transforms.preprocessing.preprocessing_fn"
 RUN_FN = "tfxline.trainer.run.run_fn"
@@ -118,6 +119,7 @@ def create_pipeline(
     run_metrics: Optional[dict] = None,
     component_beam_args: Optional[Mapping[str, Sequence[str]]] = None,
     data_digest: str = "",
+    hyperparameters_uri: str = "",
 ) -> Pipeline:
     """Build the pipeline.
 
@@ -128,17 +130,21 @@ def create_pipeline(
     Pusher's exec properties that make it push the run's metrics (a compiled run's; a local run's
     runner pushes them itself, local/monitoring.py); ``component_beam_args``: Beam args of
     single components by id, after the pipeline's (pipeline/beam/engines.component_args);
-    ``data_digest``: the content of the CSV files read now (a local run's), in ExampleGen's cache key.
+    ``data_digest``: the content of the CSV files read now (a local run's), in ExampleGen's cache key;
+    ``hyperparameters_uri``: the folder of the saved best hyperparameters ``tuning.reuse`` names
+    (the runner resolves it: a local run's ``latest`` from its store).
     """
     data = data_components(cfg, data_root=data_root, data_pattern=data_pattern, schema_path=schema_path, span=span,
                            pipeline_root=pipeline_root, serving_dir=serving_dir, run_metrics=run_metrics,
                            data_digest=data_digest)
     transform = transform_component(cfg, data)
-    trainer = trainer_component(cfg, data, transform, train_args, trainer_factory)
+    tuner = tuning_component(cfg, data.training_examples, data.schema_gen, transform,
+                             *training_args(cfg, train_args), hyperparameters_uri)
+    trainer = trainer_component(cfg, data, transform, train_args, trainer_factory, tuner)
     baseline, evaluator, pusher = evaluation_components(cfg, data, transform, trainer, serving_dir, run_metrics)
     components = [data.example_gen] + ([data.window] if data.window else []) + [
         data.statistics_gen, data.schema_gen, data.example_validator, data.anomalies_gate, data.drift_gate,
-        transform, trainer, baseline, evaluator, pusher]
+        transform] + ([tuner] if tuner else []) + [trainer, baseline, evaluator, pusher]
     for component in components:
         if component.id in (component_beam_args or {}):
             component.with_beam_pipeline_args(list(component_beam_args[component.id]))
@@ -210,21 +216,32 @@ def transform_component(cfg: PipelineConfig, data: DataComponents):
     return transform
 
 
-def trainer_component(cfg: PipelineConfig, data: DataComponents, transform, train_args, trainer_factory):
-    """The Trainer: its settings in custom_config, its step budget (training.train_steps) as TFX's
-    TrainArgs (pipeline/config/steps.py), unless a runtime ``train_args`` replaces it."""
+def training_args(cfg: PipelineConfig, train_args):
+    """(TrainArgs, EvalArgs) of the Tuner's trials and the Trainer: fit on train, early-stop on
+    validation; eval is the Evaluator's alone. The step budget (training.train_steps) as TFX's
+    TrainArgs (pipeline/config/steps.py), unless a runtime ``train_args`` replaces it (it names no
+    splits: TFX's default is train)."""
+    return (train_args or trainer_pb2.TrainArgs(**steps.train_args(steps.step_budget(cfg.training)),
+                                                splits=[TRAIN_SPLIT]),
+            trainer_pb2.EvalArgs(num_steps=cfg.training.eval_steps, splits=[cfg.data.trainer_eval_split]))
+
+
+def trainer_component(cfg: PipelineConfig, data: DataComponents, transform, train_args, trainer_factory,
+                      tuner=None):
+    """The Trainer: its settings in custom_config, the Tuner's (or reused) best hyperparameters
+    laid over them (trainer/run.py)."""
+    trainer_train_args, eval_args = training_args(cfg, train_args)
     trainer_kwargs = dict(
         run_fn=RUN_FN,
         examples=data.training_examples,
         transform_graph=transform.outputs["transform_graph"],
         schema=data.schema_gen.outputs["schema"],
-        # Fit on train, early-stop on validation; eval is the Evaluator's alone. (A runtime
-        # train_args names no splits: TFX's default is train.)
-        train_args=train_args or trainer_pb2.TrainArgs(
-            **steps.train_args(steps.step_budget(cfg.training)), splits=[TRAIN_SPLIT]),
-        eval_args=trainer_pb2.EvalArgs(num_steps=cfg.training.eval_steps, splits=[cfg.data.trainer_eval_split]),
+        train_args=trainer_train_args,
+        eval_args=eval_args,
         custom_config=trainer_custom_config(cfg),
     )
+    if tuner is not None:
+        trainer_kwargs["hyperparameters"] = tuned_hyperparameters(tuner)
     return (trainer_factory or Trainer)(**trainer_kwargs)
 
 

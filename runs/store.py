@@ -160,3 +160,16 @@ def tfx_artifacts(store, execution_id: int, event_types=OUTPUT_EVENTS) -> Dict[s
     types = {t.id: t for t in store.get_artifact_types_by_id(list(type_ids))}
     return {key: [artifact_utils.deserialize_artifact(types[a.type_id], a) for a in artifacts]
             for key, artifacts in out.items()}
+
+
+def newest_tuned(store, pipeline_name: str) -> Optional[str]:
+    """The folder of the newest live best_hyperparameters a Tuner of this pipeline wrote (a
+    cached Tuner's count too: its artifact is the one it served), or None."""
+    node = store.get_context_by_type_and_name("node", f"{pipeline_name}.Tuner")
+    if node is None:
+        return None
+    ids = [e.id for e in store.get_executions_by_context(node.id)]
+    outputs = [e.artifact_id for e in store.get_events_by_execution_ids(ids) if e.type in OUTPUT_EVENTS] if ids else []
+    tuned = [a for a in store.get_artifacts_by_id(outputs) if a.state == metadata_store_pb2.Artifact.LIVE
+             and store.get_artifact_types_by_id([a.type_id])[0].name == "HyperParameters"]
+    return max(tuned, key=lambda a: a.id).uri if tuned else None

@@ -144,6 +144,13 @@ class TaskType:
         (evaluation.threshold), as the Trainer records it; None where the task has none."""
         return None
 
+    def tuning_space(self) -> Dict[str, Tuple[Any, ...]]:
+        """The Tuner's search space for the keys a config leaves unset (trainer/tuning_settings.py:
+        learning_rate is a [low, high] log range, every other key a list of choices)."""
+        return {"learning_rate": (5e-4, 2e-2), "hidden_layers": (1, 2, 3), "hidden_units": (32, 64, 128, 256),
+                "dropout": (0.0, 0.1, 0.3), "embedding_max_dim": (4, 8, 16), "batch_size": (64, 128, 256),
+                "weight_decay": (0.0, 0.01, 0.1)}
+
     # -- evaluation -------------------------------------------------------------------------
 
     def tfma_metrics(self, ev, tfma) -> List[Any]:

@@ -85,6 +85,11 @@ class Multiclass(TaskType):
         """Sized by the label vocabulary."""
         return {"num_classes": classes()}
 
+    def tuning_space(self):
+        """The shared space, and whether each class weighs the same in the loss (a rare class's
+        recall against overall accuracy: the objective decides)."""
+        return dict(super().tuning_space(), class_weight=("none", "balanced"))
+
     def loss_and_metrics(self, keras):
         return (keras.losses.SparseCategoricalCrossentropy(),
                 [keras.metrics.SparseCategoricalAccuracy(name="accuracy")])

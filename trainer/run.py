@@ -21,7 +21,7 @@ import tensorflow as tf
 from tfxline import task_types
 from tfxline.patches import autograph, tf_custom_gradients
 from tfxline.trainer import callbacks as callbacks_lib
-from tfxline.trainer import data, decision, export, importance, precision, resume
+from tfxline.trainer import data, decision, export, importance, precision, resume, tuning_settings
 from tfxline.trainer import model as model_lib
 from tfxline.trainer import optimizer as optimizer_lib
 from tfxline.trainer import profile as profile_lib
@@ -68,7 +68,8 @@ def backup_dir(fn_args) -> str:
     (inputs and settings) under the component's root. Keras deletes it after a finished fit.
     """
     key = json.dumps({"transform": fn_args.transform_output, "train": list(fn_args.train_files),
-                      "config": fn_args.custom_config, "steps": fn_args.train_steps}, sort_keys=True,
+                      "config": fn_args.custom_config, "steps": fn_args.train_steps,
+                      "tuned": getattr(fn_args, "hyperparameters", None)}, sort_keys=True,
                      default=str)
     component_root = os.path.dirname(os.path.dirname(os.path.normpath(fn_args.model_run_dir)))
     return os.path.join(component_root, "backup", hashlib.sha256(key.encode()).hexdigest()[:16])
@@ -76,7 +77,9 @@ def backup_dir(fn_args) -> str:
 
 def run_fn(fn_args) -> None:
     keras()  # fail early, with the fix named, if tf.keras is not tf_keras
-    settings = TrainerSettings.from_custom_config(fn_args.custom_config)
+    # The Tuner's best values (fn_args.hyperparameters), laid over the config's as each trial laid its own
+    settings = tuning_settings.tuned(TrainerSettings.from_custom_config(fn_args.custom_config),
+                                     tuning_settings.best_values(getattr(fn_args, "hyperparameters", None)))
     strategy = strategy_lib.create_strategy(settings.runtime.strategy)
     policy = precision.resolve_policy(settings.runtime.precision, strategy)
     # also where no executor_patches wraps the Trainer (Vertex AI Training's container). The
@@ -164,6 +167,8 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
         tf.io.gfile.rmtree(backup)  # finished: nothing left to resume
     info = training_info(settings, strategy, policy, sizes, inputs, built, cbs, resumable, seconds, history,
                          step_profile)
+    # the Tuner's (or reused) values the model was trained with, laid over the config's
+    info["tuned"] = tuning_settings.best_values(getattr(fn_args, "hyperparameters", None)) or None
     info["decision"] = chosen  # binary: the threshold chosen on validation, and what it gives there
     # the columns the model leans on most: [column, the main metric's loss on validation when shuffled]
     info["leans_on"] = importance.leaned_on(built.model, inputs.validation, inputs.validation_steps,

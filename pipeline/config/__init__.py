@@ -34,6 +34,7 @@ from tfxline.pipeline.config.sections import (
 
 # The sections the Trainer reads live with the model code (trainer/ never imports pipeline/).
 from tfxline.trainer.settings import ModelConfig, TrainerRuntime, TrainerSettings, TrainingConfig
+from tfxline.trainer.tuning_settings import TuningConfig
 from tfxline.transforms.features import FeatureSpec
 from tfxline.typed_config.problems import ConfigError, Problem, bad, section_problems
 from tfxline.typed_config.read import FROM_YAML, REQUIRED
@@ -41,7 +42,7 @@ from tfxline.typed_config.read import FROM_YAML, REQUIRED
 __all__ = ["DEFAULT_CONFIG", "TRAIN_SPLIT", "VALIDATION_SPLIT", "EVAL_SPLIT", "ConfigError", "PipelineConfig",
            "DataConfig", "ModelConfig", "TrainingConfig", "RuntimeConfig", "EvaluationConfig", "DriftConfig",
            "ServingConfig", "MetadataConfig", "MonitoringConfig", "BeamConfig", "RetentionConfig",
-           "VertexTrainingConfig"]
+           "TuningConfig", "VertexTrainingConfig"]
 
 DEFAULT_CONFIG = "taxi"
 
@@ -56,6 +57,7 @@ class PipelineConfig:
     data: DataConfig = DataConfig()
     model: ModelConfig = ModelConfig()
     training: TrainingConfig = TrainingConfig()
+    tuning: TuningConfig = TuningConfig()
     runtime: RuntimeConfig = RuntimeConfig()
     evaluation: EvaluationConfig = EvaluationConfig()
     drift: DriftConfig = DriftConfig()
@@ -128,8 +130,16 @@ class PipelineConfig:
             if isinstance(value, FeatureSpec):
                 out[f.name] = value.to_dict()
             elif dataclasses.is_dataclass(value):
-                out[f.name] = {k: list(v) if isinstance(v, tuple) else v
-                               for k, v in dataclasses.asdict(value).items()}
+                out[f.name] = _plain(dataclasses.asdict(value))
             else:
                 out[f.name] = value
         return out
+
+
+def _plain(value: Any) -> Any:
+    """A section as YAML-shaped data: tuples as lists, nested sections as mappings."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value

@@ -1,0 +1,239 @@
+"""``tuner_fn``: the entry point TFX's Tuner calls (referenced by import path), and the tuner it
+returns: a ``keras_tuner.Tuner`` whose ``run_trial`` trains this project's model with the
+Trainer's own code (trainer/run.py ``build``, trainer/inputs.py) and returns the trial's best
+validation metric.
+
+Why a subclass: keras-tuner 1.4.8 builds its models with Keras 3 whenever the ``keras`` package is
+installed, whatever ``TF_USE_LEGACY_KERAS`` says (keras_tuner/src/backend/config.py:15-23), and
+refuses a tf_keras model with a FatalTypeError (src/engine/tuner.py:159-172; keras-team/keras-tuner
+#1039, fix #1040 unmerged). A tuner that builds and fits the model itself never reaches that
+check; tests/test_tuning.py pins the refusal, so the day keras-tuner accepts tf_keras that test
+says this subclass can go.
+
+Each trial: the settings with the trial's values laid over them (trainer/tuning_settings.py
+``tuned``, as the Trainer lays the best ones), early stopping as the Trainer's, at most
+``tuning.trial_epochs`` epochs, and the wall budget (``tuning.max_minutes``): no trial starts after
+it, and the running one stops at its next epoch's end. The trials share the Transform graph (one
+loaded layer, trainer/data.py) and each its cached split.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import io
+import logging
+import math
+import tempfile
+import time
+from typing import Any, Dict, List
+
+import attr
+import tensorflow as tf
+
+from tfxline.patches import autograph, tf_custom_gradients
+from tfxline.trainer import callbacks as callbacks_lib
+from tfxline.trainer import data, precision
+from tfxline.trainer import strategy as strategy_lib
+from tfxline.trainer import tuning_settings as T
+from tfxline.trainer.inputs import input_data, plan_sizes
+from tfxline.trainer.keras_compat import keras
+from tfxline.trainer.run import build
+from tfxline.trainer.settings import TrainerSettings
+from tfxline.typed_config.read import from_yaml
+
+
+class NoTrialFinished(RuntimeError):
+    """Every trial failed: nothing to train the model with."""
+
+
+def settings_of(custom_config: Dict[str, Any]):
+    """(TrainerSettings, TuningConfig) from the Tuner's custom_config: the Trainer's, plus ``tuning``."""
+    config = dict(custom_config)
+    tuning = from_yaml(T.TuningConfig, config.pop("tuning", {}), "tuning")
+    return TrainerSettings.from_custom_config(config), tuning
+
+
+def tuner_fn(fn_args):
+    """TFX's Tuner UDF: the tuner, and no fit arguments (each trial reads its data itself)."""
+    from tfx.components.tuner.component import TunerFnResult
+
+    keras()  # fail early, with the fix named, if tf.keras is not tf_keras
+    settings, tuning = settings_of(fn_args.custom_config)
+    # the Tuner's fn_args name the Transform graph only by its newer name; the Trainer's code reads the older
+    fn_args = attr.evolve(fn_args, transform_output=fn_args.transform_output or fn_args.transform_graph_path)
+    # keras-tuner's own state (the oracle's trials) in the executor's working directory
+    directory = fn_args.working_dir or tempfile.mkdtemp(prefix="tfxline-tuner-")
+    tuner = trial_tuner_class()(fn_args, settings, tuning, oracle=make_oracle(settings, tuning),
+                                directory=directory, project_name="trials", overwrite=True)
+    return TunerFnResult(tuner=tuner, fit_kwargs={})
+
+
+def search_space(space: Dict[str, tuple]):
+    """keras-tuner's HyperParameters for a resolved space (tuning_settings.SearchSpace.resolved)."""
+    import keras_tuner as kt
+
+    hp = kt.HyperParameters()
+    for key, values in space.items():
+        if key in T.RANGES:
+            hp.Float(key, min_value=float(values[0]), max_value=float(values[1]), sampling="log")
+        else:
+            hp.Choice(key, list(values), ordered=not isinstance(values[0], (str, bool)))
+    return hp
+
+
+def make_oracle(settings: TrainerSettings, tuning: T.TuningConfig):
+    """The search algorithm, over the resolved space, ranking trials by the objective."""
+    import keras_tuner as kt
+
+    name, direction = T.objective(tuning, settings.features.task)
+    common = dict(objective=kt.Objective(name, direction), hyperparameters=search_space(
+        tuning.space.resolved(settings.features.task)), seed=settings.training.seed, tune_new_entries=False,
+        allow_new_entries=False)
+    if tuning.algorithm == "hyperband":
+        oracle = kt.oracles.HyperbandOracle(max_epochs=trial_epochs(settings, tuning), factor=3, **common)
+        oracle.max_trials = tuning.max_trials  # its bracket decides the trials; max_trials caps them
+        return oracle
+    if tuning.algorithm == "random":
+        return kt.oracles.RandomSearchOracle(max_trials=tuning.max_trials, **common)
+    return kt.oracles.BayesianOptimizationOracle(
+        max_trials=tuning.max_trials, num_initial_points=min(3, tuning.max_trials), **common)
+
+
+def trial_epochs(settings: TrainerSettings, tuning: T.TuningConfig) -> int:
+    return tuning.trial_epochs or settings.training.epochs
+
+
+@functools.lru_cache(maxsize=None)
+def trial_tuner_class():
+    """The tuner class (defined on first use: keras-tuner imports Keras 3 when it loads)."""
+    import keras_tuner as kt
+
+    class TrialTuner(kt.Tuner):
+        """Trains this project's model per trial; keeps a record of every trial."""
+
+        def __init__(self, fn_args, settings: TrainerSettings, tuning: T.TuningConfig, **kwargs):
+            super().__init__(**kwargs)
+            self.fn_args, self.settings, self.tuning = fn_args, settings, tuning
+            self.objective_name, self.direction = T.objective(tuning, settings.features.task)
+            self.strategy = strategy_lib.create_strategy(settings.runtime.strategy)
+            self.policy = precision.resolve_policy(settings.runtime.precision, self.strategy)
+            self.trials: List[Dict[str, Any]] = []
+            self.failures: List[str] = []  # the failed trials' errors
+            self.started = time.monotonic()
+            self.deadline = self.started + tuning.max_minutes * 60 if tuning.max_minutes else math.inf
+            self.out_of_time = False
+
+        def search(self, *args, **kwargs):
+            """keras-tuner's search, quiet on the console: no progress table (verbose 0), and the
+            traceback it prints for a failed trial (keras_tuner/src/engine/base_tuner.py:280-282)
+            into the log, where run_trial logged it already with the trial's progress line."""
+            try:
+                with contextlib.redirect_stderr(_LogWriter()):
+                    return super().search(*args, **dict(kwargs, verbose=0))
+            except RuntimeError as e:  # keras-tuner's "Number of consecutive failures exceeded the limit"
+                if self.trials or not self.failures:
+                    raise
+                raise NoTrialFinished(
+                    f"tuning: {len(self.failures)} trials failed, none finished; the first: "
+                    f"{self.failures[0].splitlines()[0]} (the run's log has each trial's traceback); fix what it "
+                    "names, or turn tuning off (tuning.enabled: false)") from e
+
+
+        def run_trial(self, trial, *args, **kwargs):
+            values = dict(trial.hyperparameters.values)
+            epochs = int(values.get("tuner/epochs") or trial_epochs(self.settings, self.tuning))
+            started = time.monotonic()
+            try:
+                with autograph.libraries_not_converted(), precision.precision_policy(self.policy), \
+                        tf_custom_gradients.released():
+                    history = fit_trial(self.fn_args, T.tuned(self.settings, values), self.strategy, self.policy,
+                                        epochs, self.deadline)
+            except Exception as e:
+                logging.exception("tuning: trial %s failed", trial.trial_id)
+                self.failures.append(f"{type(e).__name__}: {e}")
+                progress("%strial %d/%d failed (%.1fs): %s", T.PROGRESS, len(self.trials) + len(self.failures),
+                             self.tuning.max_trials, time.monotonic() - started, self.failures[-1].splitlines()[0])
+                raise
+            scores = history.get(self.objective_name)
+            if not scores:
+                raise ValueError(f"tuning.objective: {self.objective_name} is not among the model's validation "
+                                 f"metrics ({', '.join(sorted(k for k in history if k.startswith('val_')))}); "
+                                 "name one of them, or auto")
+            pick = max if self.direction == "max" else min
+            best = pick(scores)
+            self.trials.append({"trial": trial.trial_id, "score": float(best), "epochs": len(scores),
+                                "best_epoch": scores.index(best) + 1, "seconds": round(time.monotonic() - started, 1),
+                                "values": T.best_values(values)})
+            progress("%s", T.trial_line(len(self.trials) + len(self.failures), self.tuning.max_trials,
+                                            self.objective_name, self.trials[-1]))
+            return {self.objective_name: float(best)}
+
+        def on_trial_end(self, trial):
+            super().on_trial_end(trial)
+            if time.monotonic() >= self.deadline and not self.out_of_time:
+                self.out_of_time = True  # the oracle starts no more trials (it stops at max_trials)
+                self.oracle.max_trials = len(self.oracle.trials)
+
+        def record(self) -> Dict[str, Any]:
+            """What the Tuner's tuning_run.json records (the run report and summary read it)."""
+            return T.tuning_record(self.tuning, self.objective_name, self.direction, self.trials,
+                                   time.monotonic() - self.started, self.out_of_time, self.failures)
+
+    return TrialTuner
+
+
+def progress(message: str, *args) -> None:
+    """A line a local run's console shows (local/process.py's ProgressHandler reads absl's logger)."""
+    from absl import logging as absl_logging
+
+    absl_logging.info(message, *args)
+
+
+class _LogWriter(io.TextIOBase):
+    """A text stream whose lines go to the log (debug level)."""
+
+    def write(self, text: str) -> int:
+        for line in text.splitlines():
+            if line.strip():
+                logging.debug("%s", line)
+        return len(text)
+
+
+@functools.lru_cache(maxsize=None)
+def deadline_class():
+    class StopAtDeadline(keras().callbacks.Callback):
+        """Ends the fit at the first epoch end past the wall budget (its best epoch counts)."""
+
+        def __init__(self, deadline: float):
+            super().__init__()
+            self.deadline = deadline
+
+        def on_epoch_end(self, epoch, logs=None):
+            if time.monotonic() >= self.deadline:
+                self.model.stop_training = True
+
+    return StopAtDeadline
+
+
+def fit_trial(fn_args, settings: TrainerSettings, strategy, policy: str, epochs: int,
+              deadline: float = math.inf) -> Dict[str, List[float]]:
+    """Train the model ``settings`` describe for at most ``epochs`` (early stopping as the Trainer
+    does, and the wall ``deadline``); the fit's history."""
+    keras().backend.clear_session()  # the previous trial's layers and names go
+    tf.keras.utils.set_random_seed(settings.training.seed)
+    settings = dataclasses.replace(settings, training=dataclasses.replace(settings.training, epochs=epochs))
+    sizes = plan_sizes(fn_args, settings, strategy)
+    inputs = input_data(fn_args, settings, sizes, {})
+    built = build(fn_args, settings, sizes, strategy, policy)
+    early_stopping, _ = callbacks_lib.early_stopping_callback(settings, sizes.epochs, inputs.validation)
+    callbacks = [c for c in (early_stopping, deadline_class()(deadline)) if c is not None]
+    fitted = built.trainable.fit(
+        inputs.train, epochs=sizes.epochs, steps_per_epoch=sizes.steps_per_epoch, validation_data=inputs.validation,
+        validation_steps=inputs.validation_steps, callbacks=callbacks, class_weight=inputs.class_weight, verbose=0)
+    return {k: [float(x) for x in v] for k, v in fitted.history.items()}
+
+
+def forget() -> None:
+    """After the search: the Transform layers the trials shared let go (trainer/data.py)."""
+    data.forget_transform_layers()

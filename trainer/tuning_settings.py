@@ -1,0 +1,191 @@
+"""The ``tuning`` config section: whether TFX's Tuner runs before the Trainer, how (algorithm,
+trials, a wall budget, the objective), over which of the model's own keys (``space``), or which
+saved best hyperparameters the Trainer takes instead (``reuse``); and how a set of tuned values
+lands on the Trainer's settings (``tuned``), the one place both the Tuner's trials and the
+Trainer apply them.
+
+A search-space key is a ``model`` or ``training`` key (``hidden_layers`` with ``hidden_units`` make
+the model's layer widths); a key left unset takes the task type's default
+(task_types/base.py ``tuning_space``), an empty list tunes nothing there (the config's value).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Dict, Iterator, Mapping, Optional, Tuple
+
+from tfxline import task_types
+from tfxline.typed_config.problems import Problem, bad
+
+ALGORITHMS = ("random", "bayesian", "hyperband")
+# The keys a search space names, by kind: a log-uniform [low, high] range, or a list of choices.
+RANGES = ("learning_rate",)
+CHOICES = ("hidden_layers", "hidden_units", "dropout", "embedding_max_dim", "batch_size", "weight_decay",
+           "batch_norm", "class_weight")
+# Where a value lands: the section of TrainerSettings each key belongs to.
+_SECTION = {"learning_rate": "model", "dropout": "model", "embedding_max_dim": "model", "weight_decay": "model",
+            "batch_norm": "model", "batch_size": "training", "class_weight": "training"}
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchSpace:
+    """What the Tuner may try: each key unset (null) takes the task's default, [] tunes nothing."""
+    learning_rate: Optional[Tuple[float, ...]] = None      # [low, high], searched on a log scale
+    hidden_layers: Optional[Tuple[int, ...]] = None        # how many hidden layers
+    hidden_units: Optional[Tuple[int, ...]] = None         # the first layer's width; each next one half (>= 8)
+    dropout: Optional[Tuple[float, ...]] = None
+    embedding_max_dim: Optional[Tuple[int, ...]] = None
+    batch_size: Optional[Tuple[int, ...]] = None
+    weight_decay: Optional[Tuple[float, ...]] = None       # AdamW's decoupled decay (0: plain Adam)
+    batch_norm: Optional[Tuple[bool, ...]] = None
+    class_weight: Optional[Tuple[str, ...]] = None         # none | balanced (class labels)
+
+    def problems(self) -> Iterator[Problem]:
+        lr = self.learning_rate
+        if lr is not None and lr and not (len(lr) == 2 and 0 < lr[0] <= lr[1]):
+            yield bad(self, "learning_rate", "write [low, high] with 0 < low <= high ([]: model.learning_rate)")
+        for key, ok, rule in (("hidden_layers", lambda v: v >= 1, ">= 1"), ("hidden_units", lambda v: v >= 1, ">= 1"),
+                              ("dropout", lambda v: 0 <= v < 1, "in [0, 1)"),
+                              ("embedding_max_dim", lambda v: v >= 2, ">= 2"), ("batch_size", lambda v: v >= 1, ">= 1"),
+                              ("weight_decay", lambda v: 0 <= v < 1, "in [0, 1)"),
+                              ("class_weight", lambda v: v in ("none", "balanced"), "none or balanced")):
+            if not all(ok(v) for v in getattr(self, key) or ()):
+                yield bad(self, key, f"every choice must be {rule}")
+
+    def resolved(self, task: str) -> Dict[str, tuple]:
+        """Every key's choices (or range): the config's where set, else the task type's default;
+        keys with nothing to choose left out."""
+        defaults = task_types.get(task).tuning_space()
+        out = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            value = defaults.get(f.name, ()) if value is None else value
+            if value and not (f.name in CHOICES and len(set(value)) < 2):
+                out[f.name] = tuple(value)
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class TuningConfig:
+    # Run TFX's Tuner before the Trainer; the Trainer trains on the best values it found.
+    enabled: bool = False
+    # random | bayesian (a Gaussian process over the finished trials) | hyperband (many short trials,
+    # the best of them trained longer; its bracket sets the number of trials, max_trials caps it)
+    algorithm: str = "bayesian"
+    max_trials: int = 10
+    # A wall budget: no trial starts after it, and the running one stops at its next epoch's end
+    # (its best epoch counts). 0: no budget (max_trials alone).
+    max_minutes: float = 10.0
+    # What the trials are ranked by, on the validation split: auto is the task's main metric
+    # (val_auc, val_accuracy, val_rmse); or val_loss, or any val_ metric the model compiles.
+    objective: str = "auto"
+    # Each trial's most epochs (0: training.epochs); early stopping (training.early_stopping_patience)
+    # ends a trial sooner.
+    trial_epochs: int = 0
+    # Train on saved best hyperparameters instead of tuning: a best_hyperparameters.txt file (or
+    # its folder), or `latest`, the newest the pipeline's store holds (a local run's).
+    reuse: str = ""
+    # Vertex AI only: trials at once (TFX's Vertex Tuner extension, one worker each). Local
+    # tuning runs its trials one after another.
+    parallel_trials: int = 1
+    space: SearchSpace = SearchSpace()
+
+    @property
+    def tunes(self) -> bool:
+        """The Tuner runs in this pipeline (reuse feeds saved values instead)."""
+        return self.enabled and not self.reuse
+
+    def problems(self) -> Iterator[Problem]:
+        if self.algorithm not in ALGORITHMS:
+            yield bad(self, "algorithm", f"use one of {', '.join(ALGORITHMS)}")
+        if not self.max_trials >= 1:
+            yield bad(self, "max_trials", "must be >= 1")
+        if not self.max_minutes >= 0:
+            yield bad(self, "max_minutes", "must be >= 0 (0: no wall budget)")
+        if not (self.objective == "auto" or self.objective.startswith("val_")):
+            yield bad(self, "objective", "use auto (the task's main metric) or a validation metric such as val_loss")
+        if not self.trial_epochs >= 0:
+            yield bad(self, "trial_epochs", "must be >= 0 (0: training.epochs)")
+        if not self.parallel_trials >= 1:
+            yield bad(self, "parallel_trials", "must be >= 1")
+        yield from (p.within("space") for p in self.space.problems())
+
+
+def objective(tuning: TuningConfig, task: str) -> Tuple[str, str]:
+    """(the metric the trials are ranked by, 'max' or 'min')."""
+    task_type = task_types.get(task)
+    name = f"val_{task_type.main_metric}" if tuning.objective == "auto" else tuning.objective
+    if name == f"val_{task_type.main_metric}":
+        return name, "max" if task_type.higher_is_better else "min"
+    return name, "min" if any(w in name for w in ("loss", "error", "rmse", "mae", "mse")) else "max"
+
+
+def layer_widths(layers: int, first: int) -> Tuple[int, ...]:
+    """``layers`` hidden layers, the first ``first`` wide, each next one half as wide (>= 8)."""
+    return tuple(max(8, first // 2 ** i) if i else first for i in range(layers))
+
+
+def tuned(settings: Any, values: Mapping[str, Any]) -> Any:
+    """``settings`` (trainer.settings.TrainerSettings) with tuned ``values`` laid over its model and
+    training sections; keys this project does not tune (keras-tuner's own ``tuner/...``) ignored."""
+    model, training = dict(_fields(settings.model)), dict(_fields(settings.training))
+    sections = {"model": model, "training": training}
+    for key, value in values.items():
+        if key in _SECTION:
+            section = sections[_SECTION[key]]
+            section[key] = type(section[key])(value)
+    if "hidden_layers" in values or "hidden_units" in values:
+        current = settings.model.hidden_units
+        model["hidden_units"] = layer_widths(int(values.get("hidden_layers", len(current) or 1)),
+                                             int(values.get("hidden_units", current[0] if current else 64)))
+    return dataclasses.replace(settings, model=type(settings.model)(**model),
+                               training=type(settings.training)(**training))
+
+
+def best_values(hyperparameters: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+    """The values of TFX's best_hyperparameters (keras-tuner's HyperParameters config, as the
+    Trainer's fn_args.hyperparameters holds it): {} for none."""
+    if not hyperparameters:
+        return {}
+    values = hyperparameters.get("values", hyperparameters)
+    return {k: v for k, v in values.items() if not str(k).startswith("tuner/")}
+
+
+def _fields(section: Any) -> Dict[str, Any]:
+    return {f.name: getattr(section, f.name) for f in dataclasses.fields(section)}
+
+
+# A local run's console shows the Tuner's log lines that start so (local/process.py ProgressHandler).
+PROGRESS = "tuning: "
+TUNING_RUN_FILE = "tuning_run.json"  # the Tuner's record, beside TFX's tuner_results.json
+
+
+def shown(values: Mapping[str, Any]) -> str:
+    """'learning_rate=0.0031 hidden_layers=2 ...': values as the console and report show them."""
+    return " ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in values.items())
+
+
+def trial_line(done: int, max_trials: int, objective_name: str, trial: Mapping[str, Any]) -> str:
+    """A trial's progress line: 'tuning: trial 2/10: val_auc 0.9412 (4 epochs, 12.3s) lr=...'."""
+    return (f"{PROGRESS}trial {done}/{max_trials}: {objective_name} {trial['score']:.4f} "
+            f"({trial['epochs']} epochs, {trial['seconds']:.1f}s) {shown(trial['values'])}")
+
+
+def tuning_record(tuning: TuningConfig, objective_name: str, direction: str, trials, seconds: float,
+                  out_of_time: bool, failures=()) -> Dict[str, Any]:
+    """The Tuner's record: its settings, every trial, the best one and why the search ended."""
+    ranked = sorted(trials, key=lambda t: t["score"], reverse=direction == "max")
+    return {"algorithm": tuning.algorithm, "objective": objective_name, "direction": direction,
+            "max_trials": tuning.max_trials, "max_minutes": tuning.max_minutes, "seconds": round(seconds, 1),
+            "ended_by": "max_minutes" if out_of_time else "max_trials", "trials": list(trials),
+            "failed": list(failures), "best": ranked[0] if ranked else None}
+
+
+def summary_line(record: Mapping[str, Any]) -> str:
+    """'tuning: 3 trials in 41s, best val_auc 0.9431: learning_rate=0.0042 hidden_layers=2 ...'."""
+    best = record.get("best")
+    trials = len(record.get("trials", ()))
+    budget = " (the max_minutes budget ended it)" if record.get("ended_by") == "max_minutes" else ""
+    if not best:
+        return f"{PROGRESS}{trials} trials in {record.get('seconds', 0):.0f}s, none finished{budget}"
+    return (f"{PROGRESS}{trials} trials in {record['seconds']:.0f}s{budget}, best {record['objective']} "
+            f"{best['score']:.4f}: {shown(best['values'])}")
