@@ -222,8 +222,7 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
         with logging_to(log_path, stream) as progress:
             print(f"pipeline {cfg.name}, run {run_id}: {reads_line(cfg, paths, span)}; log: {log_path}", file=stream,
                   flush=True)
-            # Beam's worker processes write their libraries' start-up and shutdown noise to
-            # stderr: into the run's log with the rest, the console keeps the progress lines.
+            # Beam workers' start-up and shutdown noise on stderr: into the run's log, not the console.
             workers = any(beam_engines.starts_worker_processes(beam_flags.args_of(beam_env, c.id))
                           for c in pipeline.components)
             signals: list = []
