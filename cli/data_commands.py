@@ -21,6 +21,9 @@ def add_init(sub) -> None:
                            "y/n, 1/0 or positive/negative)")
     init.add_argument("--dir", default=".", metavar="DIR", help="where config.yaml and schema.pbtxt go (default: here)")
     init.add_argument("--force", action="store_true", help="replace DIR's config.yaml and schema.pbtxt")
+    init.add_argument("--tune", action="store_true",
+                      help="tune the model's hyperparameters before training (TFX's Tuner), within a budget that "
+                           "fits the table")
     init.set_defaults(func=cmd_init)
 
 
@@ -53,7 +56,8 @@ def cmd_init(args, stream: TextIO) -> int:
 
     quiet_tensorflow()  # the schema is drafted with TFDV
     try:
-        return init_project.init(args.data, args.label, args.task, args.positive, args.dir, args.force, stream)
+        return init_project.init(args.data, args.label, args.task, args.positive, args.dir, args.force, stream,
+                                 tune=args.tune)
     except (init_project.InitError, DataError) as e:
         raise BadInput(str(e)) from None
 

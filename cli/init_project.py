@@ -18,7 +18,8 @@ pushes on the first try. The rules (docs/your-data.md states them):
 - how the rows are spread (cli/init_balance.py): repeated rows, a rare class (a binary label's
   threshold for F1; a multi-class label's balanced class weights), classes too small for a split;
 - the batch, the validation split and the training length from the row count; slices from
-  low-cardinality text columns.
+  low-cardinality text columns;
+- with ``--tune``, a ``tuning`` section whose trials and wall budget fit the row count.
 """
 from __future__ import annotations
 
@@ -61,6 +62,17 @@ class Plan:
     sizing_why: str
     balance: init_balance.Balance = dataclasses.field(default_factory=lambda: init_balance.Balance([]))
     suspects: Dict[str, str] = dataclasses.field(default_factory=dict)  # column: why it gives the label away
+    tuning: Optional[Dict[str, Any]] = None  # --tune: tuning_budget's
+
+
+def tuning_budget(labelled: int) -> Dict[str, Any]:
+    """--tune: trials and a wall budget for ``labelled`` rows. A trial is about one training of the
+    model (early stopping ends most sooner): on a 2-core machine seconds on a few thousand rows, about
+    a minute on 50,000 (bench/tables.py); the budget ends the search whichever comes first."""
+    trials, minutes = (20, 5) if labelled < 100_000 else (12, 15) if labelled < 1_000_000 else (8, 30)
+    why = (f"{labelled} labelled rows: up to {trials} trials within {minutes} minutes (on 2 cores; raise "
+           "max_minutes on a larger machine or for more trials)")
+    return {"algorithm": "bayesian", "max_trials": trials, "max_minutes": minutes, "why": why}
 
 
 def sizing(labelled: int) -> Dict[str, Any]:
@@ -84,8 +96,8 @@ def sizing(labelled: int) -> Dict[str, Any]:
             "eval_steps": eval_steps, "why": why}
 
 
-def plan(data_path: str, label: str, task: Optional[str] = None,
-         positive: Optional[str] = None) -> Tuple[Plan, List[str], List[List[str]]]:
+def plan(data_path: str, label: str, task: Optional[str] = None, positive: Optional[str] = None,
+         tune: bool = False) -> Tuple[Plan, List[str], List[List[str]]]:
     """Decide everything from the data (raises InitError / DataError); also returns the columns
     read, for the schema."""
     files = data_source.locate(data_path, "csv").files
@@ -126,7 +138,8 @@ def plan(data_path: str, label: str, task: Optional[str] = None,
                 label=label_spec, task=chosen_task, task_why=task_why, inputs=inputs, decisions=decisions,
                 slices=slices, buckets=size["buckets"], batch_size=size["batch_size"], epochs=size["epochs"],
                 patience=size["patience"], eval_steps=size["eval_steps"], sizing_why=size["why"],
-                balance=spread, suspects={c: leak.why for c, leak in found.items()}), header, columns
+                balance=spread, suspects={c: leak.why for c, leak in found.items()},
+                tuning=tuning_budget(labelled) if tune else None), header, columns
 
 
 def _flow(spec: Dict[str, Any]) -> str:
@@ -194,9 +207,22 @@ def render_config(p: Plan, schema_path: str) -> str:
         f"  slices: [{', '.join(_quote(s) for s in p.slices)}]   # reported per value (low-cardinality text columns)",
         *[f"  {key}: {value}   # {why}" for key, (value, why) in p.balance.evaluation.items()],
         *_suspects(p.suspects),
+        *_tuning(p.tuning),
         "",
     ]
     return "\n".join(lines)
+
+
+def _tuning(tuning: Optional[Dict[str, Any]]) -> List[str]:
+    """The tuning section --tune writes (the search space: the task's default, docs/configuration.md)."""
+    if not tuning:
+        return []
+    return ["", "tuning:", "  enabled: true   # TFX's Tuner before the Trainer; the Trainer trains on the best values",
+            f"  # {tuning['why']}",
+            f"  algorithm: {tuning['algorithm']}", f"  max_trials: {tuning['max_trials']}",
+            f"  max_minutes: {tuning['max_minutes']}",
+            "  objective: auto   # the task's main metric on the validation split",
+            "  # space: the task's default search space; set a key to narrow it (e.g. batch_size: [128, 256])"]
 
 
 def _suspects(suspects: Dict[str, str]) -> List[str]:
@@ -215,14 +241,14 @@ def _quote(text: str) -> str:
 
 
 def init(data_path: str, label: str, task: Optional[str], positive: Optional[str], directory: str,
-         force: bool, stream: TextIO) -> int:
+         force: bool, stream: TextIO, tune: bool = False) -> int:
     from tfxline.cli import schema_draft as schema_tools
 
     config_path, schema_path = os.path.join(directory, CONFIG_FILE), os.path.join(directory, SCHEMA_FILE)
     existing = [p for p in (config_path, schema_path) if os.path.exists(p)]
     if existing and not force:
         raise InitError(f"{existing[0]} exists; pass --force to replace it, or another --dir")
-    p, header, columns = plan(data_path, label, task, positive)
+    p, header, columns = plan(data_path, label, task, positive, tune)
     import yaml
     from google.protobuf import text_format
 
@@ -239,6 +265,8 @@ def init(data_path: str, label: str, task: Optional[str], positive: Optional[str
     for line in p.balance.lines:
         print(line, file=stream)
     print(f"slices: {', '.join(p.slices) or 'none (no text column with 2-10 values)'}", file=stream)
+    if p.tuning:
+        print(f"tuning: {p.tuning['why']}", file=stream)
     files.write_text_atomic(schema_path, f"# Drafted by `tfxline init` from {p.data_path}; review it.\n" + schema_text)
     files.write_text_atomic(config_path, config_text)
     print(f"wrote {config_path} and {schema_path}; next: tfxline run --config {config_path}", file=stream, flush=True)

@@ -1,6 +1,6 @@
 """The ``tfxline`` command.
 
-    tfxline init --data CSV --label COLUMN [--task T] [--positive VALUE] [--dir DIR] [--force]
+    tfxline init --data CSV --label COLUMN [--task T] [--positive VALUE] [--dir DIR] [--force] [--tune]
     tfxline run [--config FILE] [--data PATH] [--output DIR] [--set section.key=value ...] [--span N]
     tfxline schema draft --data PATH [--schema-output FILE] [--diff]
     tfxline predict --input rows.csv --predictions out.csv

@@ -146,10 +146,10 @@ class TaskType:
 
     def tuning_space(self) -> Dict[str, Tuple[Any, ...]]:
         """The Tuner's search space for the keys a config leaves unset (trainer/tuning_settings.py:
-        learning_rate is a [low, high] log range, every other key a list of choices)."""
+        learning_rate is a [low, high] log range, every other key a list of choices; batch_size's
+        default is half, once and twice the configured batch, which the training length was sized for)."""
         return {"learning_rate": (5e-4, 2e-2), "hidden_layers": (1, 2, 3), "hidden_units": (32, 64, 128, 256),
-                "dropout": (0.0, 0.1, 0.3), "embedding_max_dim": (4, 8, 16), "batch_size": (64, 128, 256),
-                "weight_decay": (0.0, 0.01, 0.1)}
+                "dropout": (0.0, 0.1, 0.3), "embedding_max_dim": (4, 8, 16), "weight_decay": (0.0, 0.01, 0.1)}
 
     # -- evaluation -------------------------------------------------------------------------
 

@@ -87,9 +87,9 @@ def make_oracle(settings: TrainerSettings, tuning: T.TuningConfig):
     import keras_tuner as kt
 
     name, direction = T.objective(tuning, settings.features.task)
-    common = dict(objective=kt.Objective(name, direction), hyperparameters=search_space(
-        tuning.space.resolved(settings.features.task)), seed=settings.training.seed, tune_new_entries=False,
-        allow_new_entries=False)
+    space = tuning.space.resolved(settings.features.task, settings.training.batch_size)
+    common = dict(objective=kt.Objective(name, direction), hyperparameters=search_space(space),
+                  seed=settings.training.seed, tune_new_entries=False, allow_new_entries=False)
     if tuning.algorithm == "hyperband":
         oracle = kt.oracles.HyperbandOracle(max_epochs=trial_epochs(settings, tuning), factor=3, **common)
         oracle.max_trials = tuning.max_trials  # its bracket decides the trials; max_trials caps them

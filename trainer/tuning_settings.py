@@ -51,10 +51,12 @@ class SearchSpace:
             if not all(ok(v) for v in getattr(self, key) or ()):
                 yield bad(self, key, f"every choice must be {rule}")
 
-    def resolved(self, task: str) -> Dict[str, tuple]:
-        """Every key's choices (or range): the config's where set, else the task type's default;
-        keys with nothing to choose left out."""
-        defaults = task_types.get(task).tuning_space()
+    def resolved(self, task: str, batch_size: int) -> Dict[str, tuple]:
+        """Every key's choices (or range): the config's where set, else the task type's default
+        (batch_size's: half, once and twice ``batch_size``, the configured one); keys with nothing
+        to choose left out."""
+        defaults = dict(task_types.get(task).tuning_space(),
+                        batch_size=(max(8, batch_size // 2), batch_size, batch_size * 2))
         out = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
