@@ -1,0 +1,86 @@
+"""A tuned run end to end through the command (issue #64): TFX's Tuner with this project's tuner
+before the Trainer, three trials on the taxi slice, blessed and pushed; the same command again
+serves the Tuner from cache; ``tuning.reuse: latest`` then feeds the saved values through an
+Importer and the Trainer is served from cache too (the same hyperparameters artifact).
+
+Runs of its own (tests/conftest.py's inventory): the tuned run is what is checked, and its two
+re-runs are cached (seconds each).
+"""
+import io
+import json
+import os
+
+import pytest
+
+from tfxline.cli import main as cli
+from tfxline.runs.store import open_store
+from tfxline.runs.summary import collect_run, training_run
+from tfxline.trainer.tuning_settings import TUNING_RUN_FILE
+from tests.conftest import E2E_TRAIN_STEPS
+
+pytestmark = pytest.mark.e2e
+TUNED = ["tuning.enabled=true", "tuning.max_trials=3", "tuning.algorithm=random"]
+
+
+def run(data, out_dir, *sets):
+    argv = ["run", "--data", data, "--output", str(out_dir), "--set", "training.mode=steps",
+            "--set", f"training.train_steps={E2E_TRAIN_STEPS}", "--set", "training.epochs=3",
+            "--set", "training.eval_steps=10"]
+    for s in sets:
+        argv += ["--set", s]
+    stdout = io.StringIO()
+    code = cli.main(argv, stream=stdout)
+    summary = collect_run(str(out_dir / "metadata.sqlite"), "taxi")
+    return code, stdout.getvalue(), summary
+
+
+@pytest.fixture(scope="module")
+def tuned_runs(taxi_slice, tmp_path_factory):
+    """The tuned run, the same command again, and a run that reuses the latest tuned values."""
+    out_dir = tmp_path_factory.mktemp("tuned")
+    return out_dir, [run(taxi_slice, out_dir, *TUNED), run(taxi_slice, out_dir, *TUNED),
+                     run(taxi_slice, out_dir, "tuning.reuse=latest")]
+
+
+def test_the_tuner_runs_three_trials_and_the_trainer_trains_on_the_best(tuned_runs):
+    _, [(code, out, summary), _, _] = tuned_runs
+    assert code == 0, out
+    tuner = summary.component("Tuner")
+    assert tuner is not None and tuner.state == "complete"
+    with open(os.path.join(tuner.outputs["best_hyperparameters"][0], "best_hyperparameters.txt")) as f:
+        best = json.load(f)["values"]
+    with open(os.path.join(tuner.outputs["tuner_results"][0], TUNING_RUN_FILE)) as f:
+        record = json.load(f)
+    assert len(record["trials"]) == 3 and not record["failed"] and record["ended_by"] == "max_trials"
+    assert record["best"]["score"] == max(t["score"] for t in record["trials"])  # val_auc: higher is better
+    assert {k: v for k, v in best.items() if not k.startswith("tuner/")} == record["best"]["values"]
+    info = training_run(summary.component("Trainer").outputs["model_run"][0])
+    assert info["tuned"] == record["best"]["values"]  # laid over the config's values
+    assert info["batch_size"] == best["batch_size"]
+    # the console: a line per trial and the summary line, between the Tuner's start and end
+    lines = out.splitlines()
+    start = lines.index("[ start ] Tuner")
+    trials = [x.strip() for x in lines[start + 1:start + 5]]
+    assert [x.split(":")[1].strip() for x in trials[:3]] == ["trial 1/3", "trial 2/3", "trial 3/3"], out
+    assert trials[3].startswith("tuning: 3 trials in ") and "best val_auc" in trials[3]
+    assert lines[start + 5].startswith("[ done  ] Tuner")
+    assert summary.blessed is True and summary.pushed is True, out
+
+
+def test_the_same_command_again_serves_the_tuner_from_cache(tuned_runs):
+    _, [_, (code, out, summary), _] = tuned_runs
+    assert code == 0, out
+    assert "[cached ] Tuner" in out and "[cached ] Trainer" in out
+    assert summary.component("Tuner").state == "cached"
+
+
+def test_reuse_latest_feeds_the_saved_values_and_the_trainer_is_cached(tuned_runs):
+    out_dir, [(_, _, tuned), _, (code, out, summary)] = tuned_runs
+    assert code == 0, out
+    assert summary.component("Tuner") is None and "[ done  ] ReusedHyperparameters" in out
+    imported = summary.component("ReusedHyperparameters").outputs["result"][0]
+    assert imported == tuned.component("Tuner").outputs["best_hyperparameters"][0]
+    assert "[cached ] Trainer" in out  # the same artifact: the same cache key
+    store = open_store(str(out_dir / "metadata.sqlite"))
+    assert store.get_artifacts_by_type("HyperParameters")  # one artifact, imported, not copied
+    assert len(store.get_artifacts_by_type("HyperParameters")) == 1
