@@ -232,3 +232,13 @@ def test_init_tune_writes_a_budget_that_fits_the_table(capsys, tmp_path):
     assert cfg.tuning.algorithm == "bayesian" and cfg.tuning.objective == "auto"
     assert cli.main(["init", "--data", data, "--label", "deny", "--dir", str(tmp_path / "q")]) == 0
     assert "tuning" not in yaml.safe_load((tmp_path / "q" / "config.yaml").read_text())
+
+
+def test_the_documented_defaults_are_the_task_types():
+    """tuning.space's field comments (docs/configuration.md) state the task type's defaults."""
+    from tfxline import task_types
+    from tools.config_reference import field_comments
+
+    comments = field_comments(T.SearchSpace)
+    for key, values in task_types.get("binary").tuning_space().items():
+        assert f"default [{', '.join(f'{v:g}' for v in values)}]" in comments[key], key

@@ -29,15 +29,19 @@ _SECTION = {"learning_rate": "model", "dropout": "model", "embedding_max_dim": "
 @dataclasses.dataclass(frozen=True)
 class SearchSpace:
     """What the Tuner may try: each key unset (null) takes the task's default, [] tunes nothing."""
-    learning_rate: Optional[Tuple[float, ...]] = None      # [low, high], searched on a log scale
-    hidden_layers: Optional[Tuple[int, ...]] = None        # how many hidden layers
-    hidden_units: Optional[Tuple[int, ...]] = None         # the first layer's width; each next one half (>= 8)
-    dropout: Optional[Tuple[float, ...]] = None
-    embedding_max_dim: Optional[Tuple[int, ...]] = None
+    # [low, high], searched on a log scale (default [0.0005, 0.02])
+    learning_rate: Optional[Tuple[float, ...]] = None
+    hidden_layers: Optional[Tuple[int, ...]] = None        # how many hidden layers (default [1, 2, 3])
+    # the first hidden layer's width; each next one is half as wide, at least 8 (default [32, 64, 128, 256])
+    hidden_units: Optional[Tuple[int, ...]] = None
+    dropout: Optional[Tuple[float, ...]] = None            # after each hidden layer (default [0, 0.1, 0.3])
+    embedding_max_dim: Optional[Tuple[int, ...]] = None    # the embeddings' width cap (default [4, 8, 16])
+    # default: half, once and twice training.batch_size (the training length was sized for it)
     batch_size: Optional[Tuple[int, ...]] = None
-    weight_decay: Optional[Tuple[float, ...]] = None       # AdamW's decoupled decay (0: plain Adam)
-    batch_norm: Optional[Tuple[bool, ...]] = None
-    class_weight: Optional[Tuple[str, ...]] = None         # none | balanced (class labels)
+    weight_decay: Optional[Tuple[float, ...]] = None       # AdamW's decoupled decay, 0: Adam (default [0, 0.01, 0.1])
+    batch_norm: Optional[Tuple[bool, ...]] = None          # default: not tuned (model.batch_norm)
+    # none | balanced; default: [none, balanced] for a multi-class label, not tuned otherwise
+    class_weight: Optional[Tuple[str, ...]] = None
 
     def problems(self) -> Iterator[Problem]:
         lr = self.learning_rate
@@ -73,6 +77,7 @@ class TuningConfig:
     # random | bayesian (a Gaussian process over the finished trials) | hyperband (many short trials,
     # the best of them trained longer; its bracket sets the number of trials, max_trials caps it)
     algorithm: str = "bayesian"
+    # The most trials (model configurations) the search trains, one after another locally.
     max_trials: int = 10
     # A wall budget: no trial starts after it, and the running one stops at its next epoch's end
     # (its best epoch counts). 0: no budget (max_trials alone).
@@ -89,6 +94,7 @@ class TuningConfig:
     # Vertex AI only: trials at once (TFX's Vertex Tuner extension, one worker each). Local
     # tuning runs its trials one after another.
     parallel_trials: int = 1
+    # What the trials may try, over the model's and training's own keys (tuning.space.* below).
     space: SearchSpace = SearchSpace()
 
     @property
