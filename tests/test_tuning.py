@@ -242,3 +242,65 @@ def test_the_documented_defaults_are_the_task_types():
     comments = field_comments(T.SearchSpace)
     for key, values in task_types.get("binary").tuning_space().items():
         assert f"default [{', '.join(f'{v:g}' for v in values)}]" in comments[key], key
+
+
+def _search(tmp_path, monkeypatch, fake_fit, *sets):
+    """tuner_fn's tuner searching with the real keras-tuner oracle loop, each trial's fit replaced by
+    ``fake_fit`` (the real fit, and TFX's executor around it: test_tuning_e2e); (record, best values)."""
+    from tfx.components.trainer.fn_args_utils import FnArgs
+
+    from tfxline.trainer import tune
+
+    monkeypatch.setattr(tune, "fit_trial", fake_fit)
+    monkeypatch.setattr(tune.strategy_lib, "create_strategy", lambda name: None)
+    monkeypatch.setattr(tune.precision, "resolve_policy", lambda name, strategy: "float32")
+    cfg = load_config(overrides=[f"output_root={tmp_path}", "tuning.enabled=true", *sets])
+    result = tune.tuner_fn(FnArgs(working_dir=str(tmp_path / "work"), transform_graph_path=str(tmp_path / "graph"),
+                                  custom_config=tuner_custom_config(cfg)))
+    result.tuner.search(**result.fit_kwargs)
+    return result.tuner.record(), result.tuner.get_best_hyperparameters()[0].values
+
+
+def test_the_wall_budget_ends_the_search(tmp_path, monkeypatch):
+    import time
+
+    def slow_fit(fn_args, settings, strategy, policy, epochs, deadline):
+        time.sleep(0.2)
+        return {"val_auc": [settings.model.learning_rate / 2, settings.model.learning_rate]}  # the best epoch counts
+
+    record, best = _search(tmp_path, monkeypatch, slow_fit, "tuning.max_trials=5", "tuning.max_minutes=0.001",
+                           "tuning.algorithm=random")
+    assert record["ended_by"] == "max_minutes" and len(record["trials"]) == 1
+    assert record["best"]["score"] == best["learning_rate"] and record["best"]["best_epoch"] == 2
+
+
+def test_the_best_of_every_trial_is_written(tmp_path, monkeypatch):
+    def fit(fn_args, settings, strategy, policy, epochs, deadline):
+        return {"val_auc": [settings.model.learning_rate], "val_loss": [1.0]}
+
+    record, best = _search(tmp_path, monkeypatch, fit, "tuning.max_trials=4", "tuning.algorithm=random")
+    assert record["ended_by"] == "max_trials" and len(record["trials"]) == 4
+    assert best["learning_rate"] == max(t["values"]["learning_rate"] for t in record["trials"])
+    assert record["best"]["values"] == {k: v for k, v in best.items() if not k.startswith("tuner/")}
+
+
+def test_trials_that_all_fail_stop_the_tuner_in_one_line(tmp_path, monkeypatch):
+    from tfxline.trainer.tune import NoTrialFinished
+
+    def broken(fn_args, settings, strategy, policy, epochs, deadline):
+        raise ValueError("the Trainer's train files hold no rows (x); give the data more rows")
+
+    with pytest.raises(NoTrialFinished, match=r"^tuning: 3 trials failed, none finished; the first: ValueError: "
+                                              r"the Trainer's train files hold no rows"):
+        _search(tmp_path, monkeypatch, broken, "tuning.max_trials=5", "tuning.algorithm=random")
+
+
+def test_an_objective_the_model_does_not_compile_is_named(tmp_path, monkeypatch):
+    from tfxline.trainer.tune import NoTrialFinished
+
+    def fit(fn_args, settings, strategy, policy, epochs, deadline):
+        return {"val_auc": [0.9], "val_loss": [0.3]}
+
+    with pytest.raises(NoTrialFinished, match="tuning.objective: val_mae is not among the model's validation "
+                                              r"metrics \(val_auc, val_loss\)"):
+        _search(tmp_path, monkeypatch, fit, "tuning.objective=val_mae", "tuning.algorithm=random")
