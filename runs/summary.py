@@ -79,7 +79,7 @@ class RunSummary:
     step_profile: str = ""        # runtime.profile_steps: the Trainer's traced steps, in one line
     training: str = ""            # a training cut short at its cap while still improving (training_length_note)
     leans_on: List[List[Any]] = dataclasses.field(default_factory=list)  # [column, loss without it], the Trainer's
-    tuning: Dict[str, Any] = dataclasses.field(default_factory=dict)  # the Tuner's search or reused values (runs/tuning)
+    tuning: Dict[str, Any] = dataclasses.field(default_factory=dict)  # runs/tuning.tuning_of
     warnings: List[str] = dataclasses.field(default_factory=list)  # what the numbers may not mean (runs/warnings.py)
 
     def component(self, node_id: str) -> Optional[ComponentRun]:
