@@ -7,8 +7,10 @@ from typing import List, Optional
 
 from tfxline.components import task_metrics
 from tfxline.components.tfma_results import both_classes, undefined_metrics
+from tfxline.runs import tuning
 from tfxline.runs.history import UNRECORDED
 from tfxline.runs.summary import RunSummary, cached_from, describe_drift, describe_spans, earlier_run, failed_component
+from tfxline.trainer.tuning_settings import PROGRESS, TUNING_RUN_FILE, shown, summary_line
 
 WORST_SLICES = 3
 MIN_SLICE_EXAMPLES = 20
@@ -105,6 +107,7 @@ def format_summary(summary: RunSummary, tf_serving_url: str = "") -> str:
     if summary.rows_without_label:
         lines.append(f"  data: {summary.rows_without_label} rows without a label left out of training and evaluation "
                      "(data.missing_labels: drop)")
+    lines += tuning_lines(summary)
     if summary.step_profile:
         lines.append("  trainer step profile: " + summary.step_profile)
     if summary.training:
@@ -122,6 +125,30 @@ def format_summary(summary: RunSummary, tf_serving_url: str = "") -> str:
     lines += [f"  WARNING: {w}" for w in summary.warnings]
     lines.append(blessing_line(summary.blessed, summary.failed_thresholds))
     return "\n".join(lines + push_lines(summary, tf_serving_url))
+
+
+def tuning_lines(summary: RunSummary) -> List[str]:
+    """Where the Trainer's hyperparameters came from: the Tuner's summary line ('  tuning: 3 trials
+    in 41s, best val_auc 0.9431: learning_rate=0.0042 ...'), a Tuner served from cache naming the run
+    whose search it reuses, or the saved values tuning.reuse fed it; then the best_hyperparameters.txt
+    (what tuning.reuse names to train on them again). Nothing for an untuned run, nor for a Tuner
+    that did not finish (the failure lines name it)."""
+    t = summary.tuning
+    where = [f"  best hyperparameters: {t['hyperparameters']}"] if t.get("hyperparameters") else []
+    if t.get("how") == tuning.REUSED:
+        origin = f"the best values of {earlier_run(t['tuned_in'])}'s search" if t.get("tuned_in") else "saved values"
+        values = shown(t.get("values") or {}) or "?"
+        return [f"  tuning: not searched: reused {origin} (tuning.reuse): {values}"] + where
+    tuner = summary.component(tuning.TUNER_ID)
+    if not t or tuner is None or tuner.state not in ("complete", "cached"):
+        return []
+    record = t.get("record")
+    text = (summary_line(record)[len(PROGRESS):] if record else
+            f"its record ({TUNING_RUN_FILE}) is missing; best values {shown(t.get('values') or {}) or '?'}")
+    cached = cached_from(summary, tuning.TUNER_ID)
+    if cached is not None:
+        text = f"as searched in {earlier_run(cached)} (Tuner served from cache): {text}"
+    return ["  tuning: " + text] + where
 
 
 def push_lines(summary: RunSummary, tf_serving_url: str = "") -> List[str]:

@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from tfxline.components import task_metrics, tfma_results
 from tfxline.runs import store as store_lib
 from tfxline.runs import summary as summary_lib
+from tfxline.runs import tuning as tuning_lib
 from tfxline.serving import push as serving_push
 
 
@@ -31,6 +32,7 @@ class RunRow:
     pushed: str           # the pushed version ('<v> (rolled back)' once rolled back from), or '-'
     failed_at: str = ""   # the component that failed, as MLMD recorded it ('' when none did)
     error: str = ""       # a failed run's error line as it recorded it ('' when not recorded)
+    tuned: str = "-"      # '3 trials', 'cached', 'reused' or '-' (tuned_marker)
 
 
 def main_metric(metrics, task: str = "") -> Optional[str]:
@@ -101,7 +103,22 @@ def row_of(summary: summary_lib.RunSummary) -> RunRow:
     return RunRow(run_id=summary.run_id, started=started, spans=",".join(map(str, summary.spans)) or "-",
                   status=summary_lib.status_of(summary), metric=metric, metric_value=value, blessed=blessed,
                   pushed=os.path.basename(summary.pushed_to) if summary.pushed and summary.pushed_to else "-",
-                  failed_at=summary_lib.failed_component(summary), error=summary.error)
+                  failed_at=summary_lib.failed_component(summary), error=summary.error, tuned=tuned_marker(summary))
+
+
+def tuned_marker(summary: summary_lib.RunSummary) -> str:
+    """The run's tuning in a few characters: '3 trials' (its Tuner searched), 'cached' (served
+    the search of an earlier run), 'reused' (tuning.reuse: saved values, no search), the Tuner's
+    state when it did not finish ('failed', 'canceled', 'running'), '-' untuned."""
+    if summary.tuning.get("how") == tuning_lib.REUSED:
+        return "reused"
+    tuner = summary.component(tuning_lib.TUNER_ID)
+    if tuner is None:
+        return "-"
+    trials = summary.tuning.get("record", {}).get("trials")
+    if tuner.state == "complete":
+        return f"{len(trials)} trial{'' if len(trials) == 1 else 's'}" if trials is not None else "yes"
+    return tuner.state
 
 
 def list_runs(metadata_store, pipeline_name: str, last: int = 20,
@@ -131,8 +148,9 @@ def format_table(rows: List[RunRow]) -> str:
     """The runs' table, then a blank line and one line per failed run with its error line: the
     error lines are long (a schema violation's is ~300 characters), a column would stretch
     every row past a terminal's width."""
-    table = format_columns(("run", "started", "spans", "status", "metric", "pushed", "blessed"),
-                           [(r.run_id, r.started, r.spans, r.status, r.metric, r.pushed, r.blessed) for r in rows])
+    table = format_columns(("run", "started", "spans", "status", "tuned", "metric", "pushed", "blessed"),
+                           [(r.run_id, r.started, r.spans, r.status, r.tuned, r.metric, r.pushed, r.blessed)
+                            for r in rows])
     errors = [error_line(r) for r in rows if r.status.startswith(("failed", summary_lib.INTERRUPTED))]
     return "\n\n".join([table, "\n".join(errors)]) if errors else table
 

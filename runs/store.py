@@ -118,6 +118,12 @@ def node_id_of(store, execution) -> str:
     return ctx.name.split(".", 1)[-1] if ctx else (execution.name or str(execution.id))
 
 
+def run_id_of(store, execution_id: int) -> str:
+    """The run an execution belongs to ('' when its run's records are gone)."""
+    run = _context_named(store, execution_id, "pipeline_run")
+    return run.name if run else ""
+
+
 def cached_from_run(store, execution) -> str:
     """The run whose execution made the outputs that a cached execution reuses (the first that
     completed with them: a cache hit of a cache hit names the run that did the work); '' when

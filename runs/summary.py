@@ -10,6 +10,7 @@ from ml_metadata.proto import metadata_store_pb2
 
 from tfxline.components.tfma_results import overall_diff, read_evaluation, undefined_metrics
 from tfxline.runs import files
+from tfxline.runs import tuning as tuning_lib
 from tfxline.runs.store import (
     INPUT_EVENTS,
     cached_from_run,
@@ -78,6 +79,7 @@ class RunSummary:
     step_profile: str = ""        # runtime.profile_steps: the Trainer's traced steps, in one line
     training: str = ""            # a training cut short at its cap while still improving (training_length_note)
     leans_on: List[List[Any]] = dataclasses.field(default_factory=list)  # [column, loss without it], the Trainer's
+    tuning: Dict[str, Any] = dataclasses.field(default_factory=dict)  # runs/tuning.tuning_of
     warnings: List[str] = dataclasses.field(default_factory=list)  # what the numbers may not mean (runs/warnings.py)
 
     def component(self, node_id: str) -> Optional[ComponentRun]:
@@ -125,6 +127,8 @@ def collect_run(metadata_store: Any, pipeline_name: str, run_id: Optional[str] =
             summary.spans = spans_of(read) if read else summary.spans
         if node_id == "DriftGate" and outputs.get("drift_anomalies"):
             summary.drift = _str_prop(outputs["drift_anomalies"][0], "compared_with")
+        if node_id in (tuning_lib.TUNER_ID, tuning_lib.REUSED_ID):
+            summary.tuning = tuning_lib.tuning_of(store, node_id, outputs)
         if node_id == "Trainer" and outputs.get("model"):
             summary.model_uri = outputs["model"][0].uri
         if node_id == "Trainer" and outputs.get("model_run"):

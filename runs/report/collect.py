@@ -14,6 +14,7 @@ from tfxline.runs.report.artifacts import RunArtifacts, load_run_info
 from tfxline.runs.report.data import data_section
 from tfxline.runs.report.model import evaluation_section, training_section
 from tfxline.runs.report.serving import lineage_section, serving_section
+from tfxline.runs.report.tuning import tuning_section
 from tfxline.runs.summary import cached_from, describe_drift, describe_spans, status_of
 
 
@@ -30,6 +31,7 @@ def collect(run_dir: str) -> Dict[str, Any]:
                     if run.summary.drift else ""),
         "pipeline": pipeline_section(run),
         "data": data_section(run),
+        "tuning": tuning_section(run.summary),
         "training": training_section(run),
         "evaluation": evaluation_section(run),
         "serving": serving_section(run),

@@ -16,7 +16,7 @@ from tfxline.runs.report import svg
 
 REPORT_FILE = "report.html"
 DATA_FILE = "report.json"
-SECTIONS = ("pipeline", "data", "training", "evaluation", "serving", "lineage")  # in page order
+SECTIONS = ("pipeline", "data", "tuning", "training", "evaluation", "serving", "lineage")  # in page order
 FRAGMENT_CLASS = "tfxline-report"  # a fragment's element, which its CSS is scoped to
 HISTOGRAM_WIDTH = 90  # a statistics table cell's histogram (three splits fit 1400 px)
 
