@@ -156,8 +156,10 @@ def trial_tuner_class():
                              self.tuning.max_trials, time.monotonic() - started, self.failures[-1].splitlines()[0])
                 raise
             scores = history.get(self.objective_name)
-            if not scores:
-                raise ValueError(f"tuning.objective: {self.objective_name} is not among the model's validation "
+            if not scores:  # the same for every trial: stop the search (keras-tuner re-raises a FatalError)
+                import keras_tuner as kt
+
+                raise kt.errors.FatalValueError(f"tuning.objective: {self.objective_name} is not among the model's validation "
                                  f"metrics ({', '.join(sorted(k for k in history if k.startswith('val_')))}); "
                                  "name one of them, or auto")
             pick = max if self.direction == "max" else min
