@@ -159,9 +159,9 @@ def trial_tuner_class():
             if not scores:  # the same for every trial: stop the search (keras-tuner re-raises a FatalError)
                 import keras_tuner as kt
 
-                raise kt.errors.FatalValueError(f"tuning.objective: {self.objective_name} is not among the model's validation "
-                                 f"metrics ({', '.join(sorted(k for k in history if k.startswith('val_')))}); "
-                                 "name one of them, or auto")
+                raise kt.errors.FatalValueError(
+                    f"tuning.objective: {self.objective_name} is not among the model's validation metrics "
+                    f"({', '.join(sorted(k for k in history if k.startswith('val_')))}); name one of them, or auto")
             pick = max if self.direction == "max" else min
             best = pick(scores)
             self.trials.append({"trial": trial.trial_id, "score": float(best), "epochs": len(scores),
