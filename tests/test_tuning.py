@@ -295,6 +295,21 @@ def test_trials_that_all_fail_stop_the_tuner_in_one_line(tmp_path, monkeypatch):
         _search(tmp_path, monkeypatch, broken, "tuning.max_trials=5", "tuning.algorithm=random")
 
 
+def test_failures_after_a_finished_trial_keep_its_values(tmp_path, monkeypatch):
+    calls = []
+
+    def fails_later(fn_args, settings, strategy, policy, epochs, deadline):
+        calls.append(1)
+        if len(calls) > 1:
+            raise MemoryError("out of memory at batch 512")
+        return {"val_auc": [0.8]}
+
+    record, best = _search(tmp_path, monkeypatch, fails_later, "tuning.max_trials=8", "tuning.algorithm=random")
+    assert len(record["trials"]) == 1 and len(record["failed"]) == 3
+    assert record["failed"][0].startswith("MemoryError: out of memory")
+    assert best["learning_rate"] == record["best"]["values"]["learning_rate"]
+
+
 def test_an_objective_the_model_does_not_compile_is_named(tmp_path, monkeypatch):
     import keras_tuner as kt
 

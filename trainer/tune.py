@@ -132,8 +132,13 @@ def trial_tuner_class():
                 with contextlib.redirect_stderr(_LogWriter()):
                     return super().search(*args, **dict(kwargs, verbose=0))
             except RuntimeError as e:  # keras-tuner's "Number of consecutive failures exceeded the limit"
-                if self.trials or not self.failures:
+                if not self.failures:
                     raise
+                if self.trials:  # the finished trials' best is still a tuned model
+                    progress("%sstopped after %d failed trials in a row (%s); the best of the %d finished is used",
+                             T.PROGRESS, self.oracle.max_consecutive_failed_trials,
+                             self.failures[-1].splitlines()[0], len(self.trials))
+                    return None
                 raise NoTrialFinished(
                     f"tuning: {len(self.failures)} trials failed, none finished; the first: "
                     f"{self.failures[0].splitlines()[0]} (the run's log has each trial's traceback); fix what it "
