@@ -134,16 +134,8 @@ def trial_tuner_class():
             except RuntimeError as e:  # keras-tuner's "Number of consecutive failures exceeded the limit"
                 if not self.failures:
                     raise
-                if self.trials:  # the finished trials' best is still a tuned model
-                    progress("%sstopped after %d failed trials in a row (%s); the best of the %d finished is used",
-                             T.PROGRESS, self.oracle.max_consecutive_failed_trials,
-                             self.failures[-1].splitlines()[0], len(self.trials))
-                    return None
-                raise NoTrialFinished(
-                    f"tuning: {len(self.failures)} trials failed, none finished; the first: "
-                    f"{self.failures[0].splitlines()[0]} (the run's log has each trial's traceback); fix what it "
-                    "names, or turn tuning off (tuning.enabled: false)") from e
-
+                after_failures(self, e)
+                return None
 
         def run_trial(self, trial, *args, **kwargs):
             values = dict(trial.hyperparameters.values)
@@ -188,6 +180,19 @@ def trial_tuner_class():
                                    time.monotonic() - self.started, self.out_of_time, self.failures)
 
     return TrialTuner
+
+
+def after_failures(tuner, error: Exception) -> None:
+    """keras-tuner stopped the search after failed trials in a row: the finished trials' best is
+    still a tuned model (one line says so); with none finished, NoTrialFinished names the first error."""
+    if tuner.trials:
+        progress("%sstopped after %d failed trials in a row (%s); the best of the %d finished is used", T.PROGRESS,
+                 tuner.oracle.max_consecutive_failed_trials, tuner.failures[-1].splitlines()[0], len(tuner.trials))
+        return
+    raise NoTrialFinished(
+        f"tuning: {len(tuner.failures)} trials failed, none finished; the first: {tuner.failures[0].splitlines()[0]} "
+        "(the run's log has each trial's traceback); fix what it names, or turn tuning off (tuning.enabled: false)"
+    ) from error
 
 
 def progress(message: str, *args) -> None:
