@@ -80,6 +80,20 @@ def project_name() -> str:
     return f"trials-{tuner_id}" if tuner_id else "trials"
 
 
+def trial_strategy(name: str):
+    """The strategy a trial trains under. On Vertex AI's parallel trials (KERASTUNER_TUNER_ID set
+    by TFX's Vertex Tuner, extensions/google_cloud_ai_platform/tuner/executor.py:211, :296) each
+    replica runs its own trials: the job's TF_CONFIG, which Vertex AI sets on every replica of a
+    job of several, describes that flock, not one training cluster, and would make ``auto`` (or a
+    configured multi-worker strategy) join every replica into one collective. There each trial
+    trains on its own machine."""
+    if "KERASTUNER_TUNER_ID" not in os.environ:
+        return strategy_lib.create_strategy(name)
+    own = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
+    return strategy_lib.create_strategy("auto" if name in ("multi_worker_mirrored", "parameter_server") else name,
+                                        own)
+
+
 def search_space(space: Dict[str, tuple]):
     """keras-tuner's HyperParameters for a resolved space (tuning_settings.SearchSpace.resolved)."""
     import keras_tuner as kt
@@ -127,7 +141,7 @@ def trial_tuner_class():
             super().__init__(**kwargs)
             self.fn_args, self.settings, self.tuning = fn_args, settings, tuning
             self.objective_name, self.direction = T.objective(tuning, settings.features.task)
-            self.strategy = strategy_lib.create_strategy(settings.runtime.strategy)
+            self.strategy = trial_strategy(settings.runtime.strategy)
             self.policy = precision.resolve_policy(settings.runtime.precision, self.strategy)
             self.trials: List[Dict[str, Any]] = []
             self.failures: List[str] = []  # the failed trials' errors
