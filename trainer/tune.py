@@ -149,7 +149,7 @@ def trial_tuner_class():
             self.deadline = self.started + tuning.max_minutes * 60 if tuning.max_minutes else math.inf
             self.out_of_time = False
             if not self._is_worker():  # the oracle is here (a local run, or Vertex AI's chief oracle)
-                self.oracle.create_trial = self._until_deadline(self.oracle.create_trial)
+                self.oracle.create_trial = until_deadline(self, self.oracle.create_trial)
 
         def search(self, *args, **kwargs):
             """keras-tuner's search, quiet on the console: no progress table (verbose 0), and the
@@ -196,28 +196,29 @@ def trial_tuner_class():
                                             self.objective_name, self.trials[-1]))
             return {self.objective_name: float(best)}
 
-        def _until_deadline(self, create_trial):
-            """The oracle's create_trial, which past the wall budget starts no more trials: it
-            stops at max_trials (keras_tuner/src/engine/oracle.py:472-473). In the oracle, not in
-            on_trial_end: on Vertex AI's parallel trials a worker's oracle is keras-tuner's
-            OracleClient (src/engine/base_tuner.py:135-140), which has no trials to count
-            (src/distribute/oracle_client.py:51-60) and no say over the chief's max_trials; the
-            chief's oracle answers every worker's create_trial (src/distribute/oracle_chief.py:43-47)."""
-
-            def until_deadline(tuner_id):
-                if time.monotonic() >= self.deadline and not self.out_of_time:
-                    self.out_of_time = True
-                    self.oracle.max_trials = max(1, len(self.oracle.trials))
-                return create_trial(tuner_id)
-
-            return until_deadline
-
         def record(self) -> Dict[str, Any]:
             """What the Tuner's tuning_run.json records (the run report and summary read it)."""
             return T.tuning_record(self.tuning, self.objective_name, self.direction, self.trials,
                                    time.monotonic() - self.started, self.out_of_time, self.failures)
 
     return TrialTuner
+
+
+def until_deadline(tuner, create_trial):
+    """The oracle's create_trial, which past the tuner's wall budget starts no more trials: it
+    stops at max_trials (keras_tuner/src/engine/oracle.py:472-473). In the oracle, not in
+    on_trial_end: on Vertex AI's parallel trials a worker's oracle is keras-tuner's OracleClient
+    (src/engine/base_tuner.py:135-140), which has no trials to count (src/distribute/oracle_client.py:51-60)
+    and no say over the chief's max_trials; the chief's oracle answers every worker's create_trial
+    (src/distribute/oracle_chief.py:43-47)."""
+
+    def create(tuner_id):
+        if time.monotonic() >= tuner.deadline and not tuner.out_of_time:
+            tuner.out_of_time = True
+            tuner.oracle.max_trials = max(1, len(tuner.oracle.trials))
+        return create_trial(tuner_id)
+
+    return create
 
 
 def progress(message: str, *args) -> None:
