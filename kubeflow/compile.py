@@ -17,15 +17,17 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 from typing import Any, Dict, Optional, Tuple
 
 from tfxline.components import run_metrics
-from tfxline.kubeflow import entrypoint, names
+from tfxline.kubeflow import entrypoint, names, vertex_tuning
 from tfxline.kubeflow.spec import PUSHGATEWAY_PARAM, TRAIN_ARGS_PARAM
 from tfxline.pipeline.beam import engines as beam_engines
 from tfxline.pipeline.beam import stack_compat
 from tfxline.pipeline.config import ConfigError, PipelineConfig
 from tfxline.pipeline.data.source import DEFAULT_PATTERNS, PACKAGE_PREFIX
+from tfxline.trainer import tuning_settings as T
 
 # Where the Dockerfile puts things inside the image.
 CONTAINER_PROJECT_DIR = "/pipeline"
@@ -102,6 +104,23 @@ def runtime_parameters(cfg: PipelineConfig, data_root: Optional[str] = None):
     }
 
 
+def container_hyperparameters_uri(cfg: PipelineConfig) -> str:
+    """The folder of the saved best hyperparameters ``tuning.reuse`` names, as the tasks read it
+    (the Importer's source: the folder, which holds TFX's one best_hyperparameters.txt, the file the
+    Trainer requires alone there: components/trainer/executor.py:90-97 at v1.16.0); '' when unset.
+    ``latest`` names a local run's store, which a compiled pipeline does not read: refused in one line."""
+    reuse = cfg.tuning.reuse
+    if not reuse:
+        return ""
+    if reuse == T.REUSE_LATEST:
+        raise ConfigError(
+            "tuning.reuse: latest is resolved from a local run's metadata store, which a compiled pipeline "
+            "does not read; compile with --set tuning.reuse=gs://BUCKET/PATH/best_hyperparameters (the folder "
+            f"of a Tuner's {T.BEST_FILE}), or --set tuning.enabled=true to tune in the pipeline")
+    folder = check_location(reuse, "config value for tuning.reuse")
+    return posixpath.dirname(folder) if posixpath.basename(folder) == T.BEST_FILE else folder.rstrip("/")
+
+
 def build_pipeline(cfg: PipelineConfig, pipeline_root: str, image: str, data_root: Optional[str] = None):
     """The KFP flavour of the pipeline: same factory, cluster paths and runtime parameters."""
     from tfxline.kubeflow import vertex
@@ -120,6 +139,8 @@ def build_pipeline(cfg: PipelineConfig, pipeline_root: str, image: str, data_roo
                                                                                image=image)),
         train_args=params[TRAIN_ARGS_PARAM],
         trainer_factory=vertex.trainer_factory(cfg, image),
+        tuner_factory=vertex_tuning.tuner_factory(cfg, image),
+        hyperparameters_uri=container_hyperparameters_uri(cfg),
         run_metrics=run_metrics.task_properties(cfg.monitoring, cfg.name, params[PUSHGATEWAY_PARAM]),
     )
 
@@ -136,6 +157,8 @@ def compile_pipeline(cfg: PipelineConfig, *, image: str, pipeline_root: str, out
             "latest-artifact and latest-blessed-model resolvers); compile with --set data.spans=latest "
             "(each run ingests the newest span)")
 
+    container_hyperparameters_uri(cfg)  # tuning.reuse: latest refused
+    vertex_tuning.check(cfg)  # parallel trials without Vertex AI refused
     problem = names.kfp_name_problem(cfg.name)
     if problem:
         raise ConfigError(problem)

@@ -10,9 +10,10 @@ import os
 from tfxline.pipeline.config import PipelineConfig
 from tfxline.pipeline.data.source import DataError
 from tfxline.runs import store as store_lib
+from tfxline.trainer import tuning_settings as T
 
-LATEST = "latest"
-BEST_FILE = "best_hyperparameters.txt"  # the name TFX's Tuner writes
+LATEST = T.REUSE_LATEST
+BEST_FILE = T.BEST_FILE
 
 
 def hyperparameters_uri(cfg: PipelineConfig) -> str:

@@ -120,6 +120,7 @@ def create_pipeline(
     component_beam_args: Optional[Mapping[str, Sequence[str]]] = None,
     data_digest: str = "",
     hyperparameters_uri: str = "",
+    tuner_factory=None,
 ) -> Pipeline:
     """Build the pipeline.
 
@@ -132,14 +133,15 @@ def create_pipeline(
     single components by id, after the pipeline's (pipeline/beam/engines.component_args);
     ``data_digest``: the content of the CSV files read now (a local run's), in ExampleGen's cache key;
     ``hyperparameters_uri``: the folder of the saved best hyperparameters ``tuning.reuse`` names
-    (the runner resolves it: a local run's ``latest`` from its store).
+    (the runner resolves it: a local run's ``latest`` from its store); ``tuner_factory``: a Tuner
+    variant, as ``trainer_factory`` (Vertex AI's parallel trials).
     """
     data = data_components(cfg, data_root=data_root, data_pattern=data_pattern, schema_path=schema_path, span=span,
                            pipeline_root=pipeline_root, serving_dir=serving_dir, run_metrics=run_metrics,
                            data_digest=data_digest)
     transform = transform_component(cfg, data)
     tuner = tuning_component(cfg, data.training_examples, data.schema_gen, transform,
-                             *training_args(cfg, train_args), hyperparameters_uri)
+                             *training_args(cfg, train_args), hyperparameters_uri, tuner_factory)
     trainer = trainer_component(cfg, data, transform, train_args, trainer_factory, tuner)
     baseline, evaluator, pusher = evaluation_components(cfg, data, transform, trainer, serving_dir, run_metrics)
     components = [data.example_gen] + ([data.window] if data.window else []) + [

@@ -20,15 +20,17 @@ def tuner_custom_config(cfg: PipelineConfig) -> dict:
 
 
 def tuning_component(cfg: PipelineConfig, examples, schema_gen, transform, train_args, eval_args,
-                     hyperparameters_uri: str):
+                     hyperparameters_uri: str, tuner_factory=None):
     """The Importer of ``hyperparameters_uri`` (tuning.reuse: the runner resolved it), the Tuner
-    (tuning.enabled) over the Trainer's examples, Transform graph and splits, or None."""
+    (tuning.enabled) over the Trainer's examples, Transform graph and splits, or None.
+    ``tuner_factory``: a Tuner variant taking the same arguments (Vertex AI's parallel trials,
+    kubeflow/vertex_tuning.py); None: ours (components/tuning.py)."""
     if cfg.tuning.reuse:
         return Importer(source_uri=hyperparameters_uri, artifact_type=standard_artifacts.HyperParameters,
                         reimport=False).with_id(REUSED_ID)
     if not cfg.tuning.enabled:
         return None
-    return TunerComponent(
+    return (tuner_factory or TunerComponent)(
         tuner_fn=TUNER_FN, examples=examples, transform_graph=transform.outputs["transform_graph"],
         schema=schema_gen.outputs["schema"], train_args=train_args, eval_args=eval_args,
         custom_config=tuner_custom_config(cfg)).with_id(TUNER_ID)

@@ -26,6 +26,16 @@ BATCH_SCALINGS = ("auto", "always", "off")
 READERS = ("tfrecord", "tfxio")
 CLASS_WEIGHTS = ("none", "balanced")
 JIT_COMPILES = ("auto", "true", "false")
+# The keys TFX's Google Cloud extension adds to the custom_config it passes through to the job it
+# starts (runner.py:154-200 sends the whole exec_properties to the workers' run_executor): the
+# Vertex Trainer's (extensions/google_cloud_ai_platform/trainer/executor.py:30-61, constants.py:17-27)
+# and the Vertex Tuner's (tuner/executor.py:35-49). Not ours: the reader leaves them out
+# (tests/test_kubeflow_tuning.py compares this set with the extension's constants).
+CLOUD_EXTENSION_KEYS = frozenset({
+    "ai_platform_enable_vertex", "ai_platform_vertex_region", "ai_platform_vertex_container_image_uri",
+    "ai_platform_training_args", "ai_platform_training_job_id", "ai_platform_training_labels",
+    "ai_platform_training_enable_ucaip", "ai_platform_training_ucaip_region", "ai_platform_tuning_args",
+    "remote_trials_working_dir"})
 # The Trainer's record of a training run, in its model_run directory (trainer/run.py writes it;
 # the run report, the run summary and the bench scripts read it).
 TRAINING_RUN_FILE = "training_run.json"
@@ -176,8 +186,9 @@ class TrainerSettings:
     @classmethod
     def from_custom_config(cls, custom_config: Mapping[str, Any]) -> "TrainerSettings":
         """From the Trainer's custom_config (``to_custom_config`` of a validated config), read as
-        every config section is (typed_config/read.py)."""
-        return from_yaml(cls, dict(custom_config), "")
+        every config section is (typed_config/read.py); the Google Cloud extension's own keys
+        (CLOUD_EXTENSION_KEYS, on Vertex AI) left out."""
+        return from_yaml(cls, {k: v for k, v in custom_config.items() if k not in CLOUD_EXTENSION_KEYS}, "")
 
     def to_custom_config(self) -> Dict[str, Any]:
         """The Trainer's custom_config: what it reads and nothing else, as JSON-shaped data (a

@@ -24,6 +24,7 @@ import functools
 import io
 import logging
 import math
+import os
 import tempfile
 import time
 from typing import Any, Dict, List
@@ -65,8 +66,32 @@ def tuner_fn(fn_args):
     # keras-tuner's own state (the oracle's trials) in the executor's working directory
     directory = fn_args.working_dir or tempfile.mkdtemp(prefix="tfxline-tuner-")
     tuner = trial_tuner_class()(fn_args, settings, tuning, oracle=make_oracle(settings, tuning),
-                                directory=directory, project_name="trials", overwrite=True)
+                                directory=directory, project_name=project_name(), overwrite=True)
     return TunerFnResult(tuner=tuner, fit_kwargs={})
+
+
+def project_name() -> str:
+    """keras-tuner's project folder: one per tuner. On Vertex AI's parallel trials the chief
+    machine holds two (TFX's Vertex Tuner, extensions/google_cloud_ai_platform/tuner/executor.py:
+    its chief oracle in a subprocess, :209-223, and a trial-running worker, :285-307), both in the
+    same /tmp (:53), and each would wipe the other's folder (overwrite=True) if they shared one;
+    the extension names each tuner in KERASTUNER_TUNER_ID (:211, :296)."""
+    tuner_id = os.environ.get("KERASTUNER_TUNER_ID")
+    return f"trials-{tuner_id}" if tuner_id else "trials"
+
+
+def trial_strategy(name: str):
+    """The strategy a trial trains under. On Vertex AI's parallel trials (KERASTUNER_TUNER_ID set
+    by TFX's Vertex Tuner, extensions/google_cloud_ai_platform/tuner/executor.py:211, :296) each
+    replica runs its own trials: the job's TF_CONFIG, which Vertex AI sets on every replica of a
+    job of several, describes that flock, not one training cluster, and would make ``auto`` (or a
+    configured multi-worker strategy) join every replica into one collective. There each trial
+    trains on its own machine."""
+    if "KERASTUNER_TUNER_ID" not in os.environ:
+        return strategy_lib.create_strategy(name)
+    own = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
+    return strategy_lib.create_strategy("auto" if name in ("multi_worker_mirrored", "parameter_server") else name,
+                                        own)
 
 
 def search_space(space: Dict[str, tuple]):
@@ -116,13 +141,15 @@ def trial_tuner_class():
             super().__init__(**kwargs)
             self.fn_args, self.settings, self.tuning = fn_args, settings, tuning
             self.objective_name, self.direction = T.objective(tuning, settings.features.task)
-            self.strategy = strategy_lib.create_strategy(settings.runtime.strategy)
+            self.strategy = trial_strategy(settings.runtime.strategy)
             self.policy = precision.resolve_policy(settings.runtime.precision, self.strategy)
             self.trials: List[Dict[str, Any]] = []
             self.failures: List[str] = []  # the failed trials' errors
             self.started = time.monotonic()
             self.deadline = self.started + tuning.max_minutes * 60 if tuning.max_minutes else math.inf
             self.out_of_time = False
+            if not self._is_worker():  # the oracle is here (a local run, or Vertex AI's chief oracle)
+                self.oracle.create_trial = until_deadline(self, self.oracle.create_trial)
 
         def search(self, *args, **kwargs):
             """keras-tuner's search, quiet on the console: no progress table (verbose 0), and the
@@ -168,12 +195,6 @@ def trial_tuner_class():
                                             self.objective_name, self.trials[-1]))
             return {self.objective_name: float(best)}
 
-        def on_trial_end(self, trial):
-            super().on_trial_end(trial)
-            if time.monotonic() >= self.deadline and not self.out_of_time:
-                self.out_of_time = True  # the oracle starts no more trials (it stops at max_trials)
-                self.oracle.max_trials = len(self.oracle.trials)
-
         def record(self) -> Dict[str, Any]:
             """What the Tuner's tuning_run.json records (the run report and summary read it)."""
             return T.tuning_record(self.tuning, self.objective_name, self.direction, self.trials,
@@ -193,6 +214,23 @@ def after_failures(tuner, error: Exception) -> None:
         f"tuning: {len(tuner.failures)} trials failed, none finished; the first: {tuner.failures[0].splitlines()[0]} "
         "(the run's log has each trial's traceback); fix what it names, or turn tuning off (tuning.enabled: false)"
     ) from error
+
+
+def until_deadline(tuner, create_trial):
+    """The oracle's create_trial, which past the tuner's wall budget starts no more trials: it
+    stops at max_trials (keras_tuner/src/engine/oracle.py:472-473). In the oracle, not in
+    on_trial_end: on Vertex AI's parallel trials a worker's oracle is keras-tuner's OracleClient
+    (src/engine/base_tuner.py:135-140), which has no trials to count (src/distribute/oracle_client.py:51-60)
+    and no say over the chief's max_trials; the chief's oracle answers every worker's create_trial
+    (src/distribute/oracle_chief.py:43-47)."""
+
+    def create(tuner_id):
+        if time.monotonic() >= tuner.deadline and not tuner.out_of_time:
+            tuner.out_of_time = True
+            tuner.oracle.max_trials = max(1, len(tuner.oracle.trials))
+        return create_trial(tuner_id)
+
+    return create
 
 
 def progress(message: str, *args) -> None:
