@@ -137,7 +137,7 @@ def tuning_lines(summary: RunSummary) -> List[str]:
     where = [f"  best hyperparameters: {t['hyperparameters']}"] if t.get("hyperparameters") else []
     if t.get("how") == tuning.REUSED:
         origin = f"the best values of {earlier_run(t['tuned_in'])}'s search" if t.get("tuned_in") else "saved values"
-        values = shown(t.get("values") or {}) or "?"
+        values = shown(t.get("values") or {}) or "none: the config's own values (no trial beat them)"
         return [f"  tuning: not searched: reused {origin} (tuning.reuse): {values}"] + where
     tuner = summary.component(tuning.TUNER_ID)
     if not t or tuner is None or tuner.state not in ("complete", "cached"):

@@ -151,6 +151,19 @@ class TaskType:
         return {"learning_rate": (5e-4, 2e-2), "hidden_layers": (1, 2, 3), "hidden_units": (32, 64, 128, 256),
                 "dropout": (0.0, 0.1, 0.3), "embedding_max_dim": (4, 8, 16), "weight_decay": (0.0, 0.01, 0.1)}
 
+    def metric_noise(self, metric: str, score: float, labels) -> float:
+        """One standard error of ``metric`` (a Keras metric's name, without ``val_``) at ``score``
+        on the rows whose labels are ``labels`` (a numpy array): how far two models' scores on
+        these rows may differ by chance (the Tuner keeps the config's values unless a trial beats
+        them by more). A proportion's sqrt(s(1-s)/n) for a metric in [0, 1] where higher is better
+        (accuracy); else relative, s / sqrt(2n) (RMSE, a loss)."""
+        import math
+
+        n = max(1, len(labels))
+        if 0.0 <= score <= 1.0 and metric not in ("loss", "rmse", "mae", "mse"):
+            return math.sqrt(max(score * (1 - score), 1e-6) / n)
+        return abs(score) / math.sqrt(2 * n)
+
     # -- evaluation -------------------------------------------------------------------------
 
     def tfma_metrics(self, ev, tfma) -> List[Any]:

@@ -149,6 +149,24 @@ class Binary(TaskType):
             tfma.metric("BinaryCrossentropy", name="loss"),
         ]
 
+    def metric_noise(self, metric, score, labels):
+        """AUC's standard error from its class counts (Hanley & McNeil, 1982): a rare class's few
+        rows make it far larger than a proportion's on all the rows."""
+        if metric != "auc":
+            return super().metric_noise(metric, score, labels)
+        import math
+
+        import numpy as np
+
+        positives = int(np.sum(np.asarray(labels).ravel() >= 0.5))
+        negatives = len(np.asarray(labels).ravel()) - positives
+        if not positives or not negatives:
+            return super().metric_noise(metric, score, labels)
+        a = min(max(score, 1e-6), 1 - 1e-6)
+        q1, q2 = a / (2 - a), 2 * a * a / (1 + a)
+        return math.sqrt((a * (1 - a) + (positives - 1) * (q1 - a * a) + (negatives - 1) * (q2 - a * a))
+                         / (positives * negatives))
+
     def main_metric_value(self, outputs, labels) -> float:
         from sklearn.metrics import roc_auc_score
         return float(roc_auc_score(labels, outputs)) if len(set(labels.tolist())) > 1 else float("nan")

@@ -236,3 +236,21 @@ def test_the_literals_name_what_the_pipeline_and_tfx_write():
 
     assert (tuning.TUNER_ID, tuning.REUSED_ID) == (pipeline_tuning.TUNER_ID, pipeline_tuning.REUSED_ID)
     assert tuning.BEST_FILE == reuse.BEST_FILE
+
+
+def test_a_search_that_kept_the_configs_own_values():
+    """No trial beat the config's own values by more than twice their noise: the console, the
+    report's rule line and the chosen row (the baseline, 'config') say so."""
+    kept = record()
+    kept["baseline"] = {"trial": "config", "score": 0.9500, "epochs": 5, "best_epoch": 4, "seconds": 5.0,
+                        "values": {}, "noise": 0.0125, "rows": 522}
+    kept.update(kept_config=True, margin_se=2.0, best=kept["baseline"])
+    run = summary(how=tuning.TUNED, record=kept, hyperparameters=BEST, values={})
+    assert tuning_lines(run)[0] == (
+        "  tuning: 3 trials in 16s: none beat the config's own values (val_auc 0.9500) by more than 2 x its noise "
+        "(±0.0125 on 522 validation rows): the Trainer keeps them")
+    section = tuning_section(run)
+    assert section["trials"][0]["trial"] == "config" and section["trials"][0]["chosen"]
+    assert not any(t["chosen"] for t in section["trials"][1:])
+    assert section["rule"].endswith("none did, and the Trainer kept the config's own values.")
+    assert "by more than 2 x its noise (±0.0125 on 522 validation rows)" in section["rule"]

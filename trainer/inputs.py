@@ -84,6 +84,7 @@ class Inputs:
     cache: bool
     data_bytes: Optional[int]
     class_weight: Optional[Dict[int, float]] = None  # training.class_weight: balanced, per class index
+    validation_rows: int = 0  # the rows each validation pass reads
 
 
 def input_data(fn_args, settings: TrainerSettings, sizes: Sizes, state: Dict[str, Any]) -> Inputs:
@@ -115,7 +116,7 @@ def input_data(fn_args, settings: TrainerSettings, sizes: Sizes, state: Dict[str
     eval_ds = input_dataset(fn_args, settings, fn_args.eval_files, sizes.tf_transform_output,
                             eval_batch, shuffle=False, cache=cache, repeat=False, limit=eval_rows)
     return Inputs(train_ds, eval_ds, math.ceil(eval_rows / eval_batch), cache, data_bytes,
-                  class_weights(fn_args, settings, sizes))
+                  class_weights(fn_args, settings, sizes), eval_rows)
 
 
 def class_weights(fn_args, settings: TrainerSettings, sizes: Sizes) -> Optional[Dict[int, float]]:

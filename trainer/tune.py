@@ -19,7 +19,6 @@ loaded layer, trainer/data.py) and each its cached split.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import io
 import logging
@@ -27,19 +26,16 @@ import math
 import os
 import tempfile
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import attr
-import tensorflow as tf
 
+from tfxline import task_types
 from tfxline.patches import autograph, tf_custom_gradients
-from tfxline.trainer import callbacks as callbacks_lib
 from tfxline.trainer import data, precision
-from tfxline.trainer import strategy as strategy_lib
+from tfxline.trainer import trial as trial_lib
 from tfxline.trainer import tuning_settings as T
-from tfxline.trainer.inputs import input_data, plan_sizes
 from tfxline.trainer.keras_compat import keras
-from tfxline.trainer.run import build
 from tfxline.trainer.settings import TrainerSettings
 from tfxline.typed_config.read import from_yaml
 
@@ -78,20 +74,6 @@ def project_name() -> str:
     the extension names each tuner in KERASTUNER_TUNER_ID (:211, :296)."""
     tuner_id = os.environ.get("KERASTUNER_TUNER_ID")
     return f"trials-{tuner_id}" if tuner_id else "trials"
-
-
-def trial_strategy(name: str):
-    """The strategy a trial trains under. On Vertex AI's parallel trials (KERASTUNER_TUNER_ID set
-    by TFX's Vertex Tuner, extensions/google_cloud_ai_platform/tuner/executor.py:211, :296) each
-    replica runs its own trials: the job's TF_CONFIG, which Vertex AI sets on every replica of a
-    job of several, describes that flock, not one training cluster, and would make ``auto`` (or a
-    configured multi-worker strategy) join every replica into one collective. There each trial
-    trains on its own machine."""
-    if "KERASTUNER_TUNER_ID" not in os.environ:
-        return strategy_lib.create_strategy(name)
-    own = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
-    return strategy_lib.create_strategy("auto" if name in ("multi_worker_mirrored", "parameter_server") else name,
-                                        own)
 
 
 def search_space(space: Dict[str, tuple]):
@@ -141,66 +123,113 @@ def trial_tuner_class():
             super().__init__(**kwargs)
             self.fn_args, self.settings, self.tuning = fn_args, settings, tuning
             self.objective_name, self.direction = T.objective(tuning, settings.features.task)
-            self.strategy = trial_strategy(settings.runtime.strategy)
+            self.strategy = trial_lib.trial_strategy(settings.runtime.strategy)
             self.policy = precision.resolve_policy(settings.runtime.precision, self.strategy)
             self.trials: List[Dict[str, Any]] = []
             self.failures: List[str] = []  # the failed trials' errors
             self.started = time.monotonic()
             self.deadline = self.started + tuning.max_minutes * 60 if tuning.max_minutes else math.inf
             self.out_of_time = False
+            self.baseline: Optional[Dict[str, Any]] = None  # the config's own values, as a trial (search)
             if not self._is_worker():  # the oracle is here (a local run, or Vertex AI's chief oracle)
                 self.oracle.create_trial = until_deadline(self, self.oracle.create_trial)
 
         def search(self, *args, **kwargs):
-            """keras-tuner's search, quiet on the console: no progress table (verbose 0), and the
-            traceback it prints for a failed trial (keras_tuner/src/engine/base_tuner.py:280-282)
-            into the log, where run_trial logged it already with the trial's progress line."""
-            try:
-                with contextlib.redirect_stderr(_LogWriter()):
+            """keras-tuner's search after the config's own values (the baseline a trial must beat),
+            quiet on the console: no progress table (verbose 0), and the traceback it prints for a
+            failed trial (keras_tuner/src/engine/base_tuner.py:280-282) into the log, where
+            run_trial logged it already with the trial's progress line."""
+            with contextlib.redirect_stderr(_LogWriter()):
+                if "KERASTUNER_ORACLE_IP" not in os.environ:  # one search here, not Vertex AI's parallel trials
+                    self.baseline = fit_baseline(self)
+                try:
                     return super().search(*args, **dict(kwargs, verbose=0))
-            except RuntimeError as e:  # keras-tuner's "Number of consecutive failures exceeded the limit"
-                if not self.failures:
-                    raise
-                after_failures(self, e)
-                return None
+                except RuntimeError as e:  # keras-tuner's "Number of consecutive failures exceeded the limit"
+                    if not self.failures:
+                        raise
+                    after_failures(self, e)
+                    return None
+
+        def keeps_config(self) -> bool:
+            """No trial beat the config's own values by more than the validation rows' noise allows."""
+            return T.keeps_config(self.baseline, self.trials, self.direction)
+
+        def get_best_hyperparameters(self, num_trials=1):
+            """What TFX writes as best_hyperparameters (tuner/executor.py:64): none when the config's
+            own values are kept (the Trainer then trains with them), else the best trial's."""
+            if self.keeps_config():
+                import keras_tuner as kt
+
+                return [kt.HyperParameters()]
+            return super().get_best_hyperparameters(num_trials)
 
         def run_trial(self, trial, *args, **kwargs):
             values = dict(trial.hyperparameters.values)
             epochs = int(values.get("tuner/epochs") or trial_epochs(self.settings, self.tuning))
             started = time.monotonic()
             try:
-                with autograph.libraries_not_converted(), precision.precision_policy(self.policy), \
-                        tf_custom_gradients.released():
-                    history = fit_trial(self.fn_args, T.tuned(self.settings, values), self.strategy, self.policy,
-                                        epochs, self.deadline)
+                history = fit(self, T.tuned(self.settings, values), epochs).history
             except Exception as e:
                 logging.exception("tuning: trial %s failed", trial.trial_id)
                 self.failures.append(f"{type(e).__name__}: {e}")
                 progress("%strial %d/%d failed (%.1fs): %s", T.PROGRESS, len(self.trials) + len(self.failures),
-                             self.tuning.max_trials, time.monotonic() - started, self.failures[-1].splitlines()[0])
+                         self.tuning.max_trials, time.monotonic() - started, self.failures[-1].splitlines()[0])
                 raise
-            scores = history.get(self.objective_name)
-            if not scores:  # the same for every trial: stop the search (keras-tuner re-raises a FatalError)
-                import keras_tuner as kt
-
-                raise kt.errors.FatalValueError(
-                    f"tuning.objective: {self.objective_name} is not among the model's validation metrics "
-                    f"({', '.join(sorted(k for k in history if k.startswith('val_')))}); name one of them, or auto")
-            pick = max if self.direction == "max" else min
-            best = pick(scores)
-            self.trials.append({"trial": trial.trial_id, "score": float(best), "epochs": len(scores),
-                                "best_epoch": scores.index(best) + 1, "seconds": round(time.monotonic() - started, 1),
-                                "values": T.best_values(values)})
+            self.trials.append(dict(scored(self, history, started), trial=trial.trial_id,
+                                    values=T.best_values(values)))
             progress("%s", T.trial_line(len(self.trials) + len(self.failures), self.tuning.max_trials,
-                                            self.objective_name, self.trials[-1]))
-            return {self.objective_name: float(best)}
+                                        self.objective_name, self.trials[-1]))
+            return {self.objective_name: self.trials[-1]["score"]}
 
         def record(self) -> Dict[str, Any]:
             """What the Tuner's tuning_run.json records (the run report and summary read it)."""
             return T.tuning_record(self.tuning, self.objective_name, self.direction, self.trials,
-                                   time.monotonic() - self.started, self.out_of_time, self.failures)
+                                   time.monotonic() - self.started, self.out_of_time, self.failures, self.baseline)
 
     return TrialTuner
+
+
+def fit(tuner, settings: TrainerSettings, epochs: int, labels: bool = False) -> trial_lib.Fitted:
+    """One fit of ``settings`` as a trial: its graphs let go after it (patches/tf_custom_gradients.py),
+    the precision policy set for it alone."""
+    with autograph.libraries_not_converted(), precision.precision_policy(tuner.policy), \
+            tf_custom_gradients.released():
+        return trial_lib.fit_trial(tuner.fn_args, settings, tuner.strategy, tuner.policy, epochs, tuner.deadline,
+                                   labels=labels)
+
+
+def scored(tuner, history: Dict[str, List[float]], started: float) -> Dict[str, Any]:
+    """A fit's score (its best epoch's objective), epochs and seconds; keras-tuner's FatalValueError,
+    which stops the search, when the model does not compile the objective (the same for every trial)."""
+    scores = history.get(tuner.objective_name)
+    if not scores:
+        import keras_tuner as kt
+
+        raise kt.errors.FatalValueError(
+            f"tuning.objective: {tuner.objective_name} is not among the model's validation metrics "
+            f"({', '.join(sorted(k for k in history if k.startswith('val_')))}); name one of them, or auto")
+    best = (max if tuner.direction == "max" else min)(scores)
+    return {"score": float(best), "epochs": len(scores), "best_epoch": scores.index(best) + 1,
+            "seconds": round(time.monotonic() - started, 1)}
+
+
+def fit_baseline(tuner) -> Optional[Dict[str, Any]]:
+    """The config's own values, trained as a trial, with the noise of their score on the validation
+    rows (the task type's metric_noise): what a trial must beat by more than MARGIN_SE of it. None
+    when it fails (the best trial is then used)."""
+    started = time.monotonic()
+    try:
+        fitted = fit(tuner, tuner.settings, trial_epochs(tuner.settings, tuner.tuning), labels=True)
+        baseline = dict(scored(tuner, fitted.history, started), trial="config", values={})
+    except Exception as e:  # an objective the model does not compile: the first trial stops the search
+        logging.exception("tuning: the config's own values failed")
+        progress("%sthe config's own values failed (%s): the best trial is used", T.PROGRESS, str(e).splitlines()[0])
+        return None
+    labels = fitted.validation_labels
+    baseline.update(rows=int(len(labels)), noise=float(task_types.get(tuner.settings.features.task).metric_noise(
+        tuner.objective_name.removeprefix("val_"), baseline["score"], labels)))
+    progress("%s", T.baseline_line(tuner.objective_name, baseline))
+    return baseline
 
 
 def after_failures(tuner, error: Exception) -> None:
@@ -248,40 +277,6 @@ class _LogWriter(io.TextIOBase):
             if line.strip():
                 logging.debug("%s", line)
         return len(text)
-
-
-@functools.lru_cache(maxsize=None)
-def deadline_class():
-    class StopAtDeadline(keras().callbacks.Callback):
-        """Ends the fit at the first epoch end past the wall budget (its best epoch counts)."""
-
-        def __init__(self, deadline: float):
-            super().__init__()
-            self.deadline = deadline
-
-        def on_epoch_end(self, epoch, logs=None):
-            if time.monotonic() >= self.deadline:
-                self.model.stop_training = True
-
-    return StopAtDeadline
-
-
-def fit_trial(fn_args, settings: TrainerSettings, strategy, policy: str, epochs: int,
-              deadline: float = math.inf) -> Dict[str, List[float]]:
-    """Train the model ``settings`` describe for at most ``epochs`` (early stopping as the Trainer
-    does, and the wall ``deadline``); the fit's history."""
-    keras().backend.clear_session()  # the previous trial's layers and names go
-    tf.keras.utils.set_random_seed(settings.training.seed)
-    settings = dataclasses.replace(settings, training=dataclasses.replace(settings.training, epochs=epochs))
-    sizes = plan_sizes(fn_args, settings, strategy)
-    inputs = input_data(fn_args, settings, sizes, {})
-    built = build(fn_args, settings, sizes, strategy, policy)
-    early_stopping, _ = callbacks_lib.early_stopping_callback(settings, sizes.epochs, inputs.validation)
-    callbacks = [c for c in (early_stopping, deadline_class()(deadline)) if c is not None]
-    fitted = built.trainable.fit(
-        inputs.train, epochs=sizes.epochs, steps_per_epoch=sizes.steps_per_epoch, validation_data=inputs.validation,
-        validation_steps=inputs.validation_steps, callbacks=callbacks, class_weight=inputs.class_weight, verbose=0)
-    return {k: [float(x) for x in v] for k, v in fitted.history.items()}
 
 
 def forget() -> None:

@@ -49,15 +49,25 @@ def search_settings(record: Dict[str, Any]) -> Dict[str, Any]:
     else:
         ended = f"max_trials: {count} of {record.get('max_trials')} trials finished"
     better = {"max": "higher is better", "min": "lower is better"}.get(record.get("direction"), "")
+    base = record.get("baseline") or {}
+    rule = (f"A trial replaces the config's own values only when it beats their "
+            f"{base.get('score', 0):.4f} by more than {record.get('margin_se', 2):g} x its noise "
+            f"(±{base.get('noise', 0):.4f} on {base.get('rows', 0)} validation rows)") if base else ""
+    if rule and record.get("kept_config"):
+        rule += ": none did, and the Trainer kept the config's own values."
+    elif rule:
+        rule += "."
     return {"objective": record.get("objective", ""), "better": better, "algorithm": record.get("algorithm", ""),
-            "budget": budget, "ended": ended, "seconds": record.get("seconds")}
+            "budget": budget, "ended": ended, "seconds": record.get("seconds"), "rule": rule}
 
 
 def trials(record: Dict[str, Any]) -> List[Dict[str, Any]]:
-    """Each trial in the order it ran, the chosen one (the record's best) marked."""
+    """The config's own values (the baseline, as trial 'config') and each trial in the order it ran,
+    the chosen one (the record's best) marked."""
     best = record.get("best") or {}
+    baseline = [record["baseline"]] if record.get("baseline") else []
     return [{"trial": str(trial.get("trial", "")), "score": trial.get("score"), "epochs": trial.get("epochs"),
              "best_epoch": trial.get("best_epoch"), "seconds": trial.get("seconds"),
              "values": dict(trial.get("values") or {}),
              "chosen": bool(best) and str(trial.get("trial")) == str(best.get("trial"))}
-            for trial in record.get("trials") or []]
+            for trial in baseline + list(record.get("trials") or [])]
