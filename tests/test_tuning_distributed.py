@@ -14,6 +14,7 @@ import pytest
 
 from tfxline.pipeline.config.load import load_config
 from tfxline.pipeline.tuning import tuner_custom_config
+from tfxline.trainer import trial as trial_lib
 from tfxline.trainer import tune
 
 # Vertex AI sets TF_CONFIG on every replica of a job of several (the flock, not one cluster).
@@ -29,16 +30,16 @@ def fn_args(work_dir, max_minutes):
     return FnArgs(custom_config=tuner_custom_config(cfg), working_dir=work_dir, transform_graph_path="unused")
 
 
-def stand_in_fit(fn_args, settings, strategy, policy, epochs, deadline):
+def stand_in_fit(fn_args, settings, strategy, policy, epochs, deadline, labels=False):
     time.sleep(0.3)
-    return {"val_auc": [min(0.99, settings.model.learning_rate * 50)], "val_loss": [0.5]}
+    return trial_lib.Fitted({"val_auc": [min(0.99, settings.model.learning_rate * 50)], "val_loss": [0.5]})
 
 
 def chief(port, work_dir, max_minutes, result_path):
     """The chief oracle's process, as the extension's _run_chief_oracle runs it (:196-224)."""
     os.environ.update(KERASTUNER_ORACLE_IP="127.0.0.1", KERASTUNER_ORACLE_PORT=str(port),
                       KERASTUNER_TUNER_ID="chief", TF_CONFIG=FLOCK)
-    tune.fit_trial = stand_in_fit
+    trial_lib.fit_trial = stand_in_fit
     tuner = tune.tuner_fn(fn_args(work_dir, max_minutes)).tuner
     tuner.search()  # serves the workers until the oracle stops
     with open(result_path, "w") as f:
@@ -61,7 +62,7 @@ def test_a_worker_runs_trials_for_the_chief_oracle_until_the_wall_budget(tmp_pat
     process = multiprocessing.get_context("spawn").Process(target=chief, args=(port, work_dir, max_minutes, result))
     process.start()
     try:
-        monkeypatch.setattr(tune, "fit_trial", stand_in_fit)
+        monkeypatch.setattr(trial_lib, "fit_trial", stand_in_fit)
         monkeypatch.setenv("KERASTUNER_ORACLE_IP", "127.0.0.1")
         monkeypatch.setenv("KERASTUNER_ORACLE_PORT", str(port))
         monkeypatch.setenv("KERASTUNER_TUNER_ID", "tfx-tuner-workerpool1-0")
@@ -81,11 +82,12 @@ def test_a_worker_runs_trials_for_the_chief_oracle_until_the_wall_budget(tmp_pat
     assert len(worker.trials) == done["trials"] and not worker.failures
     assert done["best"]["learning_rate"] == max(t["values"]["learning_rate"] for t in worker.trials)
     assert done["project"] == "trials-chief"
+    assert worker.baseline is None  # parallel trials: no baseline run (no single search to hold it)
 
 
 @pytest.mark.parametrize("configured", ["auto", "multi_worker_mirrored"])
 def test_a_trial_trains_alone_whatever_the_jobs_tf_config(monkeypatch, configured):
     monkeypatch.setenv("TF_CONFIG", FLOCK)
     monkeypatch.setenv("KERASTUNER_TUNER_ID", "tfx-tuner-workerpool0-0")
-    assert tune.trial_strategy(configured).num_replicas_in_sync == 1
+    assert trial_lib.trial_strategy(configured).num_replicas_in_sync == 1
     assert os.environ["TF_CONFIG"] == FLOCK  # the process's own environment left as it was
