@@ -121,6 +121,17 @@ def serving_requests(records, serving_columns):
     return out
 
 
+def served_output(result):
+    """The score among a serving_default call's outputs: ``probabilities`` (binary, multi-class) or
+    ``predictions`` (regression), never the binary model's ``predicted_class`` beside it (the
+    outputs' dict order differs from one load to the next)."""
+    for key in ("probabilities", "predictions"):
+        if key in result:
+            return result[key]
+    (only,) = result.values()
+    return only
+
+
 def model_scores(model_dir: str, requests) -> np.ndarray:
     import tensorflow as tf
 
@@ -130,7 +141,7 @@ def model_scores(model_dir: str, requests) -> np.ndarray:
     out = []
     for start in range(0, len(requests), 2048):
         result = serve(examples=tf.constant(requests[start:start + 2048]))
-        out.append(next(iter(result.values())).numpy().reshape(-1))
+        out.append(served_output(result).numpy().reshape(-1))
     return np.concatenate(out)
 
 

