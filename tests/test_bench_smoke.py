@@ -185,7 +185,8 @@ def test_tables_smoke(tmp_path):
     assert row["name"] == "diabetes" and row["metric"] == "rmse" and row["model"] > 0
     tuned = row["tuned"]
     assert tuned["model"] > 0 and tuned["trials"] >= 1 and tuned["ended_by"] in ("max_trials", "max_minutes")
-    assert tuned["values"] and tuned["trees"] == row["trees"]  # the same split, the same trees
+    assert "values" in tuned and tuned["trees"] == row["trees"]  # the same split, the same trees
+    # ({} when no trial beat the config's own values by enough: the Trainer kept them)
     tables = rendered(str(tmp_path / "tables.json"))
     assert "| diabetes | scikit-learn `load_diabetes` |" in tables["tables"]
     assert tables["tables-tuning"].splitlines()[2].startswith("| diabetes |")
