@@ -107,17 +107,20 @@ def row_of(summary: summary_lib.RunSummary) -> RunRow:
 
 
 def tuned_marker(summary: summary_lib.RunSummary) -> str:
-    """The run's tuning in a few characters: '3 trials' (its Tuner searched), 'cached' (served
-    the search of an earlier run), 'reused' (tuning.reuse: saved values, no search), the Tuner's
-    state when it did not finish ('failed', 'canceled', 'running'), '-' untuned."""
+    """The run's tuning in a few characters: '3 trials' (its Tuner searched), '3 trials, kept'
+    (no trial beat the config's own values by enough: the Trainer kept them), 'cached' (served the
+    search of an earlier run), 'reused' (tuning.reuse: saved values, no search), the Tuner's state
+    when it did not finish ('failed', 'canceled', 'running'), '-' untuned."""
     if summary.tuning.get("how") == tuning_lib.REUSED:
         return "reused"
     tuner = summary.component(tuning_lib.TUNER_ID)
     if tuner is None:
         return "-"
-    trials = summary.tuning.get("record", {}).get("trials")
+    record = summary.tuning.get("record") or {}
+    trials = record.get("trials")
     if tuner.state == "complete":
-        return f"{len(trials)} trial{'' if len(trials) == 1 else 's'}" if trials is not None else "yes"
+        kept = ", kept" if record.get("kept_config") else ""
+        return f"{len(trials)} trial{'' if len(trials) == 1 else 's'}{kept}" if trials is not None else "yes"
     return tuner.state
 
 

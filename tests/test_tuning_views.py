@@ -249,6 +249,7 @@ def test_a_search_that_kept_the_configs_own_values():
     assert tuning_lines(run)[0] == (
         "  tuning: 3 trials in 16s: none beat the config's own values (val_auc 0.9500) by more than 2 x its noise "
         "(±0.0125 on 522 validation rows): the Trainer keeps them")
+    assert history.tuned_marker(run) == "3 trials, kept"
     section = tuning_section(run)
     assert section["trials"][0]["trial"] == "config" and section["trials"][0]["chosen"]
     assert not any(t["chosen"] for t in section["trials"][1:])
