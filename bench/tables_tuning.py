@@ -55,7 +55,8 @@ def tuning_of(run, output_root: str) -> Dict[str, Any]:
     out["tuner_seconds"] = seconds_of(run, "Tuner")
     out["tuned_values"] = training.get("tuned")
     out["tuning"] = {k: record.get(k) for k in ("algorithm", "objective", "direction", "max_trials", "max_minutes",
-                                                 "seconds", "ended_by", "best", "trials", "failed")}
+                                                 "seconds", "ended_by", "best", "trials", "failed", "baseline",
+                                                 "kept_config")}
     return out
 
 
@@ -75,6 +76,9 @@ def tuned_entry(s: dict) -> dict:
         "algorithm": tuning.get("algorithm"), "max_trials": tuning.get("max_trials"),
         "max_minutes": tuning.get("max_minutes"), "objective": tuning.get("objective"),
         "best_score": best.get("score"), "values": s.get("tuned_values") or best.get("values"),
+        # the config's own values as a trial, and whether no trial beat them by enough (the Trainer kept them)
+        "baseline_score": (tuning.get("baseline") or {}).get("score"),
+        "baseline_noise": (tuning.get("baseline") or {}).get("noise"), "kept_config": bool(tuning.get("kept_config")),
         "trial_log": tuning.get("trials") or [],
     }
 

@@ -185,7 +185,8 @@ SCHEMAS["batch_scaling/*.json"] = {"overrides": [str], "model": METRICS}
 TUNED = {"model": NUM, "trees": NUM, "ratio": NUM, "goal_met": bool, "blessed": bool, "seconds": NUM_OR_NULL,
          "trials": int, "ended_by": (str, None), "max_trials": (int, None), "max_minutes": NUM_OR_NULL,
          "run_seconds": NUM_OR_NULL, "values": (dict, None), "best_score": NUM_OR_NULL,
-         "epochs": (int, None), "best_epoch": (int, None)}
+         "epochs": (int, None), "best_epoch": (int, None), "baseline_score": NUM_OR_NULL,
+         "baseline_noise": NUM_OR_NULL, "kept_config": bool}
 SCHEMAS["tables.json"] = {"tables": [{
     "name": str, "source": str, "rows": int, "eval_rows": int, "task": str, "label": str, "log_label": Opt(bool),
     "metric": str, "model": NUM, "trees": NUM, "ratio": NUM, "goal_met": bool, "blessed": bool,
@@ -271,11 +272,17 @@ def tables_tuning() -> str:
             continue
         values = ", ".join(f"{k} {v:.3g}" if isinstance(v, float) else f"{k} {v}"
                            for k, v in sorted((t["values"] or {}).items()))
-        rows.append([r["name"], _run_time(r.get("run_seconds")), _run_time(t["run_seconds"]),
-                     None if t["best_score"] is None else f"{t['best_score']:.4f}",
-                     f"{t['epochs']} ({t['best_epoch']})" if t["epochs"] is not None else None, values or None])
-    return table(["table", "run, untuned", "run, tuned (search included)", "best trial's validation score",
-                  "tuned Trainer: epochs (best)", "values the Trainer trained with"], rows)
+        best = max if t["objective"] != "val_rmse" else min
+        trial = best((x["score"] for x in t.get("trial_log") or []), default=None)
+        own = (f"{t['baseline_score']:.4f} ±{t['baseline_noise']:.4f}" if t.get("baseline_score") is not None
+               else None)
+        rows.append([r["name"], _run_time(r.get("run_seconds")), _run_time(t["run_seconds"]), own,
+                     None if trial is None else f"{trial:.4f}",
+                     f"{t['epochs']} ({t['best_epoch']})" if t["epochs"] is not None else None,
+                     "the config's own (no trial beat them by 2 x the noise)" if t.get("kept_config") else values or None])
+    return table(["table", "run, untuned", "run, tuned (search included)", "config's own values: validation score",
+                  "best trial's validation score", "tuned Trainer: epochs (best)", "values the Trainer trained with"],
+                 rows)
 
 
 def trials() -> str:
