@@ -14,7 +14,13 @@ Each trial: the settings with the trial's values laid over them (trainer/tuning_
 ``tuned``, as the Trainer lays the best ones), early stopping as the Trainer's, at most
 ``tuning.trial_epochs`` epochs, and the wall budget (``tuning.max_minutes``): no trial starts after
 it, and the running one stops at its next epoch's end. The trials share the Transform graph (one
-loaded layer, trainer/data.py) and each its cached split.
+loaded layer, trainer/data.py) and each caches its split as the Trainer does; one trial's fit is
+trainer/trial.py's (TFX reloads this module before each search: udf_utils, import_utils.py:62-63).
+
+Before the trials, the config's own values train as the baseline (``fit_baseline``) and the noise
+of their validation score is measured (the task type's ``metric_noise``): a trial replaces them only
+when it beats them by more than tuning_settings.MARGIN_SE of it, else the Tuner writes no values
+and the Trainer keeps the config's (docs/tuning.md, "A tuned model you can trust").
 """
 from __future__ import annotations
 
