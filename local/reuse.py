@@ -12,9 +12,6 @@ from tfxline.pipeline.data.source import DataError
 from tfxline.runs import store as store_lib
 from tfxline.trainer import tuning_settings as T
 
-LATEST = T.REUSE_LATEST
-BEST_FILE = T.BEST_FILE
-
 
 def hyperparameters_uri(cfg: PipelineConfig) -> str:
     """The folder the Importer reads ('' when tuning.reuse is unset); DataError in one line when
@@ -22,7 +19,7 @@ def hyperparameters_uri(cfg: PipelineConfig) -> str:
     reuse = cfg.tuning.reuse
     if not reuse:
         return ""
-    if reuse == LATEST:
+    if reuse == T.REUSE_LATEST:
         found = (store_lib.newest_tuned(store_lib.open_store(cfg.metadata_store), cfg.name)
                  if store_lib.store_exists(cfg.metadata_store) else None)
         if not found:
@@ -30,9 +27,9 @@ def hyperparameters_uri(cfg: PipelineConfig) -> str:
                             f"{store_lib.describe_store(cfg.metadata_store)}; run once with "
                             "--set tuning.enabled=true, or name a best_hyperparameters.txt")
         return found
-    path = os.path.join(reuse, BEST_FILE) if os.path.isdir(reuse) else reuse
+    path = os.path.join(reuse, T.BEST_FILE) if os.path.isdir(reuse) else reuse
     if not os.path.isfile(path):
-        raise DataError(f"tuning.reuse: {reuse}: no such file; name a {BEST_FILE} a Tuner wrote "
+        raise DataError(f"tuning.reuse: {reuse}: no such file; name a {T.BEST_FILE} a Tuner wrote "
                         "(tfxline runs show lists a tuned run's), its folder, or latest")
     with open(path, "rb") as f:
         raw = f.read()
@@ -42,10 +39,10 @@ def hyperparameters_uri(cfg: PipelineConfig) -> str:
         values = None
     if not isinstance(values, dict):
         raise DataError(f"tuning.reuse: {path} is not a Tuner's best hyperparameters (JSON with \"values\"); "
-                        f"name the {BEST_FILE} a Tuner wrote")
+                        f"name the {T.BEST_FILE} a Tuner wrote")
     # by content, alone in its folder: an edited file is a new import, and the Trainer finds one file
     folder = os.path.join(cfg.output_root, "hyperparameters", hashlib.sha256(raw).hexdigest()[:16])
-    target = os.path.join(folder, BEST_FILE)
+    target = os.path.join(folder, T.BEST_FILE)
     if not os.path.isfile(target):
         os.makedirs(folder, exist_ok=True)
         with open(f"{target}.{os.getpid()}.tmp", "wb") as f:

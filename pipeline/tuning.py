@@ -7,9 +7,10 @@ from tfx.types import standard_artifacts
 
 from tfxline.components.tuning import TUNER_FN, TunerComponent
 from tfxline.pipeline.config import PipelineConfig
+from tfxline.trainer.tuning_settings import REUSED_ID, TUNER_ID
 
-TUNER_ID = "Tuner"
-REUSED_ID = "ReusedHyperparameters"
+__all__ = ["REUSED_ID", "TUNER_ID", "tuned_hyperparameters", "tuner_custom_config", "tuning_component"]
+
 
 
 def tuner_custom_config(cfg: PipelineConfig) -> dict:

@@ -11,13 +11,16 @@ from ml_metadata.proto import metadata_store_pb2
 
 from tfxline.runs import store as store_lib
 from tfxline.serving import storage
-from tfxline.trainer.tuning_settings import TUNING_RUN_FILE, best_values
 
-# pipeline/tuning.py's node ids and TFX's file name (literals here: those modules import TFX,
-# and summaries are read without it; tests/test_tuning_views.py holds them equal)
-TUNER_ID = "Tuner"
-REUSED_ID = "ReusedHyperparameters"
-BEST_FILE = "best_hyperparameters.txt"
+# the console, history and report name the Importer's node id through this module
+from tfxline.trainer.tuning_settings import (
+    BEST_FILE,
+    REUSED_ID,  # noqa: F401
+    TUNER_ID,
+    TUNING_RUN_FILE,
+    best_values,
+)
+
 TUNED, REUSED = "tuned", "reused"  # how a run's Trainer got its hyperparameters
 
 

@@ -102,8 +102,8 @@ def test_a_run_served_from_cache_counts_each_component_once_and_says_whose_resul
                                            "(Pusher served from cache: nothing new pushed)")
 
 
-def test_a_failed_component_is_marked_on_the_console():
-    """The run's progress lines end with the component that failed, not its '[ start ]' alone."""
+def progress_of(*messages):
+    """(the console, the ProgressHandler) after ``messages`` were logged through it, as LocalDagRunner's are."""
     import io
     import logging
 
@@ -115,11 +115,17 @@ def test_a_failed_component_is_marked_on_the_console():
     log.addHandler(handler)
     log.setLevel(logging.INFO)
     try:
-        log.info("Component CsvExampleGen is running.")
-        log.info("Component CsvExampleGen is finished.")
-        log.info("Component Evaluator is running.")
+        for message in messages:
+            log.info(message)
     finally:
         log.removeHandler(handler)
+    return out, handler
+
+
+def test_a_failed_component_is_marked_on_the_console():
+    """The run's progress lines end with the component that failed, not its '[ start ]' alone."""
+    out, handler = progress_of("Component CsvExampleGen is running.", "Component CsvExampleGen is finished.",
+                               "Component Evaluator is running.")
     handler.failed()  # what the local runner calls when the run raises
     lines = out.getvalue().splitlines()
     assert lines[0] == "[ start ] CsvExampleGen" and lines[1].startswith("[ done  ] CsvExampleGen")

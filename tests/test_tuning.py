@@ -2,9 +2,7 @@
 config, the search space per task, the values laid over the Trainer's settings, the Tuner and the
 Importer in the pipeline, ``tuning.reuse`` resolved before a run, ``init --tune`` and the console's
 progress lines. The tuned run itself: tests/test_tuning_e2e.py."""
-import io
 import json
-import logging
 import os
 import subprocess
 import sys
@@ -145,20 +143,12 @@ def test_progress_and_summary_lines():
 
 
 def test_the_console_shows_the_tuners_lines():
-    from tfxline.local.process import ProgressHandler
+    from tests.test_console import progress_of
 
-    out = io.StringIO()
-    handler = ProgressHandler(out)
-    log = logging.getLogger("tfx.test.tuning")
-    log.addHandler(handler)
-    log.setLevel(logging.INFO)
-    try:
-        log.info("Component Tuner is running.")
-        log.info("tuning: trial 1/3: val_auc 0.9412 (4 epochs, 12.3s) learning_rate=0.00312")
-        log.info("Best Hyperparameters are written to /x.")  # TFX's own lines stay in the log
-        log.info("Component Tuner is finished.")
-    finally:
-        log.removeHandler(handler)
+    out, _ = progress_of("Component Tuner is running.",
+                         "tuning: trial 1/3: val_auc 0.9412 (4 epochs, 12.3s) learning_rate=0.00312",
+                         "Best Hyperparameters are written to /x.",  # TFX's own lines stay in the log
+                         "Component Tuner is finished.")
     lines = out.getvalue().splitlines()
     assert lines[1] == "          tuning: trial 1/3: val_auc 0.9412 (4 epochs, 12.3s) learning_rate=0.00312"
     assert len(lines) == 3

@@ -230,12 +230,14 @@ def test_the_summary_reads_a_search_a_cached_search_and_reused_values_from_mlmd(
 
 
 def test_the_literals_name_what_the_pipeline_and_tfx_write():
-    """runs/tuning.py names the nodes and the file without importing TFX; they are the pipeline's."""
-    from tfxline.local import reuse
+    """runs/tuning.py names the nodes and the file without importing TFX (trainer/tuning_settings.py's
+    constants): they are the pipeline's node ids and the file TFX's Tuner writes."""
+    from tfx.components.tuner import executor as tfx_tuner
+
     from tfxline.pipeline import tuning as pipeline_tuning
 
     assert (tuning.TUNER_ID, tuning.REUSED_ID) == (pipeline_tuning.TUNER_ID, pipeline_tuning.REUSED_ID)
-    assert tuning.BEST_FILE == reuse.BEST_FILE
+    assert tuning.BEST_FILE == tfx_tuner._DEFAULT_BEST_HP_FILE_NAME
 
 
 def test_a_search_that_kept_the_configs_own_values():

@@ -19,6 +19,10 @@ from tfxline.typed_config.problems import Problem, bad
 ALGORITHMS = ("random", "bayesian", "hyperband")
 REUSE_LATEST = "latest"  # tuning.reuse: the newest tuned run's in a local run's store (local/reuse.py)
 BEST_FILE = "best_hyperparameters.txt"  # the name TFX's Tuner writes (components/tuner/executor.py:34)
+# The pipeline's node ids of the Tuner and of the Importer of reused values (pipeline/tuning.py makes
+# them; runs/tuning.py reads their executions without importing TFX)
+TUNER_ID = "Tuner"
+REUSED_ID = "ReusedHyperparameters"
 # The keys a search space names, by kind: a log-uniform [low, high] range, or a list of choices.
 RANGES = ("learning_rate",)
 CHOICES = ("hidden_layers", "hidden_units", "dropout", "embedding_max_dim", "batch_size", "weight_decay",
