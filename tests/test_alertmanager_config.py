@@ -112,18 +112,28 @@ def settled(alerts, count):
     return len(alerts) == count and all(a["status"]["state"] != "unprocessed" for a in alerts)
 
 
+def settled_muted(am, count, *muted):
+    """All `count` alerts processed and each (name, labels) of `muted` marked suppressed.
+    Alertmanager's inhibitor learns of a source alert from its own subscription, after the API
+    has accepted it, and marks targets from a cache that lags a busy machine: a target posted in
+    the same request can read "active" for a moment (CI saw it in three tests). So wait for the
+    marks, within wait_for's deadline; one never muted fails here."""
+    def done(found):
+        return settled(found, count) and all(
+            find(found, name, **labels)["status"]["state"] == "suppressed" for name, labels in muted)
+    alerts = am.wait_for(done)
+    for name, labels in muted:
+        a = find(alerts, name, **labels)
+        assert a["status"]["state"] == "suppressed" and a["status"]["inhibitedBy"], a
+    return alerts
+
+
 def test_a_drift_stop_mutes_the_same_pipelines_run_failed_page_only(alertmanager):
     am, webhook = alertmanager
     am.post([alert("TfxlineRunFailed", job="taxi", reason="drift", component="DriftGate"),
              alert("TfxlineDriftStoppedRun", job="taxi"),
              alert("TfxlineRunFailed", job="fraud", reason="failed", component="Trainer")])
-    # Alertmanager's inhibitor learns of the source alert from its own subscription to the alerts,
-    # after the API has accepted them: a target posted in the same request can read "active" for a
-    # moment (CI saw it once). Wait for it to be muted; one that never is fails here.
-    alerts = am.wait_for(lambda found: settled(found, 3) and find(
-        found, "TfxlineRunFailed", job="taxi")["status"]["state"] == "suppressed")
-    muted = find(alerts, "TfxlineRunFailed", job="taxi")
-    assert muted["status"]["state"] == "suppressed" and muted["status"]["inhibitedBy"], muted
+    alerts = settled_muted(am, 3, ("TfxlineRunFailed", {"job": "taxi"}))
     other = find(alerts, "TfxlineRunFailed", job="fraud")
     assert other["status"]["state"] == "active" and not other["status"]["inhibitedBy"], other
     assert find(alerts, "TfxlineDriftStoppedRun", job="taxi")["status"]["state"] == "active"
@@ -145,9 +155,11 @@ def test_a_drift_stop_does_not_mute_a_failure_of_another_reason(alertmanager):
     drift alert beside a new failure) still pages."""
     am, _ = alertmanager
     am.post([alert("TfxlineDriftStoppedRun", job="taxi"),
-             alert("TfxlineRunFailed", job="taxi", reason="failed", component="Trainer")])
-    alerts = am.wait_for(lambda found: settled(found, 2))
-    assert find(alerts, "TfxlineRunFailed", job="taxi")["status"]["state"] == "active"
+             alert("TfxlineRunFailed", job="taxi", reason="failed", component="Trainer"),
+             alert("TfxlineRunFailed", job="taxi", reason="drift", component="DriftGate")])
+    # the drift page is the control: once the inhibitor has muted it, it has seen the source
+    alerts = settled_muted(am, 3, ("TfxlineRunFailed", {"job": "taxi", "reason": "drift"}))
+    assert find(alerts, "TfxlineRunFailed", job="taxi", reason="failed")["status"]["state"] == "active"
 
 
 def test_a_gateway_down_mutes_the_missing_series_alerts_of_every_pipeline(alertmanager):
@@ -158,14 +170,7 @@ def test_a_gateway_down_mutes_the_missing_series_alerts_of_every_pipeline(alertm
              alert("TfxlineNoRecentRun", job="fraud"),
              alert("TfxlineRunFailed", job="taxi", reason="failed", component="Trainer")])
     muted = ("TfxlineMetricsGone", "TfxlineNoMetrics", "TfxlineNoRecentRun")
-    # Alertmanager marks an alert inhibited from its inhibitors' cache, which lags a busy machine's
-    # first reads (seen once in CI: 'active' just after all five were processed): wait for the
-    # marks, within wait_for's deadline, then check them all
-    alerts = am.wait_for(lambda found: settled(found, 5) and all(
-        find(found, name)["status"]["state"] == "suppressed" for name in muted))
-    for name in muted:
-        a = find(alerts, name)
-        assert a["status"]["state"] == "suppressed" and a["status"]["inhibitedBy"], a
+    alerts = settled_muted(am, 5, *[(name, {}) for name in muted])
     assert find(alerts, "TfxlinePushgatewayDown")["status"]["state"] == "active"
     assert find(alerts, "TfxlineRunFailed")["status"]["state"] == "active"  # not the gateway's doing
 
@@ -175,7 +180,6 @@ def test_no_recent_run_mutes_no_recent_push_of_the_same_pipeline(alertmanager):
     am.post([alert("TfxlineNoRecentRun", job="taxi"),
              alert("TfxlineNoRecentPush", job="taxi"),
              alert("TfxlineNoRecentPush", job="fraud")])
-    alerts = am.wait_for(lambda found: settled(found, 3))
-    assert find(alerts, "TfxlineNoRecentPush", job="taxi")["status"]["state"] == "suppressed"
+    alerts = settled_muted(am, 3, ("TfxlineNoRecentPush", {"job": "taxi"}))
     assert find(alerts, "TfxlineNoRecentPush", job="fraud")["status"]["state"] == "active"
     assert find(alerts, "TfxlineNoRecentRun", job="taxi")["status"]["state"] == "active"
