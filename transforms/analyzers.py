@@ -39,11 +39,20 @@ class Analyzers(Protocol):
     def value_range(self, feature: F.InputFeature, values: tf.Tensor) -> Optional[Tuple[tf.Tensor, tf.Tensor]]: ...
     def quantiles(self, feature: F.InputFeature, values: tf.Tensor) -> tf.Tensor: ...
     def apply_buckets(self, x: tf.Tensor, boundaries: tf.Tensor) -> tf.Tensor: ...
+    def learn_vocabularies(self, features: Sequence[F.InputFeature], keys: Sequence[tf.Tensor]) -> None: ...
     def vocabulary(self, feature: F.InputFeature, dense: tf.Tensor) -> tf.Tensor: ...
 
 
 class TftAnalyzers:
-    """tft's analyzers over the whole dataset (the Transform)."""
+    """tft's analyzers over the whole dataset (the Transform). Every vocabulary is learnt in one
+    pass (transforms/vocabulary_pass.py) before the features that read them are built."""
+
+    def __init__(self):
+        self._vocabularies: Dict[str, tf.Tensor] = {}  # the current trace's paths, by feature
+
+    def __getstate__(self):
+        """Beam pickles the preprocessing_fn, and this with it: never the last trace's tensors."""
+        return {"_vocabularies": {}}
 
     def mean(self, feature, values):
         import tensorflow_transform as tft
@@ -70,11 +79,16 @@ class TftAnalyzers:
         import tensorflow_transform as tft
         return tft.apply_buckets(x, boundaries)
 
+    def learn_vocabularies(self, features, keys):
+        from tfxline.transforms import vocabulary_pass
+
+        names = [F.vocabulary_name(f.name) for f in features]
+        paths = vocabulary_pass.vocabulary_paths(names, keys, [f.top_k for f in features]) if features else []
+        self._vocabularies = {f.name: path for f, path in zip(features, paths)}
+
     def vocabulary(self, feature, dense):
         import tensorflow_transform as tft
-        return tft.compute_and_apply_vocabulary(
-            dense, top_k=feature.top_k, num_oov_buckets=feature.oov_buckets,
-            vocab_filename=F.vocabulary_name(feature.name))
+        return tft.apply_vocabulary(dense, self._vocabularies[feature.name], num_oov_buckets=feature.oov_buckets)
 
 
 def needed(spec: F.FeatureSpec) -> List[str]:
@@ -141,6 +155,9 @@ class FrozenAnalyzers:
                 tf.lookup.KeyValueTensorInitializer(tf.constant(keys, tf.string),
                                                     tf.range(len(keys), dtype=tf.int64)), default_value=-1)
         return self._tables[feature.name]
+
+    def learn_vocabularies(self, features, keys):
+        """Nothing to learn: the vocabularies were read from the Transform output."""
 
     def vocabulary(self, feature, dense):
         keys = self.vocabularies[feature.name]

@@ -54,6 +54,8 @@ def make_preprocessing_fn(spec: F.FeatureSpec, analyzers: Optional[Analyzers] = 
 
     def fn(inputs: Dict[str, Any]) -> Dict[str, Any]:
         outputs: Dict[str, Any] = {}
+        learnt = [f for f in spec.inputs if f.transform == "vocabulary"]
+        analyzers.learn_vocabularies(learnt, [vocabulary_keys(inputs[f.source]) for f in learnt])
         for feature in spec.inputs:
             outputs[F.transformed_name(feature.name)] = transform_input(feature, inputs[feature.source], analyzers)
         for cross in spec.crosses:
@@ -125,12 +127,7 @@ def transform_input(feature: F.InputFeature, x: Any, analyzers: Analyzers) -> tf
             # value's id where a value is missing (the same ids as filling first)
             missing_id = analyzers.vocabulary(feature, tf.constant([MISSING_STRING]))[0]
             return tf.where(x.present, analyzers.vocabulary(feature, x.values), missing_id)
-        if x.dtype.is_floating:  # whole numbers written as floats (3.0): categories by their integer
-            x = _as_int(x)
-        dense = to_dense(x, _missing_default(x))
-        if dense.dtype.is_integer:
-            dense = tf.cast(dense, tf.int64)
-        return analyzers.vocabulary(feature, dense)
+        return analyzers.vocabulary(feature, vocabulary_keys(x))
     if feature.transform == "identity":
         dense = tf.cast(to_dense(x, tf.constant(feature.default, x.dtype)), tf.int64)
         out_of_range = tf.logical_or(dense < 0, dense >= feature.num_buckets)
@@ -138,6 +135,16 @@ def transform_input(feature: F.InputFeature, x: Any, analyzers: Analyzers) -> tf
     if feature.transform == "datetime":
         return datetime_part(feature, x, analyzers)
     raise ValueError(f"unknown transform {feature.transform!r}")  # FeatureSpec.validate stops this
+
+
+def vocabulary_keys(x: Any) -> tf.Tensor:
+    """A vocabulary feature's values as the vocabulary holds them: rank-1 text or int64, a missing
+    value filled (``MISSING_STRING``, ``MISSING_INT``); whole numbers written as floats (3.0) are
+    categories by their integer."""
+    if x.dtype.is_floating:
+        x = _as_int(x)
+    dense = to_dense(x, _missing_default(x))
+    return tf.cast(dense, tf.int64) if dense.dtype.is_integer else dense
 
 
 def datetime_part(feature: F.InputFeature, x: Any, analyzers: Analyzers) -> tf.Tensor:
