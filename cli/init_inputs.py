@@ -14,6 +14,7 @@ from tfxline.cli.column_profile import ColumnProfile
 from tfxline.cli.init_label import InitError
 
 MAX_CATEGORY_NUMBERS = 20    # whole numbers with at most this many values are categories
+MAX_CODE = 39                # ... and those all in [0, MAX_CODE] are their own index (identity)
 MAX_VOCABULARY = 1000        # a text column's top_k
 NEAR_UNIQUE = 0.5            # text with more distinct values than this share of rows: an ID
 BUCKETS_FROM = 50            # numbers with at least this many distinct values also get quantile buckets
@@ -98,10 +99,20 @@ def out_specs(inputs: Sequence[Dict[str, Any]], column: str) -> List[Dict[str, A
     return [s for s in inputs if s.get("column", s["name"]) == column]
 
 
+def code_input(p: ColumnProfile) -> Dict[str, Any]:
+    """Small non-negative whole numbers (survey answers, category codes): each its own index, no
+    vocabulary to learn (``identity``); one more index past the largest for a missing value or a
+    code the data never held."""
+    top = int(max(p.numbers))
+    return {"column": p.name, "transform": "identity", "num_buckets": top + 2, "default": top + 1}
+
+
 def describe(spec: Dict[str, Any]) -> str:
     t = spec["transform"]
     if t == "vocabulary":
         return f"vocabulary (top {spec['top_k']})"
+    if t == "identity":
+        return f"codes 0-{spec['num_buckets'] - 2} as their index"
     if t == "bucketize":
         return f"{spec['num_buckets']} quantile buckets"
     if t == "datetime":
@@ -133,6 +144,8 @@ def input_for(p: ColumnProfile) -> Tuple[List[Dict[str, Any]], str]:
         return [], "an ID: whole numbers, each once, filling their range"
     if p.whole and p.distinct <= MAX_CATEGORY_NUMBERS:
         written = " written as floats" if p.kind == cp.FLOAT else ""
+        if 0 <= float(min(p.numbers)) and float(max(p.numbers)) <= MAX_CODE:
+            return [code_input(p)], f"{p.distinct} whole-number values{written}: codes{empty}"
         return ([{"column": p.name, "transform": "vocabulary", "top_k": p.distinct, "oov_buckets": 1}],
                 f"{p.distinct} whole-number values{written}: categories{empty}")
     specs: List[Dict[str, Any]] = []

@@ -114,7 +114,7 @@ def test_a_smoke_write_under_bench_results_is_refused_however_it_is_named(tmp_pa
     assert json.loads((tmp_path / "out" / "e2e.json").read_text()) == {"a": 1}
 
 
-@pytest.mark.parametrize("script", ["e2e.py", "scale.py", "quality.py", "tflite.py", "trainer_bench.py",
+@pytest.mark.parametrize("script", ["e2e.py", "scale.py", "wide.py", "quality.py", "tflite.py", "trainer_bench.py",
                                     "gpu_bench.py", "step_profile.py", "tables.py"])
 def test_a_smoke_run_refuses_bench_results_before_it_starts(script):
     name = {"trainer_bench.py": "trainer.json"}.get(script, script[:-3] + ".json")
@@ -145,6 +145,16 @@ def test_scale_smoke(tmp_path):
     (run,) = json.loads((tmp_path / "scale.json").read_text())["runs"]
     assert run["rows"] == 1000 and run["peak_rss_gb"] > 0 and run["train_steps"] > 0
     assert "| 1,000 |" in rendered(str(tmp_path / "scale.json"))["scale"]
+
+
+@pytest.mark.e2e
+def test_wide_smoke(tmp_path):
+    """init + run on one generated table of 30 columns x 500 rows (#65), its memory sampled."""
+    bench("wide.py", "--smoke", "--results", str(tmp_path / "wide.json"), "--work", str(tmp_path / "work"))
+    (run,) = json.loads((tmp_path / "wide.json").read_text())["runs"]
+    assert run["columns"] == 30 and run["exit"] == 0 and run["pushed"] and run["peak_rss_gb"] > 0
+    assert "Transform" in run["peak_rss_gb_by_component"] and 0.5 < run["trees_auc"] <= 1
+    assert "| 30 × 500 |" in rendered(str(tmp_path / "wide.json"))["wide"]
 
 
 @pytest.mark.e2e

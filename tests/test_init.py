@@ -236,3 +236,19 @@ def test_a_rare_class_is_named_and_handled(capsys, tmp_path):
     from tfxline.pipeline.config.load import load_config
 
     assert load_config(str(tmp_path / "m" / "config.yaml")).training.class_weight == "balanced"
+
+
+def test_small_whole_number_codes_are_their_own_index(capsys, tmp_path):
+    """Codes 0..39 (survey answers, Caravan's 85 columns) are identity categories, with one more
+    index for a missing or unseen code; other whole numbers stay a vocabulary (issue #65)."""
+    path = tmp_path / "codes.csv"
+    rows = ["answer,floor,delta,big,y"] + [
+        f"{'' if i % 17 == 0 else 1 + i % 5},{(i % 3) + 0.0},{i % 7 - 3},{100 + i % 5},{i % 2}" for i in range(200)]
+    path.write_text("\n".join(rows) + "\n")
+    raw, out = init(capsys, tmp_path, "--data", str(path), "--label", "y")
+    specs = {f["name"]: f for f in raw["features"]["inputs"]}
+    assert specs["answer"] == {"name": "answer", "transform": "identity", "num_buckets": 7, "default": 6}
+    assert specs["floor"] == {"name": "floor", "transform": "identity", "num_buckets": 4, "default": 3}
+    assert specs["delta"]["transform"] == specs["big"]["transform"] == "vocabulary"   # below 0; above 39
+    assert "answer: codes 0-5 as their index (5 whole-number values: codes, 12 empty (6.0%))" in out
+    assert "floor: codes 0-2 as their index (3 whole-number values written as floats: codes)" in out

@@ -444,6 +444,11 @@ SCHEMAS["scale.json"] = {"runs": NonEmpty([{
     "components": Map(NUM), "peak_rss_gb_run_process": Opt(NUM), "peak_rss_gb_beam_workers": Opt(NUM),
     "peak_rss_gb_by_component": Opt(Map(NUM))}]),
     "time_ratio": Opt(NUM), "rows_ratio": Opt(NUM)}  # no ratio: one size
+WIDE_RUN = {"table": str, "exit": int, "wall_seconds": NUM, "peak_rss_gb": NUM, "pushed": bool,
+            "auc": NUM_OR_NULL, "components": Map(NUM), "peak_rss_gb_by_component": Map(NUM)}
+SCHEMAS["wide.json"] = {"rows": int, "runs": NonEmpty([dict(WIDE_RUN, columns=int, init_seconds=NUM, trees_auc=NUM,
+                                                            wall_vs_taxi=Opt(NUM))]),
+                        "taxi": Opt(WIDE_RUN)}
 SCHEMAS["tflite.json"] = {"models": Map({
     "task": str, "eval_rows": int, "savedmodel": {"bytes": int, "p50_ms": NUM, "p99_ms": NUM},
     "modes": Map(OneOf({"refused": str}, {"bytes": int, "p50_ms": NUM, "p99_ms": NUM, "metric": str,
@@ -487,6 +492,18 @@ def scale() -> str:
                   "s: " + " / ".join(STAGES), "peak RSS in each, GB"], rows)
 
 
+def wide() -> str:
+    d = load("wide.json")
+    runs = ([dict(d["taxi"], columns=None)] if "taxi" in d else []) + d["runs"]
+    rows = [["taxi (default)" if r["columns"] is None else f"{r['columns']:,} × {d['rows']:,}",
+             f"{r['wall_seconds']:.0f} s", r.get("wall_vs_taxi", ""), f"{r['peak_rss_gb']} GB",
+             _stages(r["components"]), _peaks(r["peak_rss_gb_by_component"]),
+             "yes" if r["pushed"] else "no", f"{r['auc']:.3f}" if r["auc"] is not None else "–",
+             f"{r['trees_auc']:.3f}" if "trees_auc" in r else ""] for r in runs]
+    return table(["columns × rows", "run wall", "× taxi", "peak RSS (process tree)",
+                  "s: " + " / ".join(STAGES), "peak RSS in each, GB", "pushed", "eval AUC", "trees' AUC"], rows)
+
+
 def tflite() -> str:
     d = load("tflite.json")
     rows = []
@@ -516,7 +533,8 @@ SOURCES: Dict[str, str] = {
     "batch-scaling": "batch_scaling/*.json", "gpu-bench-cpu": "gpu_bench.json", "gpu-bench-h100": "gpu_bench_h100.json",
     "gpu-bench-h100-before": "gpu_bench_h100.json", "fused-optimizer": "fused_optimizer_cpu.json",
     "step-profile-cpu": "step_profile.json", "step-profile-h100": "step_profile_h100.json",
-    "trainer-input": "trainer.json", "e2e": "e2e.json", "scale": "scale.json", "tflite": "tflite.json",
+    "trainer-input": "trainer.json", "e2e": "e2e.json", "scale": "scale.json", "wide": "wide.json",
+    "tflite": "tflite.json",
 }
 TABLES: Dict[str, Callable[[], str]] = {
     "quality": quality, "quality-setup": quality_setup, "tables": tables, "tables-tuning": tables_tuning,
@@ -525,7 +543,7 @@ TABLES: Dict[str, Callable[[], str]] = {
     "gpu-bench-cpu": gpu_bench_cpu, "gpu-bench-h100": gpu_bench_h100,
     "gpu-bench-h100-before": gpu_bench_h100_before, "fused-optimizer": fused_optimizer,
     "step-profile-cpu": step_profile_cpu, "step-profile-h100": step_profile_h100,
-    "trainer-input": trainer_input, "e2e": e2e, "scale": scale, "tflite": tflite,
+    "trainer-input": trainer_input, "e2e": e2e, "scale": scale, "wide": wide, "tflite": tflite,
 }
 
 

@@ -34,46 +34,51 @@ def analyzer_name(feature: F.InputFeature, kind: str) -> str:
 
 
 class Analyzers(Protocol):
-    def mean(self, feature: F.InputFeature, values: tf.Tensor) -> tf.Tensor: ...
-    def var(self, feature: F.InputFeature, values: tf.Tensor) -> tf.Tensor: ...
-    def value_range(self, feature: F.InputFeature, values: tf.Tensor) -> Optional[Tuple[tf.Tensor, tf.Tensor]]: ...
-    def quantiles(self, feature: F.InputFeature, values: tf.Tensor) -> tf.Tensor: ...
-    def apply_buckets(self, x: tf.Tensor, boundaries: tf.Tensor) -> tf.Tensor: ...
+    """What the preprocessing reads: first every numeric input's statistics and every vocabulary
+    (``learn_*``, each one pass for all features), then each feature's values."""
+    def learn_numbers(self, features: Sequence[F.InputFeature], values: Sequence[tf.Tensor],
+                      present: Sequence[tf.Tensor]) -> None: ...
     def learn_vocabularies(self, features: Sequence[F.InputFeature], keys: Sequence[tf.Tensor]) -> None: ...
+    def mean(self, feature: F.InputFeature) -> tf.Tensor: ...
+    def var(self, feature: F.InputFeature) -> tf.Tensor: ...
+    def value_range(self, feature: F.InputFeature) -> Optional[Tuple[tf.Tensor, tf.Tensor]]: ...
+    def quantiles(self, feature: F.InputFeature) -> Any: ...
+    def apply_buckets(self, x: tf.Tensor, boundaries: Any) -> tf.Tensor: ...
     def vocabulary(self, feature: F.InputFeature, dense: tf.Tensor) -> tf.Tensor: ...
 
 
 class TftAnalyzers:
-    """tft's analyzers over the whole dataset (the Transform). Every vocabulary is learnt in one
-    pass (transforms/vocabulary_pass.py) before the features that read them are built."""
+    """tft's analyzers over the whole dataset (the Transform): the numeric statistics
+    (transforms/number_pass.py) and the vocabularies (transforms/vocabulary_pass.py), each learnt
+    for all features at once, before the features that read them are built."""
 
     def __init__(self):
-        self._vocabularies: Dict[str, tf.Tensor] = {}  # the current trace's paths, by feature
+        # the current trace's learnt tensors, by feature
+        self._numbers: Dict[str, Dict[str, tf.Tensor]] = {}
+        self._vocabularies: Dict[str, tf.Tensor] = {}
 
     def __getstate__(self):
         """Beam pickles the preprocessing_fn, and this with it: never the last trace's tensors."""
-        return {"_vocabularies": {}}
+        return {"_numbers": {}, "_vocabularies": {}}
 
-    def mean(self, feature, values):
-        import tensorflow_transform as tft
-        return tf.identity(tft.mean(values), name=analyzer_name(feature, "mean"))
+    def learn_numbers(self, features, values, present):
+        from tfxline.transforms import number_pass
 
-    def var(self, feature, values):
-        import tensorflow_transform as tft
-        return tf.identity(tft.var(values), name=analyzer_name(feature, "var"))
+        self._numbers = number_pass.learn(features, values, present)
 
-    def value_range(self, feature, values):
-        """(min, max) of the present values; NaN for a column with none. tft.min is a Sub of
-        its analysis result in the saved graph, so the min is saved as the max of -x, which
-        (as every named value) is a constant there."""
-        import tensorflow_transform as tft
-        negated_min = tf.identity(tft.max(-values), name=analyzer_name(feature, "negated_min"))
-        return -negated_min, tf.identity(tft.max(values), name=analyzer_name(feature, "max"))
+    def mean(self, feature):
+        return self._numbers[feature.name]["mean"]
 
-    def quantiles(self, feature, values):
-        import tensorflow_transform as tft
-        boundaries = tft.quantiles(values, feature.num_buckets, epsilon=0.01 / feature.num_buckets)
-        return tf.identity(boundaries, name=analyzer_name(feature, "boundaries"))
+    def var(self, feature):
+        return self._numbers[feature.name]["var"]
+
+    def value_range(self, feature):
+        """(min, max) of the present values; NaN for a column with none."""
+        learnt = self._numbers[feature.name]
+        return -learnt["negated_min"], learnt["max"]
+
+    def quantiles(self, feature):
+        return self._numbers[feature.name]["boundaries"]
 
     def apply_buckets(self, x, boundaries):
         import tensorflow_transform as tft
@@ -92,15 +97,38 @@ class TftAnalyzers:
 
 
 def needed(spec: F.FeatureSpec) -> List[str]:
-    """The analyzer names the spec's preprocessing reads."""
-    kinds = {"zscore": ("mean", "var"), "log_zscore": ("mean", "var"), "bucketize": ("boundaries", "mean")}
-    return [analyzer_name(f, k) for f in spec.inputs for k in kinds.get(f.transform, ())]
+    """The per-feature values the spec's frozen preprocessing reads."""
+    from tfxline.transforms import number_pass
+
+    kinds = {"bucketize": ("boundaries", "mean")}
+    return [analyzer_name(f, k) for f in number_pass.numeric_features(spec.inputs)
+            for k in kinds.get(f.transform, ("mean", "var"))]
 
 
 def optional(spec: F.FeatureSpec) -> List[str]:
-    """The analyzer names the spec's preprocessing reads where present: the z-scored inputs'
-    ranges (a Transform written before they were learnt clips nothing)."""
-    return [analyzer_name(f, k) for f in spec.inputs if not f.is_categorical for k in ("negated_min", "max")]
+    """The per-feature values it reads where present: the z-scored inputs' ranges (a Transform
+    written before they were learnt clips nothing)."""
+    from tfxline.transforms import number_pass
+
+    return [analyzer_name(f, k) for f in number_pass.numeric_features(spec.inputs)
+            if f.transform != "bucketize" for k in ("negated_min", "max")]
+
+
+def feature_values(transform_fn_dir: str, spec: F.FeatureSpec, names: Sequence[str],
+                   optional_names: Sequence[str] = ()) -> Dict[str, np.ndarray]:
+    """{per-feature analyzer name: value} of ``names`` (each required) and ``optional_names``,
+    from the statistics' vectors of a Transform output (transforms/number_pass.py), or from the
+    per-feature names of one written before them."""
+    from tfxline.transforms import number_pass
+
+    numeric = number_pass.numeric_features(spec.inputs)
+    vectors = read_values(transform_fn_dir, [], number_pass.group_names(numeric))
+    found = number_pass.per_feature(numeric, vectors)
+    missing = [n for n in list(names) + list(optional_names) if n not in found]
+    if missing:  # an older Transform output: its values under their own names
+        required = [n for n in names if n not in found]
+        found.update(read_values(transform_fn_dir, required, [n for n in optional_names if n not in found]))
+    return {n: found[n] for n in list(names) + list(optional_names) if n in found}
 
 
 class FrozenAnalyzers:
@@ -119,7 +147,7 @@ class FrozenAnalyzers:
     def load(cls, transform_output_dir: str, spec: F.FeatureSpec) -> "FrozenAnalyzers":
         import tensorflow_transform as tft
         output = tft.TFTransformOutput(transform_output_dir)
-        values = read_values(os.path.join(transform_output_dir, "transform_fn"), needed(spec), optional(spec))
+        values = feature_values(os.path.join(transform_output_dir, "transform_fn"), spec, needed(spec), optional(spec))
         vocabularies = {f.name: output.vocabulary_by_name(F.vocabulary_name(f.name))
                         for f in spec.inputs if f.transform == "vocabulary"}
         return cls(values, vocabularies)
@@ -127,18 +155,21 @@ class FrozenAnalyzers:
     def _value(self, feature, kind):
         return tf.constant(self.values[analyzer_name(feature, kind)], tf.float32)
 
-    def mean(self, feature, values):
+    def learn_numbers(self, features, values, present):
+        """Nothing to learn: the statistics were read from the Transform output."""
+
+    def mean(self, feature):
         return self._value(feature, "mean")
 
-    def var(self, feature, values):
+    def var(self, feature):
         return self._value(feature, "var")
 
-    def value_range(self, feature, values):
+    def value_range(self, feature):
         if not all(analyzer_name(feature, k) in self.values for k in ("negated_min", "max")):
             return None  # a Transform that learnt no range: its graph clips nothing
         return -self._value(feature, "negated_min"), self._value(feature, "max")
 
-    def quantiles(self, feature, values):
+    def quantiles(self, feature):
         return self.values[analyzer_name(feature, "boundaries")].reshape(-1).tolist()
 
     def apply_buckets(self, x, boundaries):

@@ -21,6 +21,7 @@ import tensorflow as tf
 from tfxline import task_types
 from tfxline.transforms import dates
 from tfxline.transforms import features as F
+from tfxline.transforms import number_pass
 from tfxline.transforms.analyzers import Analyzers, TftAnalyzers
 
 MISSING_STRING = "__MISSING__"
@@ -54,10 +55,15 @@ def make_preprocessing_fn(spec: F.FeatureSpec, analyzers: Optional[Analyzers] = 
 
     def fn(inputs: Dict[str, Any]) -> Dict[str, Any]:
         outputs: Dict[str, Any] = {}
+        numeric = number_pass.numeric_features(spec.inputs)
+        measured = {f.name: measured_values(f, inputs[f.source]) for f in numeric}
+        analyzers.learn_numbers(numeric, [measured[f.name].values for f in numeric],
+                                [measured[f.name].present for f in numeric])
         learnt = [f for f in spec.inputs if f.transform == "vocabulary"]
         analyzers.learn_vocabularies(learnt, [vocabulary_keys(inputs[f.source]) for f in learnt])
         for feature in spec.inputs:
-            outputs[F.transformed_name(feature.name)] = transform_input(feature, inputs[feature.source], analyzers)
+            outputs[F.transformed_name(feature.name)] = transform_input(
+                feature, inputs[feature.source], analyzers, measured.get(feature.name))
         for cross in spec.crosses:
             outputs[F.transformed_name(cross.name)] = hashed_cross(
                 [outputs[F.transformed_name(n)] for n in cross.inputs],
@@ -109,18 +115,16 @@ def _missing_default(x: Any) -> Any:
     return tf.constant(0, x.dtype)
 
 
-def transform_input(feature: F.InputFeature, x: Any, analyzers: Analyzers) -> tf.Tensor:
-    if feature.transform == "zscore":
-        return zscore_fill_mean(feature, x, analyzers)
-    if feature.transform == "log_zscore":
-        return zscore_fill_mean(feature, log1p_non_negative(x), analyzers)
-    if feature.transform == "bucketize":
-        # Boundaries are quantiles of the present values; a missing value is filled with
-        # the mean. Both analyzers read the raw values, so this stays one analysis phase.
-        values = _float_values(x)
-        boundaries = analyzers.quantiles(feature, values)
-        filled = to_dense(_as_float(x), analyzers.mean(feature, values))
-        return analyzers.apply_buckets(filled, boundaries)
+def transform_input(feature: F.InputFeature, x: Any, analyzers: Analyzers,
+                    measured: Optional[Present] = None) -> tf.Tensor:
+    """One feature's transformed values; ``measured``: its ``measured_values`` where already built."""
+    if number_pass.needs_statistics(feature):
+        measured = measured or measured_values(feature, x)
+        if feature.transform == "bucketize":
+            # Boundaries are quantiles of the present values; a missing value is filled with the mean
+            filled = tf.where(measured.present, measured.values, analyzers.mean(feature))
+            return analyzers.apply_buckets(filled, analyzers.quantiles(feature))
+        return zscore_fill_mean(feature, measured, analyzers)
     if feature.transform == "vocabulary":
         if is_present(x) and x.dtype == tf.string:
             # TFLite has no select of strings: look the values up, then take the missing
@@ -133,8 +137,23 @@ def transform_input(feature: F.InputFeature, x: Any, analyzers: Analyzers) -> tf
         out_of_range = tf.logical_or(dense < 0, dense >= feature.num_buckets)
         return tf.where(out_of_range, tf.constant(feature.default, tf.int64), dense)
     if feature.transform == "datetime":
-        return datetime_part(feature, x, analyzers)
+        return datetime_part(feature, x)
     raise ValueError(f"unknown transform {feature.transform!r}")  # FeatureSpec.validate stops this
+
+
+def measured_values(feature: F.InputFeature, x: Any) -> Present:
+    """What a numeric feature's statistics are learnt from, dense with which rows hold a value:
+    the column as float32 (``zscore``, ``bucketize``), its log (``log_zscore``), the days since
+    1970 of a date (``datetime`` part ``days``)."""
+    if feature.transform == "log_zscore":
+        x = log1p_non_negative(x)
+    elif feature.transform == "datetime":
+        parts, parsed = parse_dates(feature, x)
+        return Present(tf.cast(parts["days"], tf.float32), parsed)
+    x = _as_float(x)
+    if is_present(x):
+        return x
+    return Present(to_dense(x, 0.0), to_dense(map_values(lambda v: tf.ones_like(v, tf.bool), x), False))
 
 
 def vocabulary_keys(x: Any) -> tf.Tensor:
@@ -147,26 +166,28 @@ def vocabulary_keys(x: Any) -> tf.Tensor:
     return tf.cast(dense, tf.int64) if dense.dtype.is_integer else dense
 
 
-def datetime_part(feature: F.InputFeature, x: Any, analyzers: Analyzers) -> tf.Tensor:
-    """One part of an ISO date(-time) text column (transforms/dates.py): a category, ``default``
-    where the value is missing or does not parse; or the days since 1970, z-scored as ``zscore``."""
+def parse_dates(feature: F.InputFeature, x: Any):
+    """(parts, parsed) of an ISO date(-time) text column (transforms/dates.py)."""
     if x.dtype != tf.string:
         raise ValueError(f"feature {feature.name!r}: transform datetime reads text, and column {feature.source!r} "
                          f"holds {x.dtype.name}; fix: declare the column as text (BYTES) in the schema")
-    parts, parsed = dates.parse_tensor(to_dense(x, ""))
-    if feature.part == "days":
-        return zscore_fill_mean(feature, Present(tf.cast(parts["days"], tf.float32), parsed), analyzers)
+    return dates.parse_tensor(to_dense(x, ""))
+
+
+def datetime_part(feature: F.InputFeature, x: Any) -> tf.Tensor:
+    """A category part of an ISO date(-time) text column, ``default`` where the value is missing
+    or does not parse (the ``days`` part is a number: ``transform_input``)."""
+    parts, parsed = parse_dates(feature, x)
     return tf.where(parsed, parts[feature.part], tf.constant(feature.default, tf.int64))
 
 
-def zscore_fill_mean(feature: F.InputFeature, x: Any, analyzers: Analyzers) -> tf.Tensor:
+def zscore_fill_mean(feature: F.InputFeature, measured: Present, analyzers: Analyzers) -> tf.Tensor:
     """(x - mean) / std over the present values; a missing value becomes 0 (the mean). A value
     is first clipped to the present values' range, widened (``widened``): one far outside it
     (a data-entry error) is the edge value, not a point a network extrapolates to."""
-    values = _float_values(x)
-    mean = analyzers.mean(feature, values)
-    std = tf.sqrt(analyzers.var(feature, values))
-    filled = clip_to_range(to_dense(_as_float(x), mean), analyzers.value_range(feature, values))
+    mean = analyzers.mean(feature)
+    std = tf.sqrt(analyzers.var(feature))
+    filled = clip_to_range(tf.where(measured.present, measured.values, mean), analyzers.value_range(feature))
     safe_std = tf.where(std > 0, std, tf.ones_like(std))
     return (filled - mean) / safe_std
 
@@ -247,18 +268,6 @@ def _as_int(x: Any) -> Any:
     """A float column's values rounded to int64, keeping which are present (a missing value
     then takes the integer column's default, not a category of 0)."""
     return map_values(lambda v: tf.cast(tf.round(v), tf.int64), x)
-
-
-def _float_values(x: Any) -> tf.Tensor:
-    """The present values of a column, as float32 (what the analyzers see)."""
-    x = _as_float(x)
-    if is_present(x):
-        return tf.boolean_mask(x.values, x.present)
-    if isinstance(x, tf.SparseTensor):
-        return x.values
-    if isinstance(x, tf.RaggedTensor):
-        return x.flat_values
-    return tf.reshape(x, [-1])
 
 
 # How a task type's transform_label reads a raw column (task_types/base.py)
