@@ -6,6 +6,8 @@ tested on, and none with ``TFXLINE_RUNTIME_PATCHES=off`` (patches/guard.py).
 
 - patches/tfx_packaging.py: no sdist of TFX for Beam runners in this process.
 - patches/tft_inspection.py: one trace of the preprocessing_fn for TFX's four inspections.
+- patches/tft_graph_tools.py: tf.Transform's column-dependency scans in linear time (41 s of a
+  300-column Transform).
 - patches/beam_signatures.py: Beam inspects each function's parameters once, not at every
   DoFn it meets (3.8 s of a taxi run).
 - patches/beam_option_views.py: Beam makes each view of the pipeline's options once, not twice
@@ -20,7 +22,8 @@ import contextlib
 import logging
 from typing import Callable, Iterator, Optional
 
-from tfxline.patches import autograph, beam_option_views, beam_signatures, guard, tft_inspection, tfx_packaging
+from tfxline.patches import (autograph, beam_option_views, beam_signatures, guard, tft_graph_tools, tft_inspection,
+                             tfx_packaging)
 
 
 @contextlib.contextmanager
@@ -30,6 +33,7 @@ def executor_patches(say: Optional[Callable[[str], None]] = None) -> Iterator[No
     records (local/process.logging_to)."""
     (say or logging.getLogger("tfxline.patches").info)(guard.status())
     with tfx_packaging.no_sdist_for_local_runners(), tft_inspection.shared_inspection_traces(), \
+            tft_graph_tools.linear_dependency_scans(), \
             beam_signatures.shared_signatures(), beam_option_views.shared_option_views(), \
             autograph.libraries_not_converted():
         yield

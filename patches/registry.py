@@ -51,6 +51,14 @@ PATCHES: Tuple[Patch, ...] = (
           "3 of 5 traces a Transform (~0.5-0.8 s each on the taxi features)",
           "none; nearest: [tensorflow/transform#276](https://github.com/tensorflow/transform/issues/276) "
           "(preprocessing_fn executed multiple times, closed without a change)", "tests/test_tft_inspection.py"),
+    Patch("tft_graph_tools", "tensorflow_transform.graph_tools.get_dependent_inputs, _retrieve_source_keys",
+          "tensorflow-transform", ("1.16.0", "1.21.0"),
+          "tf.Transform's column-dependency scans are quadratic in the columns: each output (control dependencies "
+          "repeated per output) scans every input column, and each column is looked up in a list of sources",
+          "41 s of a 126 s Transform on 300 columns x 5,000 rows (10,026 outputs x 300 columns); see docs/scale.md",
+          "none found (nearest: [tensorflow/transform#57](https://github.com/tensorflow/transform/issues/57), "
+          "800+ features, closed with a workaround); docs/upstream/tft-graph-tools.md",
+          "tests/test_tft_graph_tools.py"),
     Patch("autograph", "tensorflow.python.autograph.core.config.CONVERSION_RULES", "tensorflow", TENSORFLOW,
           "AutoGraph converts tf_keras' and tf.Transform's own graph code (it skips only keras and tensorflow)",
           "55 s of a 58 s first epoch (tf_keras); 2.9 s of a taxi run (tf.Transform, 42 conversions)",

@@ -2,7 +2,7 @@
 library as it is; a library version no patch was tested on makes that patch stand down with one
 log line; the tested versions are the locks'; and the patches without a test file of their own
 still do what they are for. (Beam's two, TFX's and TFT's: tests/test_beam_overheads.py,
-tests/test_beam_packaging.py, tests/test_tft_inspection.py.)"""
+tests/test_beam_packaging.py, tests/test_tft_inspection.py, tests/test_tft_graph_tools.py.)"""
 import logging
 import os
 import re
@@ -15,7 +15,7 @@ from apache_beam.utils import interactive_utils, shared
 from tensorflow.python.autograph.core import config as autograph_config
 from tensorflow.python.framework import ops
 from tensorflow.python.util import deprecation
-from tensorflow_transform import impl_helper
+from tensorflow_transform import graph_tools, impl_helper
 from tfx.utils import dependency_utils
 
 from tfxline.patches import (autograph, beam_shared, guard, interactive_beam, registry, tf_custom_gradients,
@@ -32,6 +32,7 @@ def library_attributes():
     return {"beam_signatures": core.get_function_args_defaults, "beam_option_views": PipelineOptions.view_as,
             "tfx_packaging": dependency_utils.make_beam_dependency_flags,
             "tft_inspection": impl_helper.trace_preprocessing_function,
+            "tft_graph_tools": graph_tools.get_dependent_inputs,   # with _retrieve_source_keys
             "autograph": autograph_config.CONVERSION_RULES, "interactive_beam": ie.is_in_notebook,
             "tf_deprecation": deprecation._PRINT_DEPRECATION_WARNINGS,
             "tf_custom_gradients": ops.gradient_registry._registry.get(CUSTOM_GRADIENT),
