@@ -22,8 +22,15 @@ import contextlib
 import logging
 from typing import Callable, Iterator, Optional
 
-from tfxline.patches import (autograph, beam_option_views, beam_signatures, guard, tft_graph_tools, tft_inspection,
-                             tfx_packaging)
+from tfxline.patches import (
+    autograph,
+    beam_option_views,
+    beam_signatures,
+    guard,
+    tft_graph_tools,
+    tft_inspection,
+    tfx_packaging,
+)
 
 
 @contextlib.contextmanager

@@ -4,7 +4,7 @@ import random
 import numpy as np
 import tensorflow as tf
 
-from tfxline.trainer import data
+from tfxline.trainer import cache_budget, data
 
 SPEC = {"x": tf.io.FixedLenFeature([], tf.float32), "city": tf.io.FixedLenFeature([], tf.string),
         "label": tf.io.FixedLenFeature([], tf.int64)}
@@ -25,20 +25,20 @@ def write_records(path, n, seed=0):
 def test_decompressed_size_is_estimated_from_a_sample(tmp_path):
     path = write_records(tmp_path / "part-0.gz", 20_000)
     exact = sum(len(r.numpy()) for r in tf.data.TFRecordDataset(path, compression_type="GZIP"))
-    estimate = data.decompressed_bytes([path])
+    estimate = cache_budget.decompressed_bytes([path])
     assert abs(estimate - exact) / exact < 0.15, (estimate, exact)
 
 
 def test_the_cache_is_used_only_when_the_records_fit():
     gib = 1 << 30
     big = 64 * gib  # training.cache_max_gb set above the machine's quarter
-    assert data.cache_fits(2 * gib, available=8 * gib, max_bytes=big)
-    assert not data.cache_fits(2 * gib + 1, available=8 * gib, max_bytes=big)
-    assert data.cache_fits(gib, available=None) and not data.cache_fits(gib + 1, available=None)
+    assert cache_budget.cache_fits(2 * gib, available=8 * gib, max_bytes=big)
+    assert not cache_budget.cache_fits(2 * gib + 1, available=8 * gib, max_bytes=big)
+    assert cache_budget.cache_fits(gib, available=None) and not cache_budget.cache_fits(gib + 1, available=None)
     # training.cache_max_gb caps it whatever the machine has: a larger split streams (flat memory)
-    assert data.cache_fits(gib, available=64 * gib) and not data.cache_fits(gib + 1, available=64 * gib)
-    assert data.cache_fits(3 * gib, available=64 * gib, max_bytes=4 * gib)
-    assert data.available_memory() is None or data.available_memory() > 0
+    assert cache_budget.cache_fits(gib, available=64 * gib) and not cache_budget.cache_fits(gib + 1, available=64 * gib)
+    assert cache_budget.cache_fits(3 * gib, available=64 * gib, max_bytes=4 * gib)
+    assert cache_budget.available_memory() is None or cache_budget.available_memory() > 0
 
 
 def test_validation_reads_the_first_rows_once_and_the_same_rows_every_pass(tmp_path):
@@ -48,6 +48,16 @@ def test_validation_reads_the_first_rows_once_and_the_same_rows_every_pass(tmp_p
     passes = [np.concatenate([labels.numpy() for _, labels in ds]) for _ in range(2)]
     np.testing.assert_array_equal(passes[0], np.arange(250))
     np.testing.assert_array_equal(passes[1], passes[0])
+    # held decoded in memory: a pass decodes nothing (the decoder ran once, while the dataset was made)
+    decoded = []
+    ds = data.make_dataset([path], lambda r: decoded.append(1) or data.parser(SPEC)(r), "label", 100,
+                           shuffle=False, seed=1, repeat=False, limit=250)
+    traced = len(decoded)
+    assert [len(labels) for _, labels in ds] == [100, 100, 50] and len(decoded) == traced
+    streamed = data.make_dataset([path], data.parser(SPEC), "label", 100, shuffle=False, seed=1, repeat=False,
+                                 limit=250, cache=False)
+    np.testing.assert_array_equal(np.concatenate([y.numpy() for _, y in streamed]), passes[0])
+    assert streamed.element_spec == ds.element_spec
 
 
 def labels_of(ds, batches):

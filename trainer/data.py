@@ -7,7 +7,7 @@ seconds (docs/scale.md).
 
 Two readers (``training.reader``). ``tfrecord`` (default), two shapes:
 
-* the training split when it fits its memory budget (``cache_fits``; the taxi data is 7 MB): read
+* the training split when it fits its memory budget (trainer/cache_budget.py; the taxi data is 7 MB): read
   (parallel, GZIP TFRecords) -> decode every record once, as columns -> cache the columns -> per
   epoch, a seeded permutation of all rows -> batches gathered from the columns -> prefetch. Every
   step of the repeated part works on whole batches, so the input keeps up with a GPU: the
@@ -27,10 +27,8 @@ from __future__ import annotations
 
 import atexit
 import gc
-import os
-import tempfile
 import weakref
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Sequence
 
 import tensorflow as tf
 
@@ -155,45 +153,6 @@ def label_moments(file_patterns: Sequence[str], label: str, decode: Decode, limi
     return mean, max(squares / n - mean * mean, 0.0) ** 0.5, float(low), float(high)
 
 
-def decompressed_bytes(file_patterns: Sequence[str], sample: int = 1000) -> int:
-    """The serialized records' size once decompressed (what ``cache`` keeps in memory),
-    estimated without reading the data: the files' compressed size x the ratio the first
-    ``sample`` records show when written the same way (a GZIP TFRecord file; within 10 % of
-    the exact size on the taxi data, whose records shrink 10x)."""
-    files = list_files(file_patterns)
-    compressed = sum(tf.io.gfile.stat(f).length for f in files)
-    records = [r.numpy() for r in tf.data.TFRecordDataset(files[:1], compression_type="GZIP").take(sample)]
-    if not records:
-        return 0
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "sample.gz")
-        with tf.io.TFRecordWriter(path, tf.io.TFRecordOptions(compression_type="GZIP")) as w:
-            for r in records:
-                w.write(r)
-        sample_compressed = os.path.getsize(path)
-    return int(compressed * sum(map(len, records)) / max(1, sample_compressed))
-
-
-def available_memory() -> Optional[int]:
-    """Bytes of memory available to new allocations (Linux MemAvailable); None elsewhere."""
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
-def cache_fits(data_bytes: int, available: Optional[int], max_bytes: int = 1 << 30) -> bool:
-    """``training.cache``: the records are cached in memory when they take at most ``max_bytes``
-    (``training.cache_max_gb``) and a quarter of the available memory (1 GiB where that is
-    unknown); larger data streams from the files every epoch, in memory that does not grow with it."""
-    budget = min(available // 4 if available else 1 << 30, max_bytes)
-    return data_bytes <= budget
-
-
 def distribution_options() -> tf.data.Options:
     options = tf.data.Options()
     # Transform writes few files, so shard by record across workers, not by file.
@@ -229,6 +188,8 @@ def make_dataset(file_patterns: Sequence[str], decode: Decode, label_key: str, b
         ds = ds.take(limit)
     if cache and repeat and shuffle:
         ds = in_memory_batches(ds, decode, label_key, batch_size, seed)
+    elif cache and not repeat and not shuffle:
+        ds = decoded_once(ds, decode, label_key, batch_size)
     else:
         if cache:
             ds = ds.cache()
@@ -285,6 +246,16 @@ def in_memory_batches(records: tf.data.Dataset, decode: Decode, label_key: str, 
             lambda batch_ids: split_label({k: tf.gather(v, batch_ids) for k, v in cols.items()}, label_key))
 
     return tf.data.Dataset.zip((tf.data.Dataset.range(1 << 62), columns)).flat_map(epoch_batches)
+
+
+def decoded_once(records: tf.data.Dataset, decode: Decode, label_key: str, batch_size: int) -> tf.data.Dataset:
+    """One pass of (features, label) batches from ``records`` decoded now, held in memory as
+    columns (validation): each pass's iterator reads tensors, not the Transform graph. Keras
+    makes a new iterator for each validation pass, and instantiating a wide table's Transform
+    graph for it was most of the Trainer's fit (300 columns: 18 of 21 s, docs/scale.md)."""
+    columns = concatenated(records.batch(DECODE_ROWS).map(decode))
+    return tf.data.Dataset.from_tensor_slices(columns).batch(batch_size).map(
+        lambda features: split_label(features, label_key))
 
 
 def label_counts(file_patterns: Sequence[str], label: str, decode: Decode, limit: int = 1_000_000) -> List[int]:

@@ -11,7 +11,7 @@ import tensorflow_transform as tft
 
 from tfxline import task_types
 from tfxline.trainer import batch as batch_lib
-from tfxline.trainer import data, resume
+from tfxline.trainer import cache_budget, data, resume
 from tfxline.trainer import strategy as strategy_lib
 from tfxline.trainer.settings import TrainerSettings, TrainingConfig
 
@@ -94,8 +94,9 @@ def input_data(fn_args, settings: TrainerSettings, sizes: Sizes, state: Dict[str
     # split streams); the tfxio reader never caches, so nothing is estimated for it.
     cache, data_bytes = False, None
     if training.cache and training.reader == "tfrecord":
-        data_bytes = data.decompressed_bytes(fn_args.train_files)
-        cache = data.cache_fits(data_bytes, data.available_memory(), int(training.cache_max_gb * 2**30))
+        data_bytes = cache_budget.decompressed_bytes(fn_args.train_files)
+        cache = cache_budget.cache_fits(data_bytes, cache_budget.available_memory(),
+                                        int(training.cache_max_gb * 2**30))
         if not cache:
             logging.warning("training.cache: the train split's ~%.1f GB do not fit training.cache_max_gb (%s) "
                             "or a quarter of the available memory; reading the files every epoch",

@@ -19,18 +19,8 @@ import numpy as np
 import tensorflow as tf
 
 from tfxline.transforms import features as F
-
-NAME_PREFIX = "tfxline_analyzer"
-
-
-class AnalyzerValuesError(ValueError):
-    """A Transform output lacks the analyzer values a frozen preprocessing needs."""
-
-
-def analyzer_name(feature: F.InputFeature, kind: str) -> str:
-    """The op name a value is saved under; feature names may hold any character, so the
-    name carries a hex form of it."""
-    return f"{NAME_PREFIX}_{feature.name.encode().hex()}_{kind}"
+from tfxline.transforms import number_pass
+from tfxline.transforms.analyzer_names import NAME_PREFIX, AnalyzerValuesError, analyzer_name  # noqa: F401 - callers import them here
 
 
 class Analyzers(Protocol):
@@ -62,8 +52,6 @@ class TftAnalyzers:
         return {"_numbers": {}, "_vocabularies": {}}
 
     def learn_numbers(self, features, values, present):
-        from tfxline.transforms import number_pass
-
         self._numbers = number_pass.learn(features, values, present)
 
     def mean(self, feature):
@@ -98,8 +86,6 @@ class TftAnalyzers:
 
 def needed(spec: F.FeatureSpec) -> List[str]:
     """The per-feature values the spec's frozen preprocessing reads."""
-    from tfxline.transforms import number_pass
-
     kinds = {"bucketize": ("boundaries", "mean")}
     return [analyzer_name(f, k) for f in number_pass.numeric_features(spec.inputs)
             for k in kinds.get(f.transform, ("mean", "var"))]
@@ -108,8 +94,6 @@ def needed(spec: F.FeatureSpec) -> List[str]:
 def optional(spec: F.FeatureSpec) -> List[str]:
     """The per-feature values it reads where present: the z-scored inputs' ranges (a Transform
     written before they were learnt clips nothing)."""
-    from tfxline.transforms import number_pass
-
     return [analyzer_name(f, k) for f in number_pass.numeric_features(spec.inputs)
             if f.transform != "bucketize" for k in ("negated_min", "max")]
 
@@ -119,8 +103,6 @@ def feature_values(transform_fn_dir: str, spec: F.FeatureSpec, names: Sequence[s
     """{per-feature analyzer name: value} of ``names`` (each required) and ``optional_names``,
     from the statistics' vectors of a Transform output (transforms/number_pass.py), or from the
     per-feature names of one written before them."""
-    from tfxline.transforms import number_pass
-
     numeric = number_pass.numeric_features(spec.inputs)
     vectors = read_values(transform_fn_dir, [], number_pass.group_names(numeric))
     found = number_pass.per_feature(numeric, vectors)

@@ -24,6 +24,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfxline.transforms import features as F
+from tfxline.transforms.analyzer_names import NAME_PREFIX, analyzer_name
 
 KINDS = ("mean", "var", "negated_min", "max")
 BOUNDARIES = "boundaries"
@@ -49,8 +50,6 @@ def bucket_groups(features: Sequence[F.InputFeature]) -> Dict[int, List[str]]:
 
 
 def group_name(kind: str, num_buckets: int = 0) -> str:
-    from tfxline.transforms.analyzers import NAME_PREFIX
-
     return f"{NAME_PREFIX}_numbers_{kind}" + (f"_{num_buckets}" if kind == BOUNDARIES else "")
 
 
@@ -99,8 +98,6 @@ def learn(features: Sequence[F.InputFeature], values: Sequence[tf.Tensor],
 
 def per_feature(features: Sequence[F.InputFeature], vectors: Mapping[str, Any]) -> Dict[str, np.ndarray]:
     """{analyzer_name(feature, kind): value} from the saved vectors (those present)."""
-    from tfxline.transforms.analyzers import analyzer_name
-
     out: Dict[str, np.ndarray] = {}
     for kind in KINDS:
         vector = vectors.get(group_name(kind))

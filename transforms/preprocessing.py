@@ -19,9 +19,8 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 import tensorflow as tf
 
 from tfxline import task_types
-from tfxline.transforms import dates
+from tfxline.transforms import dates, number_pass
 from tfxline.transforms import features as F
-from tfxline.transforms import number_pass
 from tfxline.transforms.analyzers import Analyzers, TftAnalyzers
 
 MISSING_STRING = "__MISSING__"
