@@ -446,9 +446,11 @@ SCHEMAS["scale.json"] = {"runs": NonEmpty([{
     "time_ratio": Opt(NUM), "rows_ratio": Opt(NUM)}  # no ratio: one size
 WIDE_RUN = {"table": str, "exit": int, "wall_seconds": NUM, "peak_rss_gb": NUM, "pushed": bool,
             "auc": NUM_OR_NULL, "components": Map(NUM), "peak_rss_gb_by_component": Map(NUM)}
-SCHEMAS["wide.json"] = {"rows": int, "runs": NonEmpty([dict(WIDE_RUN, columns=int, init_seconds=NUM, trees_auc=NUM,
-                                                            wall_vs_taxi=Opt(NUM))]),
-                        "taxi": Opt(WIDE_RUN)}
+SCHEMAS["wide.json"] = {"rows": int, "runs": [dict(WIDE_RUN, columns=int, init_seconds=NUM, trees_auc=NUM,
+                                                           wall_vs_taxi=Opt(NUM))],
+                        "taxi": Opt(WIDE_RUN),
+                        "tables": Opt([dict(WIDE_RUN, columns=int, rows=int, init_seconds=NUM, trees_auc=NUM,
+                                            wall_vs_taxi=Opt(NUM))])}
 SCHEMAS["tflite.json"] = {"models": Map({
     "task": str, "eval_rows": int, "savedmodel": {"bytes": int, "p50_ms": NUM, "p99_ms": NUM},
     "modes": Map(OneOf({"refused": str}, {"bytes": int, "p50_ms": NUM, "p99_ms": NUM, "metric": str,
@@ -494,8 +496,9 @@ def scale() -> str:
 
 def wide() -> str:
     d = load("wide.json")
-    runs = ([dict(d["taxi"], columns=None)] if "taxi" in d else []) + d["runs"]
-    rows = [["taxi (default)" if r["columns"] is None else f"{r['columns']:,} × {d['rows']:,}",
+    runs = ([dict(d["taxi"], columns=None)] if "taxi" in d else []) + d["runs"] + d.get("tables", [])
+    rows = [["taxi (default)" if r["columns"] is None else
+             f"{r['table']}: {r['columns']:,} × {r['rows']:,}" if "rows" in r else f"{r['columns']:,} × {d['rows']:,}",
              f"{r['wall_seconds']:.0f} s", r.get("wall_vs_taxi", ""), f"{r['peak_rss_gb']} GB",
              _stages(r["components"]), _peaks(r["peak_rss_gb_by_component"]),
              "yes" if r["pushed"] else "no", f"{r['auc']:.3f}" if r["auc"] is not None else "–",

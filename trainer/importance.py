@@ -21,7 +21,7 @@ MAX_ROWS = 4096   # validation rows it measures on (each column: one forward pas
 TOP = 5
 # rows in one forward pass: a wide table's columns are measured many at a time (one eager call per
 # column was 4 s of a 100-column table's Trainer)
-MAX_PASS_ROWS = 32768
+MAX_PASS_ROWS = 8192
 
 
 def leaned_on(model, validation, steps: int, spec: F.FeatureSpec, seed: int = 0) -> List[Tuple[str, float]]:

@@ -83,7 +83,9 @@ def learn(features: Sequence[F.InputFeature], values: Sequence[tf.Tensor],
         "max": tft.max(sparse, reduce_instance_dims=False),
     }
     vectors = {kind: tf.identity(v, name=group_name(kind)) for kind, v in vectors.items()}
-    learnt = {f.name: {kind: vectors[kind][i] for kind in KINDS} for i, f in enumerate(features)}
+    # one Unpack per kind, not a slice per feature (the graph is traced several times: its size is time)
+    entries = {kind: tf.unstack(tf.reshape(v, [len(features)]), num=len(features)) for kind, v in vectors.items()}
+    learnt = {f.name: {kind: entries[kind][i] for kind in KINDS} for i, f in enumerate(features)}
     index = {f.name: i for i, f in enumerate(features)}
     with_nan = tf.where(mask, matrix, tf.fill(tf.shape(matrix), np.float32(np.nan)))
     for num_buckets, names in bucket_groups(features).items():
@@ -91,8 +93,9 @@ def learn(features: Sequence[F.InputFeature], values: Sequence[tf.Tensor],
         boundaries = tf.identity(tft.quantiles(columns, num_buckets, epsilon=0.01 / num_buckets,
                                                reduce_instance_dims=False),
                                  name=group_name(BOUNDARIES, num_buckets))
-        for row, name in enumerate(names):
-            learnt[name][BOUNDARIES] = boundaries[row:row + 1]   # rank 2, as tft.apply_buckets takes it
+        rows = tf.split(tf.reshape(boundaries, [len(names), num_buckets - 1]), len(names), axis=0)
+        for name, row in zip(names, rows):
+            learnt[name][BOUNDARIES] = row   # rank 2, [1, num_buckets - 1], as tft.apply_buckets takes it
     return learnt
 
 
