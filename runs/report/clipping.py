@@ -34,7 +34,7 @@ def clipped_counts(run) -> Dict[str, Any]:
     spec = F.FeatureSpec.from_dict(config["features"])
     numeric = [f for f in spec.inputs if f.transform in CLIPPED]
     names = [analyzers.analyzer_name(f, k) for f in numeric for k in ("negated_min", "max")]
-    values = analyzers.read_values(os.path.join(transform.uri, "transform_fn"), [], names) if numeric else {}
+    values = analyzers.feature_values(os.path.join(transform.uri, "transform_fn"), spec, [], names) if numeric else {}
     ranged = [f for f in numeric if all(analyzers.analyzer_name(f, k) in values for k in ("negated_min", "max"))]
     if not ranged:
         return out
