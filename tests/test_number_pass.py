@@ -16,7 +16,8 @@ from tfxline.transforms.preprocessing import make_preprocessing_fn, measured_val
 RNG = np.random.default_rng(3)
 N = 300
 COLUMNS = {"a": RNG.normal(5, 2, N), "b": RNG.lognormal(0, 1.5, N), "c": RNG.uniform(-3, 9, N)}
-MISSING = {"a": RNG.random(N) < 0.1, "b": RNG.random(N) < 0.4, "c": np.zeros(N, bool)}
+# c: absent from every row of the first two batches (64 rows each), present after
+MISSING = {"a": RNG.random(N) < 0.1, "b": RNG.random(N) < 0.4, "c": np.arange(N) < 150}
 SPEC = FeatureSpec.from_dict({"label": {"name": "y", "transform": "regression"}, "inputs": [
     {"name": "a", "transform": "zscore"}, {"name": "b", "transform": "log_zscore"},
     {"name": "b_bucket", "column": "b", "transform": "bucketize", "num_buckets": 8},
