@@ -1,13 +1,14 @@
 """The full-pass values the preprocessing needs (means, variances, quantile boundaries,
 vocabularies): computed by tft in the Transform, or read back from a Transform output.
 
-``TftAnalyzers`` names every value it computes (``analyzer_name``) with an identity op, so
-the Transform's saved graph holds each one, as a constant, under a name this module knows.
-``FrozenAnalyzers.load`` reads them back from a Transform output (and the vocabularies from
-its asset files), for a model that runs the same preprocessing without tft (TFLite,
-serving/tflite.py); a value it cannot find names the Transform to re-run, except a numeric
-input's range (``value_range``): a Transform written before ranges were learnt clips nothing,
-and neither does its frozen copy.
+``TftAnalyzers`` learns every numeric statistic as one vector per kind (transforms/number_pass.py,
+each saved under a group name by an identity op, so the Transform's saved graph holds it as a
+constant) and every vocabulary in one pass (transforms/vocabulary_pass.py, each an asset file
+named as tft names it). ``FrozenAnalyzers.load`` reads them back per feature (``feature_values``:
+the vectors, or the per-feature names ``analyzer_name`` of a Transform written before them), for
+a model that runs the same preprocessing without tft (TFLite, serving/tflite.py); a value it
+cannot find names the Transform to re-run, except a numeric input's range (``value_range``): a
+Transform written before ranges were learnt clips nothing, and neither does its frozen copy.
 """
 from __future__ import annotations
 
