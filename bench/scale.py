@@ -118,11 +118,13 @@ def component_peaks(metadata_path: str, summary, samples) -> Dict[str, float]:
     return peaks
 
 
-def run_pipeline(data: str, out: str, overrides, log_path: str):
-    cmd = [os.path.join(os.path.dirname(sys.executable), "tfxline"), "run", "--data", data,
-           "--output", out]
-    for o in overrides:
-        cmd += ["--set", o]
+def tfxline_command(*args: str) -> List[str]:
+    """This venv's ``tfxline`` with ``args``."""
+    return [os.path.join(os.path.dirname(sys.executable), "tfxline"), *args]
+
+
+def measured(cmd: List[str], log_path: str) -> Tuple[int, float, PeakRSS]:
+    """Run ``cmd`` (its output to ``log_path``): (exit code, wall seconds, its process tree's memory)."""
     started = time.monotonic()
     with open(log_path, "w") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
@@ -130,9 +132,15 @@ def run_pipeline(data: str, out: str, overrides, log_path: str):
         sampler.start()
         code = proc.wait()
         sampler.running = False
+    return code, time.monotonic() - started, sampler
+
+
+def run_pipeline(data: str, out: str, overrides, log_path: str):
+    cmd = tfxline_command("run", "--data", data, "--output", out, *[a for o in overrides for a in ("--set", o)])
+    code, wall, sampler = measured(cmd, log_path)
     if code != 0:
         sys.exit(f"pipeline on {data} failed (exit {code}); see {log_path}")
-    return time.monotonic() - started, sampler
+    return wall, sampler
 
 
 def main():

@@ -23,7 +23,6 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,7 +35,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 
 from bench import smoke  # noqa: E402
-from bench.scale import PeakRSS, component_peaks  # noqa: E402
+from bench.scale import component_peaks, measured, tfxline_command  # noqa: E402
 from tfxline.runs.summary import collect_run  # noqa: E402
 
 RESULTS = os.path.join(HERE, "results", "wide.json")
@@ -94,21 +93,6 @@ def rows_of(path: str) -> int:
         return sum(1 for _ in f) - 1
 
 
-def tfxline(*args: str) -> List[str]:
-    return [os.path.join(os.path.dirname(sys.executable), "tfxline"), *args]
-
-
-def measured(cmd: List[str], log_path: str):
-    started = time.monotonic()
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
-        sampler = PeakRSS(proc.pid)
-        sampler.start()
-        code = proc.wait()
-        sampler.running = False
-    return code, time.monotonic() - started, sampler
-
-
 def trees_auc(path: str, label: str = LABEL) -> float:
     """HistGradientBoosting's AUC on a random 20 % holdout of the same rows (the yardstick); the
     positive class is the rarer one."""
@@ -136,13 +120,13 @@ def one_run(work: str, name: str, run_args: List[str], init_args: List[str] = No
     if init_args is not None:
         project = os.path.join(work, f"project_{name}")
         shutil.rmtree(project, ignore_errors=True)
-        code, wall, _ = measured(tfxline("init", *init_args, "--dir", project), os.path.join(work, f"init_{name}.log"))
+        code, wall, _ = measured(tfxline_command("init", *init_args, "--dir", project), os.path.join(work, f"init_{name}.log"))
         if code != 0:
             sys.exit(f"init of {name} failed (exit {code}); see {work}/init_{name}.log")
         result["init_seconds"] = round(wall, 1)
         run_args = ["--config", os.path.join(project, "config.yaml"), *run_args]
     log = os.path.join(work, f"run_{name}.log")
-    code, wall, rss = measured(tfxline("run", *run_args, "--output", out), log)
+    code, wall, rss = measured(tfxline_command("run", *run_args, "--output", out), log)
     result.update({"exit": code, "wall_seconds": round(wall, 1), "peak_rss_gb": round(rss.peak / 2**30, 2)})
     metadata = os.path.join(out, "metadata.sqlite")
     if os.path.exists(metadata):
@@ -187,26 +171,25 @@ def main():
                                      for a in ("--set", s)])
         results["taxi"] = run
         print(json.dumps(run), flush=True)
-    for columns in args.columns:
-        name = f"wide_{columns}"
-        data = os.path.join(work, f"{name}.csv")
-        if not os.path.exists(data):
-            make_table(data, args.rows, columns)
-        run = one_run(work, name, set_args, ["--data", data, "--label", LABEL])
-        run.update({"columns": columns, "trees_auc": trees_auc(data)})
+    def table_run(name: str, data: str, label: str, **facts) -> Dict:
+        """init + run on one table, beside the trees' AUC (and the taxi run's wall, when measured)."""
+        run = one_run(work, name, set_args, ["--data", data, "--label", label])
+        run.update(facts, trees_auc=trees_auc(data, label))
         if "taxi" in results:
             run["wall_vs_taxi"] = round(run["wall_seconds"] / results["taxi"]["wall_seconds"], 2)
-        results["runs"].append(run)
         print(json.dumps(run), flush=True)
+        return run
+
+    for columns in args.columns:
+        data = os.path.join(work, f"wide_{columns}.csv")
+        if not os.path.exists(data):
+            make_table(data, args.rows, columns)
+        results["runs"].append(table_run(f"wide_{columns}", data, LABEL, columns=columns))
     for table in args.table:
         path, label = table.rsplit(":", 1)
         name = os.path.splitext(os.path.basename(path))[0]
-        run = one_run(work, name, set_args, ["--data", path, "--label", label])
-        run.update({"columns": columns_of(path) - 1, "rows": rows_of(path), "trees_auc": trees_auc(path, label)})
-        if "taxi" in results:
-            run["wall_vs_taxi"] = round(run["wall_seconds"] / results["taxi"]["wall_seconds"], 2)
-        results.setdefault("tables", []).append(run)
-        print(json.dumps(run), flush=True)
+        results.setdefault("tables", []).append(
+            table_run(name, path, label, columns=columns_of(path) - 1, rows=rows_of(path)))
     smoke.write_json(results_path, results)
     failed = [r["table"] for r in results["runs"] + results.get("tables", []) if r["exit"] != 0]
     print(f"results: {results_path}; work dir: {work}")
