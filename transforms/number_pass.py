@@ -40,12 +40,13 @@ def numeric_features(inputs: Sequence[F.InputFeature]) -> List[F.InputFeature]:
     return [f for f in inputs if needs_statistics(f)]
 
 
-def bucket_groups(features: Sequence[F.InputFeature]) -> Dict[int, List[str]]:
-    """{num_buckets: the bucketized features' names with it, in order}: one quantiles analyzer each."""
-    groups: Dict[int, List[str]] = {}
-    for f in features:
+def bucket_groups(features: Sequence[F.InputFeature]) -> Dict[int, List[int]]:
+    """{num_buckets: the indices in ``features`` of the bucketized ones with it, in order}: one
+    quantiles analyzer each."""
+    groups: Dict[int, List[int]] = {}
+    for i, f in enumerate(features):
         if f.transform == "bucketize":
-            groups.setdefault(f.num_buckets, []).append(f.name)
+            groups.setdefault(f.num_buckets, []).append(i)
     return groups
 
 
@@ -86,16 +87,15 @@ def learn(features: Sequence[F.InputFeature], values: Sequence[tf.Tensor],
     # one Unpack per kind, not a slice per feature (the graph is traced several times: its size is time)
     entries = {kind: tf.unstack(tf.reshape(v, [len(features)]), num=len(features)) for kind, v in vectors.items()}
     learnt = {f.name: {kind: entries[kind][i] for kind in KINDS} for i, f in enumerate(features)}
-    index = {f.name: i for i, f in enumerate(features)}
     with_nan = tf.where(mask, matrix, tf.fill(tf.shape(matrix), np.float32(np.nan)))
-    for num_buckets, names in bucket_groups(features).items():
-        columns = tf.gather(with_nan, [index[n] for n in names], axis=1)
+    for num_buckets, indices in bucket_groups(features).items():
+        columns = tf.gather(with_nan, indices, axis=1)
         boundaries = tf.identity(tft.quantiles(columns, num_buckets, epsilon=0.01 / num_buckets,
                                                reduce_instance_dims=False),
                                  name=group_name(BOUNDARIES, num_buckets))
-        rows = tf.split(tf.reshape(boundaries, [len(names), num_buckets - 1]), len(names), axis=0)
-        for name, row in zip(names, rows):
-            learnt[name][BOUNDARIES] = row   # rank 2, [1, num_buckets - 1], as tft.apply_buckets takes it
+        rows = tf.split(tf.reshape(boundaries, [len(indices), num_buckets - 1]), len(indices), axis=0)
+        for i, row in zip(indices, rows):
+            learnt[features[i].name][BOUNDARIES] = row   # rank 2, [1, num_buckets - 1], as tft.apply_buckets takes it
     return learnt
 
 
@@ -107,10 +107,9 @@ def per_feature(features: Sequence[F.InputFeature], vectors: Mapping[str, Any]) 
         if vector is not None:
             vector = np.asarray(vector).reshape(-1)
             out.update({analyzer_name(f, kind): vector[i] for i, f in enumerate(features)})
-    by_name = {f.name: f for f in features}
-    for num_buckets, names in bucket_groups(features).items():
+    for num_buckets, indices in bucket_groups(features).items():
         matrix = vectors.get(group_name(BOUNDARIES, num_buckets))
         if matrix is not None:
-            matrix = np.asarray(matrix).reshape(len(names), -1)
-            out.update({analyzer_name(by_name[n], BOUNDARIES): matrix[row] for row, n in enumerate(names)})
+            matrix = np.asarray(matrix).reshape(len(indices), -1)
+            out.update({analyzer_name(features[i], BOUNDARIES): matrix[row] for row, i in enumerate(indices)})
     return out

@@ -18,6 +18,7 @@ value (``get_empy_vocabulary_dummy_value``), so a table still initialises.
 """
 from __future__ import annotations
 
+import functools
 import heapq
 import os
 import uuid
@@ -36,10 +37,11 @@ def count_batch(batch: Sequence[np.ndarray]) -> Iterable[Tuple[Tuple[int, bytes]
     """((feature index, value as the file writes it), count) of one batch, each value once."""
     for index, values in enumerate(batch):
         values = np.asarray(values).reshape(-1)
+        text = values.dtype.kind in "SOU"
         keys, counts = np.unique(values, return_counts=True)
         for key, count in zip(keys.tolist(), counts.tolist()):
             token = key if isinstance(key, bytes) else str(int(key)).encode()
-            if values.dtype.kind in "SOU" and (not token or b"\n" in token or b"\r" in token):
+            if text and (not token or b"\n" in token or b"\r" in token):
                 continue  # tft writes no empty or multi-line value into a text vocabulary
             yield (index, token), count
 
@@ -64,8 +66,9 @@ def write_vocabularies(found: Iterable[Tuple[int, List[bytes]]], names: Sequence
     return paths
 
 
+@functools.lru_cache(maxsize=None)
 def _pass_class():
-    """The PTransform (built on first use: it subclasses tft_beam's, which imports Beam)."""
+    """The PTransform (built once, on first use: it subclasses tft_beam's, which imports Beam)."""
     import apache_beam as beam
     from tensorflow_transform.beam.experimental import analyzer_impls
 
