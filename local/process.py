@@ -23,6 +23,9 @@ from tfxline.trainer.tuning_settings import PROGRESS as TUNING_PROGRESS
 _RUNNING = re.compile(r"Component (\S+) is running\.")
 _FINISHED = re.compile(r"Component (\S+) is finished\.")
 _CACHED = re.compile(r"A cached execution \d+ is used\.")
+# TFX's launcher, when an executor returned and before its outputs are published
+# (tfx/orchestration/portable/launcher.py:626 at v1.16.0), and when the next component starts
+_SUCCEEDED = re.compile(r"Execution \d+ succeeded\.")
 
 
 class ProgressHandler(logging.Handler):
@@ -39,6 +42,8 @@ class ProgressHandler(logging.Handler):
             message = record.getMessage()
         except Exception:  # a malformed third-party log record must not break the run
             return
+        if _SUCCEEDED.match(message) or _RUNNING.match(message):
+            raise_stop_a_library_swallowed()
         if m := _RUNNING.match(message):
             node, self.cached = m.group(1), False
             self.started[node] = time.monotonic()
@@ -156,6 +161,19 @@ def signals_stop_run() -> Iterator[List[KeyboardInterrupt]]:
         signal.signal(signal.SIGTERM, previous_term)
         if callable(previous_int):
             signal.signal(signal.SIGINT, previous_int)
+
+
+def raise_stop_a_library_swallowed() -> None:
+    """Raises again a Ctrl-C or SIGTERM that ``signals_stop_run`` saw and a library swallowed:
+    TensorFlow turned one that landed in an import into ``SystemError: <built-in function
+    __import__> returned a result with an exception set``, which a fallback caught, and the run
+    went on to exit 0 (CI, 2026-11-27). ProgressHandler calls it at a component's boundaries (its
+    executor returned, before its outputs are published; the next component starts), where a
+    stop still on its way up would already have ended the executor. Raised once per signal."""
+    for seen in _SEEN:
+        if seen and not getattr(seen[0], "raised_again", False):
+            seen[0].raised_again = True
+            raise _record(type(seen[0])())
 
 
 def interruption_of(error: BaseException, seen: List[KeyboardInterrupt]) -> Optional[KeyboardInterrupt]:
