@@ -43,7 +43,12 @@ def test_the_statistics_equal_tfts_own_per_feature_analyzers(tmp_path):
 
     def fn(inputs):
         measured = [measured_values(f, inputs[f.source]) for f in numeric]
-        learnt = number_pass.learn(numeric, [m.values for m in measured], [m.present for m in measured])
+        vectors, boundaries = number_pass.learn(numeric, tf.stack([m.values for m in measured], axis=1),
+                                                tf.stack([m.present for m in measured], axis=1))
+        learnt = {f.name: {kind: vectors[kind][i] for kind in number_pass.KINDS} for i, f in enumerate(numeric)}
+        for num_buckets, indices in number_pass.bucket_groups(numeric).items():
+            learnt.update({numeric[i].name: {**learnt[numeric[i].name], "boundaries": boundaries[num_buckets][row]}
+                           for row, i in enumerate(indices)})
         out = {}
         for f, m in zip(numeric, measured):
             values = tf.boolean_mask(m.values, m.present)   # the column's present values, as before

@@ -10,7 +10,8 @@ import tensorflow_transform.beam as tft_beam
 from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
 
 from tfxline.transforms import vocabulary_pass
-from tfxline.transforms.features import FeatureSpec
+from tfxline.transforms.analyzers import TftAnalyzers
+from tfxline.transforms.features import FeatureSpec, InputFeature
 from tfxline.transforms.preprocessing import make_preprocessing_fn
 
 # ties (b and c twice, a three times), an empty value and a multi-line one (tft writes neither),
@@ -20,6 +21,7 @@ ROWS = [{"t": t, "n": n, "e": b"", "y": 1.0} for t, n in zip(
 SPEC = {"t": tf.io.FixedLenFeature([], tf.string), "n": tf.io.FixedLenFeature([], tf.int64),
         "e": tf.io.FixedLenFeature([], tf.string), "y": tf.io.FixedLenFeature([], tf.float32)}
 TOP_K = {"t": 3, "n": 10, "e": 5}
+OOV = {"t": 3, "n": 1, "e": 0}
 
 
 def analyze(fn, tmp_path, batch_size=3):
@@ -31,24 +33,31 @@ def analyze(fn, tmp_path, batch_size=3):
 
 
 @pytest.mark.parametrize("batch_size", [3, 100])  # counts merged across batches; one batch
-def test_each_file_is_what_tft_vocabulary_writes(tmp_path, batch_size):
+def test_each_file_and_id_is_what_tft_vocabulary_gives(tmp_path, batch_size):
+    """The files, and the ids the one table of all vocabularies gives, with 3, 1 and no
+    out-of-vocabulary buckets (hashed, one, -1)."""
     def fn(inputs):
-        names = [f"ours_{k}" for k in TOP_K]
-        paths = vocabulary_pass.vocabulary_paths(names, [inputs[k] for k in TOP_K], list(TOP_K.values()))
+        features = [InputFeature(name=k, transform="vocabulary", top_k=top_k, oov_buckets=OOV[k])
+                    for k, top_k in TOP_K.items()]
+        analyzers, keys = TftAnalyzers(), [inputs[k] for k in TOP_K]
+        analyzers.learn_vocabularies(features, keys)
         out = {}
-        for (k, top_k), path in zip(TOP_K.items(), paths):
-            tft.vocabulary(inputs[k], top_k=top_k, vocab_filename=f"theirs_{k}")
-            out[f"ours_{k}"] = tft.apply_vocabulary(inputs[k], path, num_oov_buckets=1)
-            out[f"theirs_{k}"] = tft.compute_and_apply_vocabulary(inputs[k], top_k=top_k, num_oov_buckets=1)
+        for k, ids in zip(TOP_K, analyzers.vocabulary_ids(features, keys, keys)):
+            out[f"ours_{k}"] = ids
+            out[f"theirs_{k}"] = tft.compute_and_apply_vocabulary(inputs[k], top_k=TOP_K[k], num_oov_buckets=OOV[k],
+                                                                  vocab_filename=f"theirs_{k}")
         return out
 
     out, output = analyze(fn, tmp_path, batch_size)
     for k in TOP_K:
-        ours, theirs = output.vocabulary_by_name(f"ours_{k}"), output.vocabulary_by_name(f"theirs_{k}")
+        ours, theirs = output.vocabulary_by_name(f"{k}_vocab"), output.vocabulary_by_name(f"theirs_{k}")
         assert ours == theirs, (k, ours, theirs)
-        assert [row[f"ours_{k}"] for row in out] == [row[f"theirs_{k}"] for row in out]
-    assert output.vocabulary_by_name("ours_t") == [b"a", b"c", b"b"]   # top 3, ties by the larger value
-    assert output.vocabulary_by_name("ours_e") == [vocabulary_pass.EMPTY_STRING_DUMMY]
+        assert [row[f"ours_{k}"] for row in out] == [row[f"theirs_{k}"] for row in out], k
+    assert output.vocabulary_by_name("t_vocab") == [b"a", b"c", b"b"]   # top 3, ties by the larger value
+    assert output.vocabulary_by_name("e_vocab") == [vocabulary_pass.EMPTY_STRING_DUMMY]
+    unseen = {row["ours_t"] for row in out} - {0, 1, 2}   # d, x\ny and '': hashed into the 3 buckets after a, c, b
+    assert unseen and unseen <= {3, 4, 5}
+    assert {row["ours_e"] for row in out} == {-1}
 
 
 def test_the_preprocessing_learns_every_vocabulary_in_one_analyzer(tmp_path):

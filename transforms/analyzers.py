@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Protocol, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -22,20 +22,20 @@ import tensorflow as tf
 from tfxline.transforms import features as F
 from tfxline.transforms import number_pass
 from tfxline.transforms.analyzer_names import NAME_PREFIX, AnalyzerValuesError, analyzer_name  # noqa: F401 - callers import them here
+from tfxline.transforms.columns import MISSING_STRING, is_present
 
 
 class Analyzers(Protocol):
     """What the preprocessing reads: first every numeric input's statistics and every vocabulary
-    (``learn_*``, each one pass for all features), then each feature's values."""
-    def learn_numbers(self, features: Sequence[F.InputFeature], values: Sequence[tf.Tensor],
-                      present: Sequence[tf.Tensor]) -> None: ...
+    (``learn_*``, each one pass for all features), then the statistics as vectors over the
+    numeric features (in the order they were learnt) and the vocabulary features' ids (of their
+    ``keys``; ``raw``: their raw columns)."""
+    def learn_numbers(self, features: Sequence[F.InputFeature], values: tf.Tensor, present: tf.Tensor) -> None: ...
     def learn_vocabularies(self, features: Sequence[F.InputFeature], keys: Sequence[tf.Tensor]) -> None: ...
-    def mean(self, feature: F.InputFeature) -> tf.Tensor: ...
-    def var(self, feature: F.InputFeature) -> tf.Tensor: ...
-    def value_range(self, feature: F.InputFeature) -> Optional[Tuple[tf.Tensor, tf.Tensor]]: ...
-    def quantiles(self, feature: F.InputFeature) -> Any: ...
-    def apply_buckets(self, x: tf.Tensor, boundaries: Any) -> tf.Tensor: ...
-    def vocabulary(self, feature: F.InputFeature, dense: tf.Tensor) -> tf.Tensor: ...
+    def statistic(self, kind: str) -> tf.Tensor: ...
+    def boundaries(self, num_buckets: int) -> tf.Tensor: ...
+    def vocabulary_ids(self, features: Sequence[F.InputFeature], raw: Sequence[Any],
+                       keys: Sequence[tf.Tensor]) -> List[tf.Tensor]: ...
 
 
 class TftAnalyzers:
@@ -44,45 +44,68 @@ class TftAnalyzers:
     for all features at once, before the features that read them are built."""
 
     def __init__(self):
-        # the current trace's learnt tensors, by feature
-        self._numbers: Dict[str, Dict[str, tf.Tensor]] = {}
+        # the current trace's learnt tensors
+        self._numbers: Dict[str, tf.Tensor] = {}
+        self._boundaries: Dict[int, tf.Tensor] = {}
         self._vocabularies: Dict[str, tf.Tensor] = {}
+        self._learnt: List[F.InputFeature] = []
 
     def __getstate__(self):
         """Beam pickles the preprocessing_fn, and this with it: never the last trace's tensors."""
-        return {"_numbers": {}, "_vocabularies": {}}
+        return {"_numbers": {}, "_boundaries": {}, "_vocabularies": {}, "_learnt": []}
 
     def learn_numbers(self, features, values, present):
-        self._numbers = number_pass.learn(features, values, present)
+        """``values``, ``present``: the features' [rows, k] block (transforms/columns.dense_block)."""
+        self._numbers, self._boundaries = number_pass.learn(features, values, present)
 
-    def mean(self, feature):
-        return self._numbers[feature.name]["mean"]
+    def statistic(self, kind):
+        """The [k] vector of a statistic (number_pass.KINDS): the min as ``negated_min``; NaN where
+        a column had no value."""
+        return self._numbers[kind]
 
-    def var(self, feature):
-        return self._numbers[feature.name]["var"]
-
-    def value_range(self, feature):
-        """(min, max) of the present values; NaN for a column with none."""
-        learnt = self._numbers[feature.name]
-        return -learnt["negated_min"], learnt["max"]
-
-    def quantiles(self, feature):
-        return self._numbers[feature.name]["boundaries"]
-
-    def apply_buckets(self, x, boundaries):
-        import tensorflow_transform as tft
-        return tft.apply_buckets(x, boundaries)
+    def boundaries(self, num_buckets):
+        """[c, num_buckets - 1]: the quantile boundaries of the c features bucketized so, in order."""
+        return self._boundaries[num_buckets]
 
     def learn_vocabularies(self, features, keys):
         from tfxline.transforms import vocabulary_pass
 
+        self._learnt = list(features)
+        if not features:
+            return
         names = [F.vocabulary_name(f.name) for f in features]
-        paths = vocabulary_pass.vocabulary_paths(names, keys, [f.top_k for f in features]) if features else []
+        paths, self._combined = vocabulary_pass.vocabulary_paths(names, keys, [f.top_k for f in features])
         self._vocabularies = {f.name: path for f, path in zip(features, paths)}
 
-    def vocabulary(self, feature, dense):
+    def vocabulary_ids(self, features, raw, keys):
+        """Each feature's ids of its ``keys``, tft.apply_vocabulary's, from one table of every
+        vocabulary (vocabulary_pass.COMBINED_NAME) looked up once for each kind of key (text,
+        numbers): a table and its lookup per feature were most of a wide table's traced graph."""
         import tensorflow_transform as tft
-        return tft.apply_vocabulary(dense, self._vocabularies[feature.name], num_oov_buckets=feature.oov_buckets)
+
+        from tfxline.transforms import vocabulary_pass
+
+        assert list(features) == self._learnt, "vocabulary_ids reads the features learn_vocabularies learnt"
+        if not features:
+            return []
+        # each feature's mark line, and the closing one: its lines are between its mark and the next
+        marks = tft.apply_vocabulary(tf.constant([vocabulary_pass.combined_key(i) for i in range(len(features) + 1)]),
+                                     self._combined)
+        starts, sizes = marks[:-1] + 1, marks[1:] - marks[:-1] - 1
+        ids: List[Any] = [None] * len(features)
+        for text in (True, False):
+            at = [i for i, k in enumerate(keys) if (k.dtype == tf.string) == text]
+            if not at:
+                continue
+            block = tf.stack([keys[i] for i in at], axis=1)
+            block = block if text else tf.strings.as_string(block)
+            lines = tf.strings.join([tf.broadcast_to(tf.constant([[f"{i}:" for i in at]]), tf.shape(block)), block])
+            found = tft.apply_vocabulary(lines, self._combined)   # its line in the combined file, or -1
+            local = vocabulary_pass.block_ids(found, tf.gather(starts, at), tf.gather(sizes, at),
+                                              [features[i].oov_buckets for i in at], block)
+            for i, column in zip(at, tf.unstack(local, num=len(at), axis=1)):
+                ids[i] = column
+        return ids
 
 
 def needed(spec: F.FeatureSpec) -> List[str]:
@@ -117,7 +140,7 @@ def feature_values(transform_fn_dir: str, spec: F.FeatureSpec, names: Sequence[s
 class FrozenAnalyzers:
     """The values a Transform computed, as constants; vocabularies as in-graph tables.
 
-    Every op here has a TFLite builtin (Bucketize, comparisons, hash tables of string keys)
+    Every op here has a TFLite builtin (comparisons, sums, hash tables of string keys)
     except the hash of a vocabulary with more than one out-of-vocabulary bucket, which must be
     tft's: StringToHashBucketFast (and AsString for integer keys), Select TF ops."""
 
@@ -125,6 +148,7 @@ class FrozenAnalyzers:
         self.values = dict(values)
         self.vocabularies = dict(vocabularies)
         self._tables: Dict[str, Any] = {}
+        self._numeric: List[F.InputFeature] = []
 
     @classmethod
     def load(cls, transform_output_dir: str, spec: F.FeatureSpec) -> "FrozenAnalyzers":
@@ -135,30 +159,20 @@ class FrozenAnalyzers:
                         for f in spec.inputs if f.transform == "vocabulary"}
         return cls(values, vocabularies)
 
-    def _value(self, feature, kind):
-        return tf.constant(self.values[analyzer_name(feature, kind)], tf.float32)
-
     def learn_numbers(self, features, values, present):
-        """Nothing to learn: the statistics were read from the Transform output."""
+        """Nothing to learn: the statistics were read from the Transform output; which features
+        the vectors cover, in order."""
+        self._numeric = list(features)
 
-    def mean(self, feature):
-        return self._value(feature, "mean")
+    def statistic(self, kind):
+        # NaN: a range a Transform written before ranges were learnt lacks (its graph clips nothing)
+        return tf.constant([self.values.get(analyzer_name(f, kind), np.nan) for f in self._numeric], tf.float32)
 
-    def var(self, feature):
-        return self._value(feature, "var")
-
-    def value_range(self, feature):
-        if not all(analyzer_name(feature, k) in self.values for k in ("negated_min", "max")):
-            return None  # a Transform that learnt no range: its graph clips nothing
-        return -self._value(feature, "negated_min"), self._value(feature, "max")
-
-    def quantiles(self, feature):
-        return self.values[analyzer_name(feature, "boundaries")].reshape(-1).tolist()
-
-    def apply_buckets(self, x, boundaries):
-        # tft.apply_buckets' rule (bucket i holds boundaries[i-1] <= x < boundaries[i]) is
-        # Bucketize's, a TFLite builtin; the boundaries are an attribute, so a constant.
-        return tf.cast(tf.raw_ops.Bucketize(input=x, boundaries=boundaries), tf.int64)
+    def boundaries(self, num_buckets):
+        indices = number_pass.bucket_groups(self._numeric)[num_buckets]
+        rows = [np.asarray(self.values[analyzer_name(self._numeric[i], number_pass.BOUNDARIES)], np.float32).reshape(-1)
+                for i in indices]
+        return tf.constant(np.stack(rows))
 
     def table(self, feature):
         """A string vocabulary as a hash table built in the graph (TFLite's HASHTABLE
@@ -173,7 +187,20 @@ class FrozenAnalyzers:
     def learn_vocabularies(self, features, keys):
         """Nothing to learn: the vocabularies were read from the Transform output."""
 
+    def vocabulary_ids(self, features, raw, keys):
+        ids = []
+        for feature, x, key in zip(features, raw, keys):
+            if is_present(x) and x.dtype == tf.string:
+                # TFLite has no select of strings: look the values up, then take the missing
+                # value's id where a value is missing (the same ids as filling first)
+                missing_id = self.vocabulary(feature, tf.constant([MISSING_STRING]))[0]
+                ids.append(tf.where(x.present, self.vocabulary(feature, x.values), missing_id))
+            else:
+                ids.append(self.vocabulary(feature, key))
+        return ids
+
     def vocabulary(self, feature, dense):
+        """One feature's ids of its keys (``dense``), as tft.apply_vocabulary gives them."""
         keys = self.vocabularies[feature.name]
         if dense.dtype == tf.string:
             # reshape: TFLite's HASHTABLE_FIND leaves its output's shape unknown until it runs,

@@ -18,7 +18,7 @@ its per-feature names (``analyzers.feature_values`` reads either).
 """
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Sequence
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -61,16 +61,15 @@ def group_names(features: Sequence[F.InputFeature]) -> List[str]:
     return [group_name(k) for k in KINDS] + [group_name(BOUNDARIES, n) for n in bucket_groups(features)]
 
 
-def learn(features: Sequence[F.InputFeature], values: Sequence[tf.Tensor],
-          present: Sequence[tf.Tensor]) -> Dict[str, Dict[str, tf.Tensor]]:
-    """{feature name: {kind: its statistic}} from one analyzer per kind. ``values`` and
-    ``present``: each feature's rank-1 float32 values (anything where absent) and presence."""
+def learn(features: Sequence[F.InputFeature], matrix: tf.Tensor,
+          mask: tf.Tensor) -> Tuple[Dict[str, tf.Tensor], Dict[int, tf.Tensor]]:
+    """({kind: [k] vector}, {num_buckets: [c, num_buckets - 1] boundaries of its c bucketized
+    features, in order}) from one analyzer per kind. ``matrix``: the features' [rows, k] float32
+    values (anything where absent), ``mask``: which are present (transforms/columns.dense_block)."""
     import tensorflow_transform as tft
 
     if not features:
-        return {}
-    matrix = tf.stack(list(values), axis=1)
-    mask = tf.stack(list(present), axis=1)
+        return {}, {}
     cells = tf.where(mask)
     shape = tf.stack([tf.shape(matrix, out_type=tf.int64)[0], tf.constant(len(features), tf.int64)])
     present_values = tf.gather_nd(matrix, cells)
@@ -83,20 +82,24 @@ def learn(features: Sequence[F.InputFeature], values: Sequence[tf.Tensor],
         "negated_min": tft.max(negated, reduce_instance_dims=False),
         "max": tft.max(sparse, reduce_instance_dims=False),
     }
-    vectors = {kind: tf.identity(v, name=group_name(kind)) for kind, v in vectors.items()}
-    # one Unpack per kind, not a slice per feature (the graph is traced several times: its size is time)
-    entries = {kind: tf.unstack(tf.reshape(v, [len(features)]), num=len(features)) for kind, v in vectors.items()}
-    learnt = {f.name: {kind: entries[kind][i] for kind in KINDS} for i, f in enumerate(features)}
+    vectors = {kind: tf.reshape(tf.identity(v, name=group_name(kind)), [len(features)]) for kind, v in vectors.items()}
     with_nan = tf.where(mask, matrix, tf.fill(tf.shape(matrix), np.float32(np.nan)))
+    boundaries = {}
     for num_buckets, indices in bucket_groups(features).items():
         columns = tf.gather(with_nan, indices, axis=1)
-        boundaries = tf.identity(tft.quantiles(columns, num_buckets, epsilon=0.01 / num_buckets,
-                                               reduce_instance_dims=False),
-                                 name=group_name(BOUNDARIES, num_buckets))
-        rows = tf.split(tf.reshape(boundaries, [len(indices), num_buckets - 1]), len(indices), axis=0)
-        for i, row in zip(indices, rows):
-            learnt[features[i].name][BOUNDARIES] = row   # rank 2, [1, num_buckets - 1], as tft.apply_buckets takes it
-    return learnt
+        quantiles = tft.quantiles(columns, num_buckets, epsilon=0.01 / num_buckets, reduce_instance_dims=False)
+        learnt = tf.identity(quantiles, name=group_name(BOUNDARIES, num_buckets))
+        boundaries[num_buckets] = tf.reshape(learnt, [len(indices), num_buckets - 1])
+    return vectors, boundaries
+
+
+def apply_buckets(x: tf.Tensor, boundaries: tf.Tensor) -> tf.Tensor:
+    """[rows, c] bucket indices of [rows, c] values, column j by the sorted row j of ``boundaries``
+    ([c, b]): the number of its boundaries not above the value, NaN in the last bucket; tft's
+    rule (apply_buckets: tf.searchsorted side right, tensorflow_transform/tf_utils.py
+    assign_buckets) in TFLite builtins."""
+    not_above = tf.logical_not(tf.less(tf.expand_dims(x, 2), tf.expand_dims(boundaries, 0)))
+    return tf.reduce_sum(tf.cast(not_above, tf.int64), axis=2)
 
 
 def per_feature(features: Sequence[F.InputFeature], vectors: Mapping[str, Any]) -> Dict[str, np.ndarray]:

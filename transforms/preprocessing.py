@@ -12,9 +12,8 @@ the full-pass analyzers are the values the Transform computed, read back from it
 """
 from __future__ import annotations
 
-import dataclasses
 import types
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
@@ -22,9 +21,17 @@ from tfxline import task_types
 from tfxline.transforms import dates, number_pass
 from tfxline.transforms import features as F
 from tfxline.transforms.analyzers import Analyzers, TftAnalyzers
+from tfxline.transforms.columns import (  # noqa: F401 - callers import them here
+    MISSING_INT,
+    MISSING_STRING,
+    Present,
+    dense_block,
+    is_present,
+    map_values,
+    presence,
+    to_dense,
+)
 
-MISSING_STRING = "__MISSING__"
-MISSING_INT = -1
 # A numeric input is clipped to its training range widened by this fraction of (max - min) on each
 # side (transforms/features.py); a regression model's output, to the label's (trainer/model.py)
 RANGE_MARGIN = 0.1
@@ -53,16 +60,22 @@ def make_preprocessing_fn(spec: F.FeatureSpec, analyzers: Optional[Analyzers] = 
     analyzers = analyzers or TftAnalyzers()
 
     def fn(inputs: Dict[str, Any]) -> Dict[str, Any]:
-        outputs: Dict[str, Any] = {}
+        # Each kind of feature as one block: its ops do not grow with the number of columns
+        # (transforms/columns.py), the learnt values as one vector per statistic (number_pass.py)
         numeric = number_pass.numeric_features(spec.inputs)
-        measured = {f.name: measured_values(f, inputs[f.source]) for f in numeric}
-        analyzers.learn_numbers(numeric, [measured[f.name].values for f in numeric],
-                                [measured[f.name].present for f in numeric])
+        values, present = measured_block(numeric, inputs)
+        analyzers.learn_numbers(numeric, values, present)
         learnt = [f for f in spec.inputs if f.transform == "vocabulary"]
-        analyzers.learn_vocabularies(learnt, [vocabulary_keys(inputs[f.source]) for f in learnt])
+        keys = vocabulary_key_columns(learnt, inputs)
+        analyzers.learn_vocabularies(learnt, keys)
+        built = numeric_outputs(numeric, values, present, analyzers)
+        built.update(identity_outputs([f for f in spec.inputs if f.transform == "identity"], inputs))
+        ids = analyzers.vocabulary_ids(learnt, [inputs[f.source] for f in learnt], keys)
+        built.update(zip([f.name for f in learnt], ids))
         for feature in spec.inputs:
-            outputs[F.transformed_name(feature.name)] = transform_input(
-                feature, inputs[feature.source], analyzers, measured.get(feature.name))
+            if feature.transform == "datetime" and feature.name not in built:
+                built[feature.name] = datetime_part(feature, inputs[feature.source])
+        outputs = {F.transformed_name(f.name): built[f.name] for f in spec.inputs}
         for cross in spec.crosses:
             outputs[F.transformed_name(cross.name)] = hashed_cross(
                 [outputs[F.transformed_name(n)] for n in cross.inputs],
@@ -72,36 +85,6 @@ def make_preprocessing_fn(spec: F.FeatureSpec, analyzers: Optional[Analyzers] = 
         return outputs
 
     return fn
-
-
-@dataclasses.dataclass
-class Present:
-    """A dense single-valued column and which of its values are present (``values`` holds
-    anything where ``present`` is False): how the TFLite model takes a raw feature."""
-    values: tf.Tensor
-    present: tf.Tensor
-
-    @property
-    def dtype(self) -> tf.DType:
-        return self.values.dtype
-
-
-def is_present(x: Any) -> bool:
-    """``x`` is a ``Present`` column. By its fields, not its class: a copy of this module that
-    Beam's pickling re-created (seen on Beam 2.77) has its own ``Present`` class."""
-    return hasattr(x, "present") and hasattr(x, "values") and not isinstance(x, (tf.SparseTensor, tf.RaggedTensor))
-
-
-def to_dense(x: Any, default: Any) -> tf.Tensor:
-    """A rank-1 dense tensor from a sparse/ragged/dense/``Present`` single-valued column."""
-    if is_present(x):
-        return tf.where(x.present, x.values, tf.cast(default, x.values.dtype))
-    if isinstance(x, tf.SparseTensor):
-        x = tf.sparse.to_dense(
-            tf.SparseTensor(x.indices, x.values, [x.dense_shape[0], 1]), default_value=default)
-    elif isinstance(x, tf.RaggedTensor):
-        x = x.to_tensor(default_value=default, shape=[None, 1])
-    return tf.reshape(x, [-1])
 
 
 def _missing_default(x: Any) -> Any:
@@ -114,30 +97,85 @@ def _missing_default(x: Any) -> Any:
     return tf.constant(0, x.dtype)
 
 
-def transform_input(feature: F.InputFeature, x: Any, analyzers: Analyzers,
-                    measured: Optional[Present] = None) -> tf.Tensor:
-    """One feature's transformed values; ``measured``: its ``measured_values`` where already built."""
-    if number_pass.needs_statistics(feature):
-        measured = measured or measured_values(feature, x)
-        if feature.transform == "bucketize":
-            # Boundaries are quantiles of the present values; a missing value is filled with the mean
-            filled = tf.where(measured.present, measured.values, analyzers.mean(feature))
-            return analyzers.apply_buckets(filled, analyzers.quantiles(feature))
-        return zscore_fill_mean(feature, measured, analyzers)
-    if feature.transform == "vocabulary":
-        if is_present(x) and x.dtype == tf.string:
-            # TFLite has no select of strings: look the values up, then take the missing
-            # value's id where a value is missing (the same ids as filling first)
-            missing_id = analyzers.vocabulary(feature, tf.constant([MISSING_STRING]))[0]
-            return tf.where(x.present, analyzers.vocabulary(feature, x.values), missing_id)
-        return analyzers.vocabulary(feature, vocabulary_keys(x))
-    if feature.transform == "identity":
-        dense = tf.cast(to_dense(x, tf.constant(feature.default, x.dtype)), tf.int64)
-        out_of_range = tf.logical_or(dense < 0, dense >= feature.num_buckets)
-        return tf.where(out_of_range, tf.constant(feature.default, tf.int64), dense)
-    if feature.transform == "datetime":
-        return datetime_part(feature, x)
-    raise ValueError(f"unknown transform {feature.transform!r}")  # FeatureSpec.validate stops this
+def measured_block(numeric: Sequence[F.InputFeature], inputs: Mapping[str, Any]) -> Tuple[Any, Any]:
+    """[rows, k] values the numeric features' statistics are learnt from, and which are present
+    (``measured_values``, for all at once): a date's days column by column, every other one
+    in one block."""
+    if not numeric:
+        return None, None
+    plain = [f for f in numeric if f.transform != "datetime"]
+    blocks = []
+    if plain:
+        values, present = dense_block([inputs[f.source] for f in plain], tf.float32, 0.0)
+        logs = [f.transform == "log_zscore" for f in plain]
+        if any(logs):
+            values = tf.where(tf.constant([logs]), tf.math.log1p(tf.maximum(values, 0.0)), values)
+        blocks.append((values, present))
+    days = [measured_values(f, inputs[f.source]) for f in numeric if f.transform == "datetime"]
+    if days:
+        blocks.append((tf.stack([m.values for m in days], axis=1), tf.stack([m.present for m in days], axis=1)))
+    if len(blocks) == 1:
+        return blocks[0]
+    order = [f for f in numeric if f.transform != "datetime"] + [f for f in numeric if f.transform == "datetime"]
+    columns = [order.index(f) for f in numeric]
+    return tuple(tf.gather(tf.concat([b[i] for b in blocks], axis=1), columns, axis=1) for i in (0, 1))
+
+
+def numeric_outputs(numeric: Sequence[F.InputFeature], values: Any, present: Any,
+                    analyzers: Analyzers) -> Dict[str, tf.Tensor]:
+    """{feature name: transformed column} of the numeric features from their block: (x - mean) /
+    std of the present values, a missing value the mean (0), a value first clipped to the present
+    values' range, widened (``widened``): one far outside it (a data-entry error) is the edge
+    value, not a point a network extrapolates to. A bucketized one: its quantile bucket, a missing
+    value the mean's."""
+    if not numeric:
+        return {}
+    filled = tf.where(present, values, analyzers.statistic("mean"))
+    out: Dict[str, tf.Tensor] = {}
+    if any(f.transform != "bucketize" for f in numeric):
+        mean, std = analyzers.statistic("mean"), tf.sqrt(analyzers.statistic("var"))
+        ranged = clip_to_range(filled, (-analyzers.statistic("negated_min"), analyzers.statistic("max")))
+        scaled = (ranged - mean) / tf.where(std > 0, std, tf.ones_like(std))
+        for f, column in zip(numeric, tf.unstack(scaled, num=len(numeric), axis=1)):
+            if f.transform != "bucketize":
+                out[f.name] = column
+    for num_buckets, indices in number_pass.bucket_groups(numeric).items():
+        ids = number_pass.apply_buckets(tf.gather(filled, indices, axis=1), analyzers.boundaries(num_buckets))
+        out.update({numeric[i].name: column for i, column in zip(indices, tf.unstack(ids, num=len(indices), axis=1))})
+    return out
+
+
+def identity_outputs(identities: Sequence[F.InputFeature], inputs: Mapping[str, Any]) -> Dict[str, tf.Tensor]:
+    """{feature name: index} of whole-number codes used as their own index; a missing code, or
+    one outside [0, num_buckets), the feature's ``default``."""
+    if not identities:
+        return {}
+    values, present = dense_block([inputs[f.source] for f in identities], tf.int64, 0)
+    default = tf.constant([f.default for f in identities], tf.int64)
+    dense = tf.where(present, values, default)
+    out_of_range = tf.logical_or(dense < 0, dense >= tf.constant([f.num_buckets for f in identities], tf.int64))
+    ids = tf.where(out_of_range, default, dense)
+    return {f.name: column for f, column in zip(identities, tf.unstack(ids, num=len(identities), axis=1))}
+
+
+def vocabulary_key_columns(learnt: Sequence[F.InputFeature], inputs: Mapping[str, Any]) -> List[tf.Tensor]:
+    """Each vocabulary feature's keys (``vocabulary_keys``): sparse text columns as one block,
+    sparse number columns as another; any other kind column by column."""
+    xs = [inputs[f.source] for f in learnt]
+    if not xs or not all(isinstance(x, tf.SparseTensor) for x in xs):
+        return [vocabulary_keys(x) for x in xs]
+    keys: List[Any] = [None] * len(xs)
+    for text in (True, False):
+        at = [i for i, x in enumerate(xs) if (x.dtype == tf.string) == text]
+        if not at:
+            continue
+        if text:
+            block, _ = dense_block([xs[i] for i in at], tf.string, MISSING_STRING, cast=lambda v: v)
+        else:
+            block, _ = dense_block([xs[i] for i in at], tf.int64, MISSING_INT, cast=_round_to_int)
+        for i, column in zip(at, tf.unstack(block, num=len(at), axis=1)):
+            keys[i] = column
+    return keys
 
 
 def measured_values(feature: F.InputFeature, x: Any) -> Present:
@@ -152,7 +190,7 @@ def measured_values(feature: F.InputFeature, x: Any) -> Present:
     x = _as_float(x)
     if is_present(x):
         return x
-    return Present(to_dense(x, 0.0), to_dense(map_values(lambda v: tf.ones_like(v, tf.bool), x), False))
+    return Present(to_dense(x, 0.0), presence(x))
 
 
 def vocabulary_keys(x: Any) -> tf.Tensor:
@@ -180,17 +218,6 @@ def datetime_part(feature: F.InputFeature, x: Any) -> tf.Tensor:
     return tf.where(parsed, parts[feature.part], tf.constant(feature.default, tf.int64))
 
 
-def zscore_fill_mean(feature: F.InputFeature, measured: Present, analyzers: Analyzers) -> tf.Tensor:
-    """(x - mean) / std over the present values; a missing value becomes 0 (the mean). A value
-    is first clipped to the present values' range, widened (``widened``): one far outside it
-    (a data-entry error) is the edge value, not a point a network extrapolates to."""
-    mean = analyzers.mean(feature)
-    std = tf.sqrt(analyzers.var(feature))
-    filled = clip_to_range(tf.where(measured.present, measured.values, mean), analyzers.value_range(feature))
-    safe_std = tf.where(std > 0, std, tf.ones_like(std))
-    return (filled - mean) / safe_std
-
-
 def clip_to_range(x: tf.Tensor, value_range: Optional[Tuple[tf.Tensor, tf.Tensor]]) -> tf.Tensor:
     """``x`` inside the widened ``value_range`` (None, or NaN for a column with no values: as is)."""
     if value_range is None:
@@ -205,18 +232,6 @@ def clip_to_range(x: tf.Tensor, value_range: Optional[Tuple[tf.Tensor, tf.Tensor
 def log1p_non_negative(x: Any) -> Any:
     """log(1 + max(x, 0)) of the present values, keeping the column's sparsity."""
     return map_values(lambda v: tf.math.log1p(tf.maximum(v, 0.0)), _as_float(x))
-
-
-def map_values(fn: Callable[[tf.Tensor], tf.Tensor], x: Any) -> Any:
-    """``fn`` applied to a column's present values, keeping which rows have one (sparse,
-    ragged, dense or ``Present``)."""
-    if is_present(x):
-        return Present(fn(x.values), x.present)
-    if isinstance(x, tf.SparseTensor):
-        return tf.SparseTensor(x.indices, fn(x.values), x.dense_shape)
-    if isinstance(x, tf.RaggedTensor):
-        return tf.ragged.map_flat_values(fn, x)
-    return fn(x)
 
 
 # Knuth's multiplicative constant and the Mersenne prime 2^31 - 1: every product below stays
@@ -266,7 +281,11 @@ def _as_float(x: Any) -> Any:
 def _as_int(x: Any) -> Any:
     """A float column's values rounded to int64, keeping which are present (a missing value
     then takes the integer column's default, not a category of 0)."""
-    return map_values(lambda v: tf.cast(tf.round(v), tf.int64), x)
+    return map_values(_round_to_int, x)
+
+
+def _round_to_int(v: tf.Tensor) -> tf.Tensor:
+    return tf.cast(tf.round(v), tf.int64) if v.dtype.is_floating else tf.cast(v, tf.int64)
 
 
 # How a task type's transform_label reads a raw column (task_types/base.py)
