@@ -5,6 +5,11 @@ puts the feature spec into ``custom_config['features']``, so this module names n
 feature itself. Missing values (the taxi columns are 0% to 100% empty) arrive as sparse
 tensors and are filled per transform as documented in ``transforms.features``.
 
+Each kind of feature is built as one block ([rows, columns]: numbers, codes, vocabulary keys),
+its statistics read as one vector per kind and its vocabularies from one table, so the traced
+graph grows by a few ops a column, not tens (a 300-column table's graph was 21,000 ops, and every
+component that loads it paid for them: transforms/columns.py, docs/scale.md).
+
 The same code builds the TFLite model's preprocessing (serving/tflite.py): there
 the full-pass analyzers are the values the Transform computed, read back from its graph
 (``transforms.analyzers``), and a raw input is a dense column with a mask of present values
