@@ -7,7 +7,7 @@ tested on, and none with ``TFXLINE_RUNTIME_PATCHES=off`` (patches/guard.py).
 - patches/tfx_packaging.py: no sdist of TFX for Beam runners in this process.
 - patches/tft_inspection.py: one trace of the preprocessing_fn for TFX's four inspections.
 - patches/tft_graph_tools.py: tf.Transform's column-dependency scans in linear time (41 s of a
-  300-column Transform).
+  300-column Transform; 28 % of a 1,000-column Trainer, in each load of the Transform output).
 - patches/beam_signatures.py: Beam inspects each function's parameters once, not at every
   DoFn it meets (3.8 s of a taxi run).
 - patches/beam_option_views.py: Beam makes each view of the pipeline's options once, not twice

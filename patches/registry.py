@@ -51,11 +51,14 @@ PATCHES: Tuple[Patch, ...] = (
           "3 of 5 traces a Transform (~0.5-0.8 s each on the taxi features)",
           "none; nearest: [tensorflow/transform#276](https://github.com/tensorflow/transform/issues/276) "
           "(preprocessing_fn executed multiple times, closed without a change)", "tests/test_tft_inspection.py"),
-    Patch("tft_graph_tools", "tensorflow_transform.graph_tools.get_dependent_inputs, _retrieve_source_keys",
+    Patch("tft_graph_tools", "tensorflow_transform.graph_tools.get_dependent_inputs, _retrieve_source_keys; "
+          "saved.saved_transform_io_v2._get_output_to_inputs_map, SavedModelLoader._get_fetches",
           "tensorflow-transform", ("1.16.0", "1.21.0"),
           "tf.Transform's column-dependency scans are quadratic in the columns: each output (control dependencies "
-          "repeated per output) scans every input column, and each column is looked up in a list of sources",
-          "41 s of a 126 s Transform on 300 columns x 5,000 rows (10,026 outputs x 300 columns); see docs/scale.md",
+          "repeated per output) scans every input column, and each column is looked up in a list of sources; "
+          "loading a Transform output walks its graph once per output and wraps the feeds again for each",
+          "41 s of a 126 s Transform on 300 columns x 5,000 rows (10,026 outputs x 300 columns); 28 % of a "
+          "166 s Trainer on 1,000 columns (1,333 walks of the graph per load); see docs/scale.md",
           "none found (nearest: [tensorflow/transform#57](https://github.com/tensorflow/transform/issues/57), "
           "800+ features, closed with a workaround); docs/upstream/tft-graph-tools.md",
           "tests/test_tft_graph_tools.py"),

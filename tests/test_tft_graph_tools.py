@@ -1,7 +1,8 @@
 """tf.Transform's column-dependency scans in linear time (patches/tft_graph_tools.py): every answer
 the same as tf.Transform's own on a wide preprocessing graph (text, code and number columns,
-vocabularies and quantiles: the control dependencies that made the scan quadratic), and the
-originals back after the context."""
+vocabularies and quantiles: the control dependencies that made the scan quadratic), the same
+for a saved Transform output loaded back (each output's sources, what each set of feeds can
+fetch), and the originals back after the context."""
 import functools
 import subprocess
 import sys
@@ -61,6 +62,38 @@ def check():
     analyzed, transformed, fingerprints = ours
     assert len(analyzed) == 2 * COLUMNS // 3   # text and number columns feed analyzers; codes none
     assert len(transformed) == COLUMNS + 1 and len(fingerprints) >= 5
+    check_loaded(fn, specs)
+
+
+def check_loaded(fn, specs):
+    """A Transform output of ``fn`` loaded as TFX's components load it, with tft's scans and ours."""
+    import tempfile
+
+    import tensorflow_transform.beam as tft_beam
+    from tensorflow_transform.saved import saved_transform_io_v2 as io
+    from tensorflow_transform.tf_metadata import dataset_metadata, schema_utils
+
+    feature_spec = {name: tf.io.VarLenFeature(spec.dtype) for name, spec in specs.items()}
+    rows = [{name: [{tf.string: b"ab"[i % 2:i % 2 + 1], tf.int64: i % 5, tf.float32: i * 0.5}[spec.dtype]]
+             for name, spec in feature_spec.items()} for i in range(40)]
+    out = tempfile.mkdtemp()
+    metadata = dataset_metadata.DatasetMetadata(schema_utils.schema_from_feature_spec(feature_spec))
+    with tft_beam.Context(temp_dir=tempfile.mkdtemp()):
+        transform_fn = (rows, metadata) | tft_beam.AnalyzeDataset(fn)
+        _ = transform_fn | tft_beam.WriteTransformFn(out)
+
+    def scans():
+        loader = io.SavedModelLoader(f"{out}/transform_fn")
+        inputs = list(loader._func_graph.inputs)
+        sources = {name: sorted(t.name for t in found) for name, found in loader._output_to_inputs_map.items()}
+        return sources, [sorted(loader._get_fetches_keys(inputs[:n])) for n in (0, len(inputs) // 3, len(inputs))]
+
+    theirs = scans()
+    with tft_graph_tools.linear_dependency_scans():
+        ours = scans()
+    assert ours == theirs
+    assert len(theirs[0]) == len(specs) + COLUMNS // 3   # every column, a bucket of each number, the label
+    assert theirs[1][0] == [] and len(theirs[1][2]) == len(theirs[0])   # nothing fed, nothing; all fed, all
 
 
 def test_the_linear_scans_answer_as_tft_does():

@@ -25,9 +25,12 @@ def choose(model, validation, steps: int, task: str, objective: str) -> Optional
     kind = task_types.get(task)
     if not kind.decides:
         return None
+    from tfxline.trainer.model import predictions
+
+    forward = predictions(model)
     outputs, labels = [], []
     for features, label in validation.take(steps):
-        outputs.append(np.reshape(kind.flat_output(tf.cast(model(features, training=False), tf.float32)), [-1]))
+        outputs.append(np.reshape(kind.flat_output(forward(features)), [-1]))
         labels.append(np.reshape(label, [-1]))
     return kind.decision(np.concatenate(outputs), np.concatenate(labels), objective)
 

@@ -15,6 +15,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfxline import task_types
+from tfxline.trainer import model as model_lib
 from tfxline.transforms import features as F
 
 MAX_ROWS = 4096   # validation rows it measures on (each column: one forward pass over them)
@@ -41,7 +42,7 @@ def leaned_on(model, validation, steps: int, spec: F.FeatureSpec, seed: int = 0)
     columns = {name: np.concatenate(parts)[:MAX_ROWS] for name, parts in features.items()}
     y = np.concatenate(labels)[:MAX_ROWS]
 
-    forward = tf.function(lambda inputs: tf.cast(model(inputs, training=False), tf.float32), reduce_retracing=True)
+    forward = model_lib.predictions(model)
 
     def scores(variants: List[Dict[str, np.ndarray]]) -> List[float]:
         """The main metric of each variant of the rows, in one forward pass over all of them."""
