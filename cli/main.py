@@ -100,6 +100,9 @@ def _command(argv: Optional[Sequence[str]], stream: TextIO) -> int:
 
 def entry() -> None:
     """The ``tfxline`` console command: ``main()``, then :func:`fast_exit`."""
+    from tfxline.local import malloc_arenas
+
+    malloc_arenas.limit()   # before TensorFlow starts its threads
     fast_exit(main())
 
 
