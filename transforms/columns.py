@@ -87,3 +87,12 @@ def dense_block(columns: Sequence[Any], dtype: tf.DType, default: Any,
     casted = [map_values(cast, x) for x in columns]
     return (tf.stack([to_dense(x, tf.constant(default, dtype)) for x in casted], axis=1),
             tf.stack([presence(x) for x in casted], axis=1))
+
+
+def unstacked(block: tf.Tensor, count: int) -> list:
+    """The ``count`` columns of a [rows, count] block, by one Unpack. An int64 block goes through
+    int32 (indices: its values fit): TFLite's Unpack builtin takes no int64, and a Select TF op
+    would leave the phone model's check to an interpreter that has them (TF 2.20+ ships none)."""
+    if block.dtype == tf.int64:
+        return [tf.cast(c, tf.int64) for c in tf.unstack(tf.cast(block, tf.int32), num=count, axis=1)]
+    return tf.unstack(block, num=count, axis=1)

@@ -35,6 +35,7 @@ from tfxline.transforms.columns import (  # noqa: F401 - callers import them her
     map_values,
     presence,
     to_dense,
+    unstacked,
 )
 
 # A numeric input is clipped to its training range widened by this fraction of (max - min) on each
@@ -141,12 +142,12 @@ def numeric_outputs(numeric: Sequence[F.InputFeature], values: Any, present: Any
         mean, std = analyzers.statistic("mean"), tf.sqrt(analyzers.statistic("var"))
         ranged = clip_to_range(filled, (-analyzers.statistic("negated_min"), analyzers.statistic("max")))
         scaled = (ranged - mean) / tf.where(std > 0, std, tf.ones_like(std))
-        for f, column in zip(numeric, tf.unstack(scaled, num=len(numeric), axis=1)):
+        for f, column in zip(numeric, unstacked(scaled, len(numeric))):
             if f.transform != "bucketize":
                 out[f.name] = column
     for num_buckets, indices in number_pass.bucket_groups(numeric).items():
         ids = number_pass.apply_buckets(tf.gather(filled, indices, axis=1), analyzers.boundaries(num_buckets))
-        out.update({numeric[i].name: column for i, column in zip(indices, tf.unstack(ids, num=len(indices), axis=1))})
+        out.update({numeric[i].name: column for i, column in zip(indices, unstacked(ids, len(indices)))})
     return out
 
 
@@ -160,7 +161,7 @@ def identity_outputs(identities: Sequence[F.InputFeature], inputs: Mapping[str, 
     dense = tf.where(present, values, default)
     out_of_range = tf.logical_or(dense < 0, dense >= tf.constant([f.num_buckets for f in identities], tf.int64))
     ids = tf.where(out_of_range, default, dense)
-    return {f.name: column for f, column in zip(identities, tf.unstack(ids, num=len(identities), axis=1))}
+    return {f.name: column for f, column in zip(identities, unstacked(ids, len(identities)))}
 
 
 def vocabulary_key_columns(learnt: Sequence[F.InputFeature], inputs: Mapping[str, Any]) -> List[tf.Tensor]:
@@ -178,7 +179,7 @@ def vocabulary_key_columns(learnt: Sequence[F.InputFeature], inputs: Mapping[str
             block, _ = dense_block([xs[i] for i in at], tf.string, MISSING_STRING, cast=lambda v: v)
         else:
             block, _ = dense_block([xs[i] for i in at], tf.int64, MISSING_INT, cast=_round_to_int)
-        for i, column in zip(at, tf.unstack(block, num=len(at), axis=1)):
+        for i, column in zip(at, tf.unstack(block, num=len(at), axis=1)):   # keys: any int64 (not TFLite's path)
             keys[i] = column
     return keys
 
