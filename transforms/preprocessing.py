@@ -115,7 +115,7 @@ def measured_block(numeric: Sequence[F.InputFeature], inputs: Mapping[str, Any])
         values, present = dense_block([inputs[f.source] for f in plain], tf.float32, 0.0)
         logs = [f.transform == "log_zscore" for f in plain]
         if any(logs):
-            values = tf.where(tf.constant([logs]), tf.math.log1p(tf.maximum(values, 0.0)), values)
+            values = tf.where(tf.constant([logs]), log1p_non_negative(values), values)
         blocks.append((values, present))
     days = [measured_values(f, inputs[f.source]) for f in numeric if f.transform == "datetime"]
     if days:
