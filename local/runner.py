@@ -31,6 +31,7 @@ from tfxline.patches.interactive_beam import interactive_beam_off
 from tfxline.pipeline.beam import engines as beam_engines
 from tfxline.pipeline.beam import stack_compat
 from tfxline.pipeline.config import TRAIN_SPLIT, PipelineConfig
+from tfxline.pipeline.data import images as image_folder
 from tfxline.pipeline.data import labels
 from tfxline.pipeline.data import source as data_source
 from tfxline.runs import files
@@ -72,12 +73,15 @@ def resolve_inputs(cfg: PipelineConfig, span: Optional[int] = None) -> LocalPath
             labels.check(cfg.features.label, observed, cfg.data.missing_labels)
         except labels.LabelError as e:
             raise data_source.DataError(str(e)) from None
+    elif cfg.data.format == "images":
+        image_folder.check(found.files, found.root, cfg.data.bad_images)
     else:
         data_source.check_tfrecords(found.files, schema, required=cfg.features.raw_columns)
     check_tflite(cfg, schema)
     check_window_splits(cfg, found.span)
     check_release(cfg)
-    digest = files.content_digest(found.files) if cfg.data.format == "csv" else ""
+    digest = (files.content_digest(found.files) if cfg.data.format == "csv" else
+              files.content_digest(found.files, root=found.root) if cfg.data.format == "images" else "")
     return LocalPaths(found.root, found.pattern, found.files, schema_path, found.span, digest,
                       reuse.hyperparameters_uri(cfg))
 

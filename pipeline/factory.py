@@ -20,10 +20,11 @@ from tfx.proto import example_gen_pb2, range_config_pb2, trainer_pb2, transform_
 from tfx.types import standard_artifacts
 from tfx.types.channel import Channel
 
-from tfxline.components import csv_example_gen
+from tfxline.components import csv_example_gen, image_example_gen
 from tfxline.components.anomalies_gate import AnomaliesGate
 from tfxline.components.csv_example_gen import CsvExampleGen
 from tfxline.components.drift_gate import SPAN_LEDGER, DriftGate
+from tfxline.components.image_example_gen import ImageExampleGen
 from tfxline.components.safe_pusher import SafePusher
 from tfxline.components.serving_baseline import GatedEvaluator, ServingBaseline
 from tfxline.pipeline.config import EVAL_SPLIT, TRAIN_SPLIT, VALIDATION_SPLIT, PipelineConfig, steps
@@ -76,13 +77,24 @@ def span_window(example_gen, window: int):
 
 def drift_thresholds(cfg: PipelineConfig) -> dict:
     """The DriftGate's settings: the config's drift section and the columns it checks."""
-    return dict(cfg.to_dict()["drift"], columns=sorted(cfg.features.raw_columns))
+    image = cfg.features.image  # an image's bytes are no distribution to compare: its class is
+    return dict(cfg.to_dict()["drift"], columns=sorted(set(cfg.features.raw_columns) - {image and image.source}))
 
 
 def trainer_custom_config(cfg: PipelineConfig) -> dict:
     """The Trainer's custom_config: only what it reads (PipelineConfig.trainer_settings), so a
     setting it does not read (Beam's args, Transform's statistics) never changes its cache key."""
     return cfg.trainer_settings.to_custom_config()
+
+
+def statistics_options(cfg: PipelineConfig):
+    """TFDV's options: for images, the image statistics (format, width and height: TFDV profiles
+    image bytes only with semantic domain statistics on); None (TFDV's defaults) for tables."""
+    if cfg.features.data_kind != "image":
+        return None
+    import tensorflow_data_validation as tfdv
+
+    return tfdv.StatsOptions(enable_semantic_domain_stats=True)
 
 
 class DataComponents(NamedTuple):
@@ -164,8 +176,11 @@ def example_gen_component(cfg: PipelineConfig, data_root: str, data_pattern: str
                           data_digest: str):
     input_config, output_config = example_gen_configs(cfg, data_pattern)
     example_gen_class = {"csv": CsvExampleGen,  # TFX's, reading headers as CSV (BOM, spaces, gzip)
-                         "tfrecord": ImportExampleGen}[cfg.data.format]
+                         "tfrecord": ImportExampleGen, "images": ImageExampleGen}[cfg.data.format]
     extra = {}
+    if cfg.data.format == "images":  # a class folder's files; bad images skipped or refused
+        extra["custom_config"] = image_example_gen.custom_config(
+            cfg.features.image.source, cfg.features.label.source, cfg.data.bad_images, data_digest)
     if cfg.data.format == "csv":  # rows without a label: left out; the data's content: in the cache key
         drop = cfg.features.label.source_columns if cfg.data.missing_labels == "drop" else ()
         extra["custom_config"] = csv_example_gen.custom_config(drop, data_digest)
@@ -179,7 +194,7 @@ def data_components(cfg: PipelineConfig, *, data_root: str, data_pattern: str, s
     example_gen = example_gen_component(cfg, data_root, data_pattern, span, data_digest)
     # The data checks look at today's span; Transform and Trainer read the window of spans.
     window = span_window(example_gen, cfg.data.window) if cfg.data.window > 1 else None
-    statistics_gen = StatisticsGen(examples=example_gen.outputs["examples"])
+    statistics_gen = StatisticsGen(examples=example_gen.outputs["examples"], stats_options=statistics_options(cfg))
     schema_gen = ImportSchemaGen(schema_file=schema_path)
     example_validator = ExampleValidator(
         statistics=statistics_gen.outputs["statistics"], schema=schema_gen.outputs["schema"])

@@ -8,6 +8,9 @@ Signatures:
                         or ``predictions`` (regression).
 ``transform_features``  ``examples``: raw tf.Examples with the label columns -> every
                         transformed feature and the label; TFMA uses it to derive the label.
+``serving_images``      image models: ``images``, the files' encoded bytes (JPEG, PNG, GIF, BMP;
+                        what TF Serving's REST API decodes from ``{"b64": ...}``) -> as
+                        ``serving_default``; both decode as the Trainer did (transforms/images.py).
 
 The task type shapes the output (``serving_output``); a regression label learnt in log space
 (``log: true``) is served and evaluated in its own unit: both signatures apply the inverse
@@ -25,9 +28,11 @@ from tfxline import task_types
 from tfxline.trainer import decision
 from tfxline.trainer import strategy as strategy_lib
 from tfxline.transforms import features as F
+from tfxline.transforms import images
 
 SERVING_SIGNATURE = "serving_default"
 TRANSFORM_SIGNATURE = "transform_features"
+IMAGES_SIGNATURE, IMAGES_INPUT = "serving_images", "images"
 
 
 def build_signatures(model, tf_transform_output, spec: F.FeatureSpec, threshold: Optional[float] = None):
@@ -37,10 +42,15 @@ def build_signatures(model, tf_transform_output, spec: F.FeatureSpec, threshold:
     names = spec.model_feature_names
     task = task_types.get(spec.task)
 
+    image = spec.image  # an image model's input: its bytes decoded to pixels, as in training
+
+    def pixels(transformed):
+        return {n: images.decode_batch(transformed[n], image.size) if image else transformed[n] for n in names}
+
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
     def serve(examples):
         transformed = model.tft_layer(tf.io.parse_example(examples, serving_spec))
-        outputs = tf.cast(model({n: transformed[n] for n in names}), tf.float32)
+        outputs = tf.cast(model(pixels(transformed)), tf.float32)
         return task.serving_outputs(spec.label, outputs, threshold)
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
@@ -49,7 +59,15 @@ def build_signatures(model, tf_transform_output, spec: F.FeatureSpec, threshold:
         transformed[spec.label.name] = task.label_in_its_unit(spec.label, transformed[spec.label.name])
         return transformed
 
-    return {SERVING_SIGNATURE: serve, TRANSFORM_SIGNATURE: transform_features}
+    signatures = {SERVING_SIGNATURE: serve, TRANSFORM_SIGNATURE: transform_features}
+    if image:
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=IMAGES_INPUT)])
+        def serve_images(encoded):
+            outputs = tf.cast(model({names[0]: images.decode_batch(encoded, image.size)}), tf.float32)
+            return task.serving_outputs(spec.label, outputs, threshold)
+
+        signatures[IMAGES_SIGNATURE] = serve_images
+    return signatures
 
 
 def export(model, tf_transform_output, spec: F.FeatureSpec, serving_model_dir: str,

@@ -11,9 +11,10 @@ import tensorflow_transform as tft
 
 from tfxline import task_types
 from tfxline.trainer import batch as batch_lib
-from tfxline.trainer import cache_budget, data, resume
+from tfxline.trainer import cache_budget, data, images, resume
 from tfxline.trainer import strategy as strategy_lib
 from tfxline.trainer.settings import TrainerSettings, TrainingConfig
+from tfxline.transforms import features as F
 
 
 class EmptySplitError(ValueError):
@@ -141,6 +142,16 @@ def input_dataset(fn_args, settings: TrainerSettings, files, tf_transform_output
                   *, shuffle: bool, cache: bool, repeat: bool = True, limit: int = 0):
     """Batches of (features, label) from the raw examples through the Transform graph;
     ``limit``: the first ``limit`` records, once (validation)."""
+    ds = table_dataset(fn_args, settings, files, tf_transform_output, batch_size, shuffle=shuffle, cache=cache,
+                       repeat=repeat, limit=limit)
+    if settings.features.data_kind == F.IMAGE:  # bytes decoded to pixels, batch by batch (trainer/images.py)
+        ds = images.decoded(ds, settings.features, training=shuffle, seed=settings.training.seed)
+    return ds
+
+
+def table_dataset(fn_args, settings: TrainerSettings, files, tf_transform_output, batch_size: int,
+                  *, shuffle: bool, cache: bool, repeat: bool = True, limit: int = 0):
+    """The Transform output's columns, batched (an image still as its bytes)."""
     training, label = settings.training, settings.features.label.name
     if training.reader == "tfxio":
         if getattr(fn_args, "data_accessor", None) is None:

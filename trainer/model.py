@@ -110,13 +110,13 @@ _PREDICTIONS: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary(
 
 
 def predictions(model):
-    """``features -> the model's float32 outputs`` for a dict of rank-1 columns (extra keys
+    """``features -> the model's float32 outputs`` for a dict of its inputs (extra keys
     ignored): one traced function per model, for every caller and batch size. An eager call of a
     functional model walks its graph in Python, input by input (a 1,000-column table: 42 s of its
     Trainer's 166 s for eight validation batches), and each new trace of a model of 1,333 inputs
     holds memory (trainer/decision.py and trainer/importance.py share this one)."""
     if model not in _PREDICTIONS:
-        specs = {name: tf.TensorSpec([None], t.dtype, name=name) for name, t in model.input.items()}
+        specs = {name: tf.TensorSpec(t.shape, t.dtype, name=name) for name, t in model.input.items()}
         traced = tf.function(lambda inputs: tf.cast(model(inputs, training=False), tf.float32),
                              input_signature=[specs], autograph=False)
         _PREDICTIONS[model] = lambda features: traced({name: features[name] for name in specs})

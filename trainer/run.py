@@ -21,7 +21,7 @@ import tensorflow as tf
 from tfxline import task_types
 from tfxline.patches import autograph, tf_custom_gradients
 from tfxline.trainer import callbacks as callbacks_lib
-from tfxline.trainer import data, decision, export, importance, precision, resume, tuning_settings
+from tfxline.trainer import data, decision, export, images, importance, precision, resume, tuning_settings
 from tfxline.trainer import model as model_lib
 from tfxline.trainer import optimizer as optimizer_lib
 from tfxline.trainer import profile as profile_lib
@@ -109,11 +109,16 @@ def build(fn_args, settings: TrainerSettings, sizes: Sizes, strategy, policy: st
     """The model, its optimizer and loss, compiled in the strategy's scope."""
     spec, model_settings = settings.features, settings.model
     head = make_head(spec, sizes.tf_transform_output, fn_args.train_files)
-    inputs = model_inputs(spec, sizes.tf_transform_output)
+    image = spec.data_kind == F.IMAGE
+    inputs = [] if image else model_inputs(spec, sizes.tf_transform_output)
     with strategy.scope():
-        model = model_lib.build_model(
-            inputs, head, model_settings.hidden_units,
-            model_settings.dropout, model_settings.embedding_max_dim, model_settings.batch_norm)
+        if image:  # a backbone over the decoded pixels (trainer/images.py)
+            model = images.build_model(spec, head, model_settings.backbone, model_settings.weights,
+                                       model_settings.dropout)
+        else:
+            model = model_lib.build_model(
+                inputs, head, model_settings.hidden_units,
+                model_settings.dropout, model_settings.embedding_max_dim, model_settings.batch_norm)
         schedule = optimizer_lib.learning_rate_schedule(
             sizes.batch.learning_rate, sizes.steps_per_epoch * sizes.epochs, model_settings.warmup_steps)
         optimizer = precision.wrap_optimizer(
@@ -172,7 +177,8 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
     info["decision"] = chosen  # binary: the threshold chosen on validation, and what it gives there
     # the columns the model leans on most: [column, the main metric's loss on validation when shuffled]
     info["leans_on"] = importance.leaned_on(built.model, inputs.validation, inputs.validation_steps,
-                                            settings.features, settings.training.seed)
+                                            settings.features, settings.training.seed) \
+        if settings.features.data_kind == F.TABLE else []  # an image model reads one input
     if strategy_lib.is_chief():
         with tf.io.gfile.GFile(os.path.join(fn_args.model_run_dir, TRAINING_RUN_FILE), "w") as f:
             json.dump(info, f, indent=2)

@@ -26,6 +26,7 @@ BATCH_SCALINGS = ("auto", "always", "off")
 READERS = ("tfrecord", "tfxio")
 CLASS_WEIGHTS = ("none", "balanced")
 JIT_COMPILES = ("auto", "true", "false")
+IMAGE_BACKBONES = ("small_cnn", "mobilenet_v2", "efficientnet_b0", "resnet50")  # trainer/images.py builds them
 # The keys TFX's Google Cloud extension adds to the custom_config it passes through to the job it
 # starts (runner.py:154-200 sends the whole exec_properties to the workers' run_executor): the
 # Vertex Trainer's (extensions/google_cloud_ai_platform/trainer/executor.py:30-61, constants.py:17-27)
@@ -50,8 +51,24 @@ class ModelConfig:
     learning_rate: float = 0.003   # Adam(W)'s peak learning rate (cosine decay to the end of training)
     warmup_steps: int = 0          # linear warm-up steps before the peak (0: none)
     weight_decay: float = 0.0      # decoupled weight decay (AdamW); 0: plain Adam
+    # Image models (trainer/images.py): small_cnn | mobilenet_v2 | efficientnet_b0 | resnet50
+    backbone: str = "small_cnn"
+    # none (from scratch), or a keras.applications weights file without the top (a path or gs://)
+    weights: str = "none"
 
     def problems(self) -> Iterator[Problem]:
+        if self.backbone not in IMAGE_BACKBONES:
+            yield bad(self, "backbone", f"use one of {', '.join(IMAGE_BACKBONES)}")
+        if self.weights == "imagenet":
+            yield bad(self, "weights", "imagenet makes Keras download the weights at run time, which a pipeline "
+                                       "run never does; download the file once where there is internet (e.g. "
+                                       "keras.applications.MobileNetV2(include_top=False) saves "
+                                       "~/.keras/models/mobilenet_v2_weights_tf_dim_ordering_tf_kernels_1.0_224_"
+                                       "no_top.h5), copy it where the run reads (a path or gs://) and set "
+                                       "model.weights to it")
+        elif self.weights not in ("none", "") and self.backbone == "small_cnn":
+            yield bad(self, "weights", "small_cnn has no pretrained weights; set model.backbone to one of "
+                                       f"{', '.join(IMAGE_BACKBONES[1:])}, or weights: none")
         if not all(u >= 1 for u in self.hidden_units):
             yield bad(self, "hidden_units", "every layer needs >= 1 unit")
         if not 0.0 <= self.dropout < 1.0:

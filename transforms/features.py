@@ -23,6 +23,9 @@ number and as quantile buckets):
                 category (the empty string, or -1 for integers).
 ``identity``    integer category already in ``[0, num_buckets)``; missing or out of range
                 values map to ``default`` (0 unless set).
+``image``       encoded image bytes, passed through Transform as bytes; decoded to RGB and resized
+                to ``size`` x ``size`` pixels by the Trainer's input and the serving model
+                (transforms/images.py), ``augment``-ed in training: crop (default), flip_crop, none.
 ``datetime``    text of ISO dates or date-times (``2013-01-01``, ``2013-01-01 05:00:00``,
                 ``2013-01-01T05:00:00.5+01:00``; transforms/dates.py), one ``part`` of it:
                 ``hour`` (0-23), ``weekday`` (0 Monday to 6 Sunday) or ``month`` (0-11) is a
@@ -44,6 +47,7 @@ from typing import Any, Dict, Optional, Sequence, Tuple
 from tfxline import task_types
 from tfxline.task_types import TASK_BINARY, TASK_MULTICLASS, TASK_REGRESSION  # noqa: F401 - the names callers import here
 from tfxline.task_types.multiclass import LABEL_VOCABULARY  # noqa: F401 - Transform's and the Trainer's name for it
+from tfxline.transforms import feature_checks
 from tfxline.transforms.dates import PARTS as DATETIME_PARTS
 from tfxline.typed_config.close_names import did_you_mean
 from tfxline.typed_config.problems import ConfigError
@@ -51,14 +55,15 @@ from tfxline.typed_config.read import REQUIRED, from_yaml
 
 NUMERIC_TRANSFORMS = ("zscore", "log_zscore")
 CATEGORICAL_TRANSFORMS = ("vocabulary", "identity", "bucketize")
-INPUT_TRANSFORMS = NUMERIC_TRANSFORMS + CATEGORICAL_TRANSFORMS + ("datetime",)  # its part decides which
+IMAGE_TRANSFORM = feature_checks.IMAGE_TRANSFORM
+INPUT_TRANSFORMS = NUMERIC_TRANSFORMS + CATEGORICAL_TRANSFORMS + ("datetime", IMAGE_TRANSFORM)  # datetime: its part
+TABLE, IMAGE = "table", "image"  # the kinds of data a spec describes (FeatureSpec.data_kind)
 LABEL_TRANSFORMS = task_types.LABEL_TRANSFORMS   # ratio_threshold, binary, class_vocabulary, regression
 # What a missing name's refusal says (a feature, a cross and a label all need one).
 NAME_REQUIRED = {REQUIRED: "add name: (the column it reads, unless column: says otherwise)"}
 
 
-class FeatureSpecError(ConfigError):
-    """The feature spec in a config is invalid."""
+FeatureSpecError = feature_checks.FeatureSpecError  # the spec's refusal (defined with its rules)
 
 
 def drop_none(d: Dict[str, Any]) -> Dict[str, Any]:
@@ -75,6 +80,8 @@ class InputFeature:
     default: int = 0
     column: Optional[str] = None   # the raw column read; None: the feature's own name
     part: Optional[str] = None     # datetime: hour | weekday | month | days
+    size: Optional[int] = None     # image: the side, in pixels, of the square the model sees
+    augment: Optional[str] = None  # image: crop (default) | flip_crop | none
 
     @property
     def is_categorical(self) -> bool:
@@ -133,6 +140,17 @@ class FeatureSpec:
     @property
     def task(self) -> str:
         return self.label.task
+
+    @property
+    def data_kind(self) -> str:
+        """``image`` when the model reads an encoded image, else ``table``: every module whose code
+        differs by the kind of data asks here."""
+        return IMAGE if any(f.transform == IMAGE_TRANSFORM for f in self.inputs) else TABLE
+
+    @property
+    def image(self) -> Optional[InputFeature]:
+        """The image input of an image spec (None for a table)."""
+        return next((f for f in self.inputs if f.transform == IMAGE_TRANSFORM), None)
 
     @property
     def input_names(self) -> Tuple[str, ...]:
@@ -216,7 +234,8 @@ class FeatureSpec:
                 if getattr(f, field) < 1:
                     raise FeatureSpecError(
                         f"features.inputs: {f.name!r} needs {field} >= 1; set it to 1 or more")
-            _check_part(f)
+            feature_checks.check_part(f)
+            feature_checks.check_image(f)
             if f.name in seen:
                 raise FeatureSpecError(f"features: duplicate feature name {f.name!r}; give each feature its own name")
             seen.add(f.name)
@@ -237,6 +256,8 @@ class FeatureSpec:
             if c.hash_buckets < 2:
                 raise FeatureSpecError(f"features.crosses: {c.name!r} needs hash_buckets >= 2; "
                                        "set hash_buckets to 2 or more")
+        if self.data_kind == IMAGE:
+            feature_checks.check_image_spec(self)
         if self.label.name in self.input_names:
             raise FeatureSpecError(
                 f"features.label: label name {self.label.name!r} is also an input feature; "
@@ -252,20 +273,6 @@ class FeatureSpec:
                 raise FeatureSpecError(
                     f"features: column(s) {', '.join(missing)} are not in the schema; fix the names in the "
                     f"config{did_you_mean(missing, schema_columns)}, or add the columns to the data and its schema")
-
-
-def _check_part(f: InputFeature) -> None:
-    """A datetime feature names a known part (and a default among its categories); no other has one."""
-    if f.transform == "datetime" and (not isinstance(f.part, str) or f.part not in DATETIME_PARTS):
-        raise FeatureSpecError(f"features.inputs: {f.name!r} has transform datetime and part {f.part!r}; "
-                               f"set part: to one of {', '.join(DATETIME_PARTS)}")
-    if f.transform != "datetime" and f.part is not None:
-        raise FeatureSpecError(f"features.inputs: {f.name!r} has part {f.part!r} but transform "
-                               f"{f.transform!r}; part applies to transform datetime: remove part: or "
-                               "use transform: datetime")
-    if f.transform == "datetime" and f.is_categorical and not 0 <= f.default < DATETIME_PARTS[f.part]:
-        raise FeatureSpecError(f"features.inputs: {f.name!r} has default {f.default} outside its part's "
-                               f"categories; set default: between 0 and {DATETIME_PARTS[f.part] - 1}")
 
 
 def categorical_cardinality(feature: InputFeature, vocabulary_size: Optional[int] = None) -> int:

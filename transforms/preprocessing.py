@@ -81,6 +81,8 @@ def make_preprocessing_fn(spec: F.FeatureSpec, analyzers: Optional[Analyzers] = 
         for feature in spec.inputs:
             if feature.transform == "datetime" and feature.name not in built:
                 built[feature.name] = datetime_part(feature, inputs[feature.source])
+            elif feature.transform == F.IMAGE_TRANSFORM:  # its bytes, as stored: decoded where the pixels
+                built[feature.name] = to_dense(inputs[feature.source], "")  # are used (transforms/images.py)
         outputs = {F.transformed_name(f.name): built[f.name] for f in spec.inputs}
         for cross in spec.crosses:
             outputs[F.transformed_name(cross.name)] = hashed_cross(

@@ -117,6 +117,11 @@ class PipelineConfig:
         if unknown:
             yield Problem("evaluation.slices", f"{', '.join(unknown)} not among the declared feature columns",
                           "slice on a column listed under features")
+        image = self.features.data_kind == "image"
+        if (self.data.format == "images" and not image) or (image and self.data.format == "csv"):
+            yield Problem("data.format", f"{self.data.format} with a {self.features.data_kind} feature spec",
+                          "an image folder (format: images) needs one input with transform: image, which reads "
+                          "an image folder or TFRecords of encoded images: `tfxline init --data FOLDER` writes both")
         dated = [f.name for f in self.features.inputs if f.transform == "datetime"]
         if dated and self.serving.tflite != "off":
             yield Problem("serving.tflite", f"{self.serving.tflite}: the datetime feature(s) {', '.join(dated)} parse "

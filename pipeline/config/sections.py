@@ -8,7 +8,7 @@ import dataclasses
 from typing import Any, Dict, Iterator, Mapping, Tuple
 
 from tfxline.pipeline.data.labels import MISSING_LABELS
-from tfxline.pipeline.data.source import FORMATS, has_span_spec
+from tfxline.pipeline.data.source import BAD_IMAGE_POLICIES, FORMATS, has_span_spec
 from tfxline.serving.release import RELEASES
 from tfxline.serving.tflite import MODES as TFLITE_MODES
 from tfxline.serving.tflite import OFF as TFLITE_OFF
@@ -43,8 +43,9 @@ class DataConfig:
     # installed tfx package. "package:<package>/<path>" names data inside any installed
     # Python package (located through the package, never downloaded).
     path: str = ""
-    # csv (CsvExampleGen) or tfrecord (ImportExampleGen: TFRecords of tf.Example, GZIP when
-    # the file name ends in .gz).
+    # csv (CsvExampleGen), tfrecord (ImportExampleGen: TFRecords of tf.Example, GZIP when
+    # the file name ends in .gz) or images (a folder with one sub-folder of photos per class:
+    # components/image_example_gen.py).
     format: str = "csv"
     # For a directory: the files to read, a glob relative to it (default *.csv for csv,
     # * for tfrecord). TFX's span placeholders make it daily data: {SPAN} (or {SPAN:4} for
@@ -73,6 +74,9 @@ class DataConfig:
     # Rows whose label is empty (CSV): drop leaves them out of training and evaluation (CsvExampleGen
     # skips them; the run's summary and report give their count); fail refuses the file before the run
     missing_labels: str = "drop"
+    # Images (format images) that do not decode (a truncated JPEG): skip leaves them out, counted and
+    # named in the run's log and summary; fail refuses the folder before the run, naming the first
+    bad_images: str = "skip"
 
     @property
     def splits(self) -> Tuple[str, ...]:
@@ -93,6 +97,11 @@ class DataConfig:
     def problems(self) -> Iterator[Problem]:
         if self.format not in FORMATS:
             yield bad(self, "format", f"use one of {', '.join(FORMATS)}")
+        if self.bad_images not in BAD_IMAGE_POLICIES:
+            yield bad(self, "bad_images", f"use one of {', '.join(BAD_IMAGE_POLICIES)}")
+        if self.format == "images" and self.split_key:
+            yield bad(self, "split_key", "an image's split follows its bytes (copies of a file stay in one "
+                                         "split); remove data.split_key")
         if self.missing_labels not in MISSING_LABELS:
             yield bad(self, "missing_labels", f"use one of {', '.join(MISSING_LABELS)}")
         if not _spans_ok(self.spans):

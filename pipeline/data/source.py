@@ -24,8 +24,10 @@ from tensorflow_metadata.proto.v0 import schema_pb2
 # the pre-flight check and its error, where the callers find them
 from tfxline.pipeline.data.check import DataError, check_csv, check_tfrecords, csv_lines, csv_reader, read_columns  # noqa: F401
 
-FORMATS = ("csv", "tfrecord")
-DEFAULT_PATTERNS = {"csv": "*.csv", "tfrecord": "*"}
+FORMATS = ("csv", "tfrecord", "images")
+# images: <class>/<file> under the folder (components/image_example_gen.py)
+DEFAULT_PATTERNS = {"csv": "*.csv", "tfrecord": "*", "images": "*/*"}
+BAD_IMAGE_POLICIES = ("skip", "fail")
 PACKAGE_PREFIX = "package:"
 
 

@@ -1,0 +1,62 @@
+"""The rules of one input feature, and of a spec as a whole where its kind of data asks for them
+(an image spec: one image input and a class label). transforms/features.py applies them."""
+from __future__ import annotations
+
+from typing import Any
+
+from tfxline.transforms.dates import PARTS as DATETIME_PARTS
+from tfxline.typed_config.problems import ConfigError
+
+IMAGE_TRANSFORM = "image"
+AUGMENTS = ("crop", "flip_crop", "none")
+IMAGE_SIZES = (32, 1024)  # keras.applications' backbones take 32 px and up
+# the label transforms of an image spec: it classifies
+IMAGE_LABELS = ("class_vocabulary", "binary")
+
+
+class FeatureSpecError(ConfigError):
+    """The feature spec in a config is invalid."""
+
+
+def check_image(f: Any) -> None:
+    """An image input's size and augmentation; no other input has them."""
+    if f.transform != IMAGE_TRANSFORM:
+        for field in ("size", "augment"):
+            if getattr(f, field) is not None:
+                raise FeatureSpecError(f"features.inputs: {f.name!r} has {field} but transform {f.transform!r}; "
+                                       f"{field} applies to transform image: remove {field}:")
+        return
+    low, high = IMAGE_SIZES
+    if isinstance(f.size, bool) or not isinstance(f.size, int) or not low <= f.size <= high:
+        raise FeatureSpecError(f"features.inputs: {f.name!r} (transform image) needs size: the side in pixels "
+                               f"the model sees, a whole number from {low} to {high} (got {f.size!r})")
+    if f.augment is not None and f.augment not in AUGMENTS:
+        raise FeatureSpecError(f"features.inputs: {f.name!r} has augment {f.augment!r}; use one of "
+                               f"{', '.join(AUGMENTS)}")
+
+
+def check_part(f: Any) -> None:
+    """A datetime feature names a known part (and a default among its categories); no other has one."""
+    if f.transform == "datetime" and (not isinstance(f.part, str) or f.part not in DATETIME_PARTS):
+        raise FeatureSpecError(f"features.inputs: {f.name!r} has transform datetime and part {f.part!r}; "
+                               f"set part: to one of {', '.join(DATETIME_PARTS)}")
+    if f.transform != "datetime" and f.part is not None:
+        raise FeatureSpecError(f"features.inputs: {f.name!r} has part {f.part!r} but transform "
+                               f"{f.transform!r}; part applies to transform datetime: remove part: or "
+                               "use transform: datetime")
+    if f.transform == "datetime" and f.is_categorical and not 0 <= f.default < DATETIME_PARTS[f.part]:
+        raise FeatureSpecError(f"features.inputs: {f.name!r} has default {f.default} outside its part's "
+                               f"categories; set default: between 0 and {DATETIME_PARTS[f.part] - 1}")
+
+
+def check_image_spec(spec: Any) -> None:
+    """An image spec: the image is the model's one input (no crosses), its label a class."""
+    images = [f.name for f in spec.inputs if f.transform == IMAGE_TRANSFORM]
+    if len(images) > 1 or len(spec.inputs) > 1 or spec.crosses:
+        others = [f.name for f in spec.inputs if f.transform != IMAGE_TRANSFORM] + [c.name for c in spec.crosses]
+        raise FeatureSpecError(f"features.inputs: an image model reads one image and nothing else; "
+                               f"{', '.join(images[1:] + others)} {'is' if len(images[1:] + others) == 1 else 'are'} "
+                               "also declared: remove them (or train a table model on them)")
+    if spec.label.transform not in IMAGE_LABELS:
+        raise FeatureSpecError(f"features.label: an image model classifies; transform {spec.label.transform!r} "
+                               f"is not a class label: use {' or '.join(IMAGE_LABELS)}")
