@@ -8,9 +8,13 @@ from tfxline.cli.common import EXIT_OK, BadInput, add_config_args, config_file, 
 
 
 def add_init(sub) -> None:
-    init = sub.add_parser("init", help="write a config and a schema for your CSV, decided from its columns")
-    init.add_argument("--data", required=True, metavar="CSV", help="the CSV (a file, .csv.gz, or a directory of them)")
-    init.add_argument("--label", required=True, metavar="COLUMN", help="the column to predict")
+    init = sub.add_parser("init", help="write a config and a schema for your CSV or image folder, decided from "
+                                       "the data")
+    init.add_argument("--data", required=True, metavar="CSV|FOLDER",
+                      help="the CSV (a file, .csv.gz, or a directory of them), or a folder of images with one "
+                           "sub-folder per class")
+    init.add_argument("--label", metavar="COLUMN", help="the column to predict (a CSV's; an image folder's classes "
+                                                        "are its sub-folders)")
     from tfxline.task_types import NAMES as TASKS  # no TensorFlow
 
     init.add_argument("--task", choices=TASKS,

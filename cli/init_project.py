@@ -30,7 +30,7 @@ import re
 from typing import Any, Dict, List, Optional, TextIO, Tuple
 
 from tfxline.cli import column_profile as cp
-from tfxline.cli import init_balance
+from tfxline.cli import init_balance, init_images
 from tfxline.cli.init_inputs import Decision, choose_inputs, feature_name, identifies_rows, out_specs
 from tfxline.cli.init_label import InitError, choose_label
 from tfxline.cli.init_leaks import find_leaks
@@ -240,7 +240,7 @@ def _quote(text: str) -> str:
     return json.dumps(text) if not re.fullmatch(r"[A-Za-z0-9_./-]+", text) else text
 
 
-def init(data_path: str, label: str, task: Optional[str], positive: Optional[str], directory: str,
+def init(data_path: str, label: Optional[str], task: Optional[str], positive: Optional[str], directory: str,
          force: bool, stream: TextIO, tune: bool = False) -> int:
     from tfxline.cli import schema_draft as schema_tools
 
@@ -248,6 +248,15 @@ def init(data_path: str, label: str, task: Optional[str], positive: Optional[str
     existing = [p for p in (config_path, schema_path) if os.path.exists(p)]
     if existing and not force:
         raise InitError(f"{existing[0]} exists; pass --force to replace it, or another --dir")
+    if init_images.is_image_folder(data_path):  # a folder of photos, a sub-folder per class
+        if label or task or positive or tune:
+            raise InitError("--label, --task, --positive and --tune apply to a CSV; an image folder's classes are its "
+                            f"sub-folders: run tfxline init --data {data_path} without them")
+        init_images.init(data_path, directory, config_path, schema_path, stream, files.write_text_atomic)
+        return 0
+    if not label:
+        raise InitError(f"--label is needed for a CSV: name the column to predict (or pass a folder with one "
+                        f"sub-folder of images per class); {data_path} is not such a folder")
     p, header, columns = plan(data_path, label, task, positive, tune)
     import yaml
     from google.protobuf import text_format

@@ -1,9 +1,10 @@
 """The ``tfxline`` command.
 
     tfxline init --data CSV --label COLUMN [--task T] [--positive VALUE] [--dir DIR] [--force] [--tune]
+    tfxline init --data IMAGE_FOLDER [--dir DIR] [--force]
     tfxline run [--config FILE] [--data PATH] [--output DIR] [--set section.key=value ...] [--span N]
     tfxline schema draft --data PATH [--schema-output FILE] [--diff]
-    tfxline predict --input rows.csv --predictions out.csv
+    tfxline predict --input rows.csv|IMAGE_FOLDER --predictions out.csv
     tfxline runs [--last N]  |  tfxline runs show RUN_ID|latest
     tfxline report [RUN_DIR]
     tfxline gc [--keep-runs N] [--dry-run]

@@ -4,7 +4,7 @@ class, split and written as TFX's file-based ExampleGens write theirs.
 
 - The split pattern names the files relative to ``input_base`` (``*/*``: class/file; with TFX's
   span placeholders, ``day-{SPAN}/*/*``); a file's class is its folder's name.
-- Files whose names are not images (transforms/images.IMAGE_EXTENSIONS: ``notes.txt``,
+- Files whose names are not images (transforms/image_files.IMAGE_EXTENSIONS: ``notes.txt``,
   ``.DS_Store``) are ignored and counted (the examples' custom property ``ignored_files``).
 - Each image is decoded once, as the Trainer will (TensorFlow's decode_image): one that fails (a
   truncated JPEG) is left out, counted and named (``bad_images``, ``bad_image_files``: the first
@@ -36,7 +36,8 @@ from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import proto_utils
 
 from tfxline.components import example_splits
-from tfxline.transforms import images
+from tfxline.serving.native_stderr import IMAGE_DECODE_NOISE, stderr_filtered
+from tfxline.transforms import image_files, images
 
 IMAGE_COLUMN, LABEL_COLUMN, BAD_IMAGES, DATA_DIGEST = "image_column", "label_column", "bad_images", "data_digest"
 BAD_IMAGE_POLICIES = ("skip", "fail")
@@ -71,7 +72,7 @@ def read_custom_config(exec_properties) -> Dict[str, str]:
 def list_files(input_base: str, pattern: str):
     """(image files, other files) matching the split pattern, sorted."""
     found = sorted(p for p in fileio.glob(os.path.join(input_base, pattern)) if not fileio.isdir(p))
-    return [p for p in found if images.is_image_name(p)], [p for p in found if not images.is_image_name(p)]
+    return [p for p in found if image_files.is_image_name(p)], [p for p in found if not image_files.is_image_name(p)]
 
 
 def class_of(path: str) -> str:
@@ -94,7 +95,8 @@ def decodes(data: bytes) -> bool:
     import tensorflow as tf
 
     try:
-        tf.io.decode_image(data, channels=images.CHANNELS, expand_animations=False)
+        with stderr_filtered(IMAGE_DECODE_NOISE):  # libjpeg's own line about the file we name
+            tf.io.decode_image(data, channels=images.CHANNELS, expand_animations=False)
         return True
     except (tf.errors.InvalidArgumentError, tf.errors.UnknownError):
         return False
@@ -144,7 +146,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         input_base = exec_properties[standard_component_specs.INPUT_BASE_KEY]
         listed = [list_files(input_base, split.pattern) for split in input_config.splits]
         if not any(found for found, _ in listed):
-            raise ValueError(f"no image files ({', '.join(images.IMAGE_EXTENSIONS)}) match "
+            raise ValueError(f"no image files ({', '.join(image_files.IMAGE_EXTENSIONS)}) match "
                              f"{[s.pattern for s in input_config.splits]} under {input_base}")
         shards = example_splits.shard_count([p for found, _ in listed for p in found])
         pieces_dir = os.path.join(artifact_utils.get_single_uri(examples), example_splits.PIECES_DIR)

@@ -107,8 +107,10 @@ def check_tflite(cfg: PipelineConfig, schema) -> None:
 
     if cfg.serving.tflite == tflite.OFF:
         return
+    image = cfg.features.image  # decoded before the TFLite model: pixels in
     strings = [f.name for f in schema.feature
-               if f.name in cfg.features.serving_columns and f.type == schema_pb2.BYTES]
+               if f.name in cfg.features.serving_columns and f.type == schema_pb2.BYTES and not (image and
+                                                                                                 f.name == image.source)]
     try:
         tflite.check_mode(cfg.serving.tflite, strings)
     except tflite.TFLiteError as e:
@@ -173,6 +175,10 @@ def reads_line(cfg: PipelineConfig, paths: LocalPaths, span: Optional[int]) -> s
     if paths.span is not None:
         window = f", training on the newest {cfg.data.window} spans" if cfg.data.window > 1 else ""
         which = f" (span {paths.span}" + (" from --span" if span is not None else "") + window + ")"
+    if cfg.data.format == "images":
+        shown = sum(map(image_folder.is_image_name, paths.data_files))
+        other = len(paths.data_files) - shown
+        return f"{shown} images{which} from {paths.data_root}" + (f" ({other} other files ignored)" if other else "")
     if len(paths.data_files) == 1:
         return paths.data_files[0] + which
     return f"{len(paths.data_files)} {cfg.data.format.upper()} files{which} from {paths.data_root}"

@@ -25,6 +25,12 @@ TF_RUNTIME_NOISE = re.compile(
     r"op_level_cost_estimator\.cc:\d+\] Error in PredictCost\(\)|All log messages before absl::InitializeLog")
 
 
+# What libjpeg and libpng write to stderr about a damaged file, when a decode is only a check
+# (components/image_example_gen.decodes): the caller names the file itself.
+IMAGE_DECODE_NOISE = re.compile(
+    r"Improper call to JPEG library|Premature end of JPEG file|Corrupt JPEG data|Invalid JPEG file|libpng")
+
+
 @contextlib.contextmanager
 def stderr_filtered(noise: "re.Pattern[str]") -> Iterator[None]:
     """Capture stderr (the file descriptor: C++ writes there) during the block, then write

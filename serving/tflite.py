@@ -42,6 +42,7 @@ MODES = ("none", "dynamic", "float16", "int8")
 FILE = "model.tflite"
 INT64_MISSING = np.iinfo(np.int64).min
 PARITY_ROWS = 2000       # eval rows compared
+IMAGE_PARITY_ROWS = 500  # eval images compared (one interpreter call each: serving/tflite_images.py)
 CALIBRATION_ROWS = 200   # train rows the int8 quantization is calibrated on
 CALIBRATION_BATCH = 20
 
@@ -67,6 +68,9 @@ def build_module(model_dir: str, transform_dir: str, spec: F.FeatureSpec):
     from tfxline.transforms.analyzers import FrozenAnalyzers
     from tfxline.transforms.preprocessing import Present, make_preprocessing_fn
 
+    if spec.data_kind == F.IMAGE:  # decoded pixels in: serving/tflite_images.py
+        from tfxline.serving import tflite_images
+        return tflite_images.build_module(model_dir, spec, input_name(spec.image.source))
     frozen = FrozenAnalyzers.load(transform_dir, spec)
     raw_spec = tft.TFTransformOutput(transform_dir).raw_feature_spec()
     columns = list(spec.serving_columns)
@@ -102,7 +106,8 @@ def string_columns(transform_dir: str, spec: F.FeatureSpec) -> List[str]:
     import tensorflow as tf
     import tensorflow_transform as tft
     raw_spec = tft.TFTransformOutput(transform_dir).raw_feature_spec()
-    return [c for c in spec.serving_columns if raw_spec[c].dtype == tf.string]
+    image = spec.image and spec.image.source  # decoded before the TFLite model: its input is pixels
+    return [c for c in spec.serving_columns if raw_spec[c].dtype == tf.string and c != image]
 
 
 def check_mode(mode: str, string_inputs: Sequence[str] = ()) -> None:
@@ -182,6 +187,9 @@ def columns_from_examples(records: Sequence[bytes], spec: F.FeatureSpec, transfo
     import tensorflow as tf
     import tensorflow_transform as tft
 
+    if spec.data_kind == F.IMAGE:
+        from tfxline.serving import tflite_images
+        return tflite_images.columns_from_examples(records, spec)
     raw_spec = tft.TFTransformOutput(transform_dir).raw_feature_spec()
     columns = list(spec.serving_columns)
     parsed = tf.io.parse_example(tf.constant(list(records)), {c: raw_spec[c] for c in columns})
@@ -251,11 +259,12 @@ def export(model_dir: str, transform_dir: str, spec: F.FeatureSpec, mode: str, e
     train = list(train_records)[:CALIBRATION_ROWS]
     calibration = columns_from_examples(train, spec, transform_dir) if mode == "int8" and train else None
     content = convert(module, mode, calibration)
-    eval_records = list(eval_records)[:PARITY_ROWS]
+    image = spec.data_kind == F.IMAGE  # one image a call
+    eval_records = list(eval_records)[:IMAGE_PARITY_ROWS if image else PARITY_ROWS]
     saved, labels = saved_model_outputs(model_dir, eval_records, spec)
     try:
         runner = Runner(content)
-        lite = predict(runner, columns_from_examples(eval_records, spec, transform_dir))
+        lite = predict(runner, columns_from_examples(eval_records, spec, transform_dir), batch=1 if image else 512)
     except Exception as e:  # noqa: BLE001 - the interpreter raises RuntimeError / ValueError
         if "Select TensorFlow op" in str(e):
             raise TFLiteError(

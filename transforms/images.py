@@ -12,21 +12,13 @@ the pixels itself (trainer/image_model.py), so every caller feeds 0-255.
 """
 from __future__ import annotations
 
-import os
 from typing import Optional
 
 import tensorflow as tf
 
-# What TensorFlow's decode_image reads (JPEG, PNG, GIF, BMP): other files in an image folder are
-# not images (notes.txt, .DS_Store, Thumbs.db) and are counted, not read.
-IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".gif", ".bmp")
+from tfxline.transforms.image_files import IMAGE_EXTENSIONS, is_image_name  # noqa: F401 - callers import them here
+
 CHANNELS = 3
-
-
-def is_image_name(path: str) -> bool:
-    """Whether a file's name says it is an image TensorFlow decodes (hidden files never are)."""
-    name = os.path.basename(path)
-    return not name.startswith(".") and name.lower().endswith(IMAGE_EXTENSIONS)
 
 
 def decode_one(encoded: tf.Tensor, size: int) -> tf.Tensor:

@@ -15,7 +15,7 @@ import statistics
 from typing import Dict, List, Sequence, Tuple
 
 from tfxline.pipeline.data.check import DataError
-from tfxline.transforms.images import IMAGE_EXTENSIONS, is_image_name
+from tfxline.transforms.image_files import IMAGE_EXTENSIONS, is_image_name
 
 NAMED = 5  # files named in a line
 
@@ -26,7 +26,7 @@ class Folder:
     images: List[str]
     ignored: List[str]          # files whose names are not images
     classes: Dict[str, int]     # class (folder name) -> images
-    formats: Dict[str, int]     # JPEG, PNG, ... -> images (Pillow's names; "unreadable" when it cannot tell)
+    formats: Dict[str, int]     # JPEG, PNG, ... -> images (Pillow's names; "damaged" when it cannot read the header)
     sizes: List[Tuple[int, int]]  # (width, height) of each readable image
 
     @property
@@ -57,7 +57,7 @@ def scan(files: Sequence[str]) -> Folder:
                 formats[im.format or "unknown"] += 1
                 sizes.append(im.size)
         except (OSError, ValueError):
-            formats["unreadable"] += 1
+            formats["damaged"] += 1  # left out by the run (data.bad_images)
     classes = collections.Counter(os.path.basename(os.path.dirname(f)) for f in images)
     return Folder(images, [f for f in files if not is_image_name(f)], dict(sorted(classes.items())),
                   dict(formats), sizes)

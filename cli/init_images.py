@@ -1,0 +1,184 @@
+"""``tfxline init --data FOLDER`` for a folder of photos, one sub-folder per class: a config and a
+schema decided from what the folder holds, one line per decision (docs/images.md states the
+rules):
+
+- the classes and their counts (the sub-folders' names); files that are not images, counted;
+- the formats and sizes seen (read from the files' headers), and the side the model sees: the
+  median shorter side rounded down to a multiple of 16, from 32 to 96 pixels on a CPU (a larger
+  side trains quadratically slower; on a GPU with a keras.applications backbone set 224);
+- the backbone (small_cnn, from scratch: no weights are downloaded) and the augmentation (crop);
+- the split, the batch and the training length from the image count; balanced class weights when
+  the largest class has over three times the images of the smallest;
+- a TFLite model (float32) checked against the SavedModel before each push.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+from typing import Any, Dict, List, TextIO
+
+from tfxline.cli.init_label import InitError
+from tfxline.kubeflow import names
+from tfxline.pipeline.data import images as image_folder
+from tfxline.pipeline.data import source as data_source
+
+IMAGE_COLUMN, LABEL_COLUMN = "image", "label"
+SIDES = (32, 96)   # the side init picks on a CPU, at least and at most
+SKEW = 3.0         # largest / smallest class above this: balanced class weights
+
+
+@dataclasses.dataclass
+class ImagePlan:
+    name: str
+    data_path: str
+    folder: image_folder.Folder
+    size: int
+    size_why: str
+    batch_size: int
+    epochs: int
+    patience: int
+    eval_steps: int
+    sizing_why: str
+    balanced: bool
+
+
+def is_image_folder(path: str) -> bool:
+    """A directory with at least one image one folder down (``<class>/<file>``)."""
+    if not os.path.isdir(path):
+        return False
+    found = data_source.locate(path, "images").files if _has_subfolders(path) else []
+    return any(image_folder.is_image_name(f) for f in found)
+
+
+def _has_subfolders(path: str) -> bool:
+    return any(os.path.isdir(os.path.join(path, d)) for d in os.listdir(path))
+
+
+def choose_size(median_side: int) -> int:
+    low, high = SIDES
+    return max(low, min(high, median_side // 16 * 16))
+
+
+def plan(data_path: str) -> ImagePlan:
+    found = data_source.locate(data_path, "images")
+    folder = image_folder.check(found.files, data_path)
+    size = choose_size(folder.median_side)
+    count = len(folder.images)
+    batch = 32 if count < 1000 else 64
+    # 70 / 10 / 20: the validation split holds ~10% of the images, at least a batch when there are enough
+    epochs = 30 if count < 20_000 else 10
+    eval_steps = max(1, min(50, math.ceil(count * 0.12 / batch)))  # the whole validation split, ~10% of them
+    counts = list(folder.classes.values())
+    return ImagePlan(
+        name=names.portable(os.path.basename(os.path.normpath(data_path)) + "-images"),
+        data_path=os.path.abspath(data_path), folder=folder, size=size,
+        size_why=(f"the median shorter side is {folder.median_side} px; {size} px keeps a CPU's training in "
+                  f"minutes (from {SIDES[0]} to {SIDES[1]} on a CPU; 224 with a keras.applications backbone on a GPU)"),
+        batch_size=batch, epochs=epochs, patience=5, eval_steps=eval_steps,
+        sizing_why=f"{count} images: batch {batch}, up to {epochs} passes (early stopping ends sooner)",
+        balanced=max(counts) > SKEW * min(counts))
+
+
+def render_config(p: ImagePlan, schema_path: str) -> str:
+    classes = ", ".join(f"{c} {n}" for c, n in p.folder.classes.items())
+    return "\n".join([
+        f"# {p.name}: {len(p.folder.classes)} classes of images in {p.data_path}, written by `tfxline init`.",
+        "# Review it, then: tfxline run --config THIS_FILE (docs/images.md).",
+        f"name: {p.name}",
+        f"output_root: {_quote(os.path.join(os.path.dirname(schema_path), 'output'))}",
+        "",
+        "data:",
+        f"  path: {_quote(p.data_path)}",
+        "  format: images      # one sub-folder per class; other files are ignored and counted",
+        f"  schema: {_quote(schema_path)}",
+        "  bad_images: skip    # an image that does not decode is left out and named (fail: refuse the folder)",
+        "  train_buckets: 7    # by each image's bytes: copies of a file stay in one split",
+        "  validation_buckets: 1",
+        "  eval_buckets: 2",
+        "",
+        "features:",
+        f"  # classes: {classes}",
+        f"  label: {{name: {LABEL_COLUMN}, transform: class_vocabulary}}",
+        "  inputs:",
+        f"    # {p.folder.describe()}",
+        f"    # {p.size_why}",
+        f"    - {{name: {IMAGE_COLUMN}, transform: image, size: {p.size}, augment: crop}}   # flip_crop: also "
+        "mirror (not for text or digits)",
+        "",
+        "model:",
+        "  backbone: small_cnn   # from scratch; mobilenet_v2, efficientnet_b0, resnet50 with weights: <file>",
+        "  weights: none",
+        "  dropout: 0.2",
+        "  learning_rate: 0.003",
+        "",
+        "training:",
+        "  mode: epochs",
+        f"  # {p.sizing_why}",
+        f"  epochs: {p.epochs}",
+        f"  batch_size: {p.batch_size}",
+        f"  early_stopping_patience: {p.patience}",
+        f"  eval_steps: {p.eval_steps}",
+        "  seed: 42",
+        *([f"  class_weight: balanced   # the largest class has over {SKEW:g}x the images of the smallest"]
+          if p.balanced else []),
+        "",
+        "evaluation:",
+        "  slices: []          # accuracy per class is in every run's metrics",
+        "",
+        "serving:",
+        "  tflite: none        # a float32 TFLite model for phones, checked against the SavedModel before each push",
+        "",
+    ])
+
+
+def schema_text(p: ImagePlan) -> str:
+    """The examples' schema: the image's bytes (TFDV's image statistics read them) and the class."""
+    return "\n".join([
+        f"# Written by `tfxline init` from {p.data_path}; review it.",
+        "feature {", f'  name: "{IMAGE_COLUMN}"', "  type: BYTES",
+        "  presence { min_fraction: 1.0 min_count: 1 }", "  shape { dim { size: 1 } }", "  image_domain { }", "}",
+        "feature {", f'  name: "{LABEL_COLUMN}"', "  type: BYTES",
+        "  presence { min_fraction: 1.0 min_count: 1 }", "  shape { dim { size: 1 } }", "}", ""])
+
+
+def _quote(text: str) -> str:
+    import json
+
+    return json.dumps(text)
+
+
+def lines(p: ImagePlan) -> List[str]:
+    f = p.folder
+    out = [f"{len(f.images)} images in {len(f.classes)} classes in {p.data_path}"
+           + (f"; {len(f.ignored)} other file(s) ignored ({', '.join(os.path.basename(x) for x in f.ignored[:3])})"
+              if f.ignored else ""),
+           "classes: " + ", ".join(f"{c} {n}" for c, n in f.classes.items()),
+           f"images: {f.describe()}",
+           f"image size {p.size} x {p.size}: {p.size_why}",
+           "model: small_cnn from scratch (no weights downloaded), crop augmentation",
+           f"sizing: {p.sizing_why}"]
+    if p.balanced:
+        out.append(f"class weights balanced: the largest class has over {SKEW:g}x the images of the smallest")
+    return out
+
+
+def init(data_path: str, directory: str, config_path: str, schema_path: str, stream: TextIO,
+         write_text) -> Dict[str, Any]:
+    """Decide, check the config loads, print the decisions, write both files."""
+    import yaml
+
+    from tfxline.pipeline.config.load import config_from_dict
+
+    p = plan(data_path)
+    config = render_config(p, os.path.abspath(schema_path))
+    config_from_dict(yaml.safe_load(config))  # loads as written, before anything is
+    for line in lines(p):
+        print(line, file=stream)
+    write_text(schema_path, schema_text(p))
+    write_text(config_path, config)
+    print(f"wrote {config_path} and {schema_path}; next: tfxline run --config {config_path}", file=stream, flush=True)
+    return {"images": len(p.folder.images)}
+
+
+__all__ = ["InitError", "init", "is_image_folder", "plan"]
