@@ -32,7 +32,7 @@ def record_run(cfg: PipelineConfig, pipeline, run_id: str, started_at: str, seco
     result.error = error
     classes = label_classes(summary_lib.serving_model_dir(result.model_uri)) if result.model_uri else []
     result.warnings = run_warnings(cfg.evaluation.suspect_columns, cfg.features.raw_columns, result.metrics,
-                                   result.leans_on, classes)
+                                   result.leans_on, classes, leaks_possible=cfg.features.data_kind == "table")
     run_dir = os.path.join(cfg.output_root, "runs", result.run_id)
     info = {
         "pipeline_name": cfg.name, "run_id": result.run_id, "started": started_at,

@@ -104,6 +104,8 @@ def format_summary(summary: RunSummary, tf_serving_url: str = "") -> str:
     spans = describe_spans(summary.spans)
     if spans:
         lines.append(f"  data: {spans}")
+    if summary.image_files:
+        lines.append(f"  data: {summary.image_files}")
     if summary.rows_without_label:
         lines.append(f"  data: {summary.rows_without_label} rows without a label left out of training and evaluation "
                      "(data.missing_labels: drop)")

@@ -73,6 +73,7 @@ class RunSummary:
     baseline_version: Optional[int] = None  # the serving version the candidate was judged against
     spans: List[int] = dataclasses.field(default_factory=list)  # the spans trained on (else ExampleGen's)
     rows_without_label: Optional[int] = None  # rows ExampleGen left out, their label empty (data.missing_labels: drop)
+    image_files: str = ""  # an image folder's files left out: other files ignored, images that do not decode
     drift: str = ""               # what the DriftGate compared the data with (or why it could not)
     undefined: Dict[str, str] = dataclasses.field(default_factory=dict)  # overall metric -> why undefined
     wall_seconds: float = 0.0
@@ -122,6 +123,7 @@ def collect_run(metadata_store: Any, pipeline_name: str, run_id: Optional[str] =
         if node_id.endswith("ExampleGen") and outputs.get("examples"):
             dropped = outputs["examples"][0].custom_properties.get(ROWS_WITHOUT_LABEL)
             summary.rows_without_label = dropped.int_value if dropped is not None else None
+            summary.image_files = image_files_line(outputs["examples"][0].custom_properties)
         if node_id == "Transform":  # what the model trains on: today's span or the window
             read = execution_artifacts(store, execution.id, INPUT_EVENTS).get("examples")
             summary.spans = spans_of(read) if read else summary.spans
@@ -215,6 +217,19 @@ def describe_spans(spans: List[int]) -> str:
 
 def _int_prop(artifact, name: str) -> int:
     return artifact.custom_properties[name].int_value if name in artifact.custom_properties else 0
+
+
+def image_files_line(props) -> str:
+    """'' or what an image folder's ExampleGen left out (components/image_example_gen.py)."""
+    ignored, bad = props.get("ignored_files"), props.get("bad_images")
+    parts = []
+    if bad is not None and bad.int_value:
+        named = props["bad_image_files"].string_value.splitlines() if "bad_image_files" in props else []
+        parts.append(f"{bad.int_value} image(s) that do not decode left out ({', '.join(named)}"
+                     f"{' ...' if bad.int_value > len(named) else ''}; data.bad_images: fail refuses them)")
+    if ignored is not None and ignored.int_value:
+        parts.append(f"{ignored.int_value} file(s) that are not images ignored")
+    return "; ".join(parts)
 
 
 def _str_prop(artifact, name: str) -> str:
