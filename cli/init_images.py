@@ -22,6 +22,7 @@ from tfxline.cli.init_label import InitError
 from tfxline.kubeflow import names
 from tfxline.pipeline.data import images as image_folder
 from tfxline.pipeline.data import source as data_source
+from tfxline.transforms import image_files
 
 IMAGE_COLUMN, LABEL_COLUMN = "image", "label"
 SIDES = (32, 96)   # the side init picks on a CPU, at least and at most
@@ -133,13 +134,21 @@ def render_config(p: ImagePlan, schema_path: str) -> str:
 
 
 def schema_text(p: ImagePlan) -> str:
-    """The examples' schema: the image's bytes (TFDV's image statistics read them) and the class."""
-    return "\n".join([
-        f"# Written by `tfxline init` from {p.data_path}; review it.",
-        "feature {", f'  name: "{IMAGE_COLUMN}"', "  type: BYTES",
-        "  presence { min_fraction: 1.0 min_count: 1 }", "  shape { dim { size: 1 } }", "  image_domain { }", "}",
-        "feature {", f'  name: "{LABEL_COLUMN}"', "  type: BYTES",
-        "  presence { min_fraction: 1.0 min_count: 1 }", "  shape { dim { size: 1 } }", "}", ""])
+    """The examples' schema: the image's bytes (TFDV's image statistics read them), the class, and the
+    format (its domain the formats seen: a new day's folder of another format is an anomaly),
+    width and height ImageExampleGen adds."""
+    meta = image_files.metadata_columns(IMAGE_COLUMN)
+    formats = sorted(f for f in p.folder.formats if f in dict(image_files.MAGIC).values())
+
+    def feature(name, kind, *extra):
+        return ["feature {", f'  name: "{name}"', f"  type: {kind}", "  presence { min_fraction: 1.0 min_count: 1 }",
+                "  shape { dim { size: 1 } }", *extra, "}"]
+
+    return "\n".join([f"# Written by `tfxline init` from {p.data_path}; review it."]
+                     + feature(IMAGE_COLUMN, "BYTES", "  image_domain { }") + feature(LABEL_COLUMN, "BYTES")
+                     + feature(meta[image_files.FORMAT], "BYTES",
+                               "  string_domain { " + " ".join(f'value: "{f}"' for f in formats) + " }")
+                     + feature(meta[image_files.WIDTH], "INT") + feature(meta[image_files.HEIGHT], "INT") + [""])
 
 
 def _quote(text: str) -> str:

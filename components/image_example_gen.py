@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import os
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import apache_beam as beam
 from google.protobuf import struct_pb2
@@ -80,26 +80,39 @@ def class_of(path: str) -> str:
     return os.path.basename(os.path.dirname(path))
 
 
-def encode(image_column: str, label_column: str, data: bytes, label: str) -> bytes:
+def encode(image_column: str, label_column: str, data: bytes, label: str, size: Tuple[int, int]) -> bytes:
+    """The image's bytes, its class, and its format, width and height (image_files.metadata_columns)."""
     import tensorflow as tf
 
+    def text(value: bytes):
+        return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
+
+    def number(value: int):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
+
+    meta = image_files.metadata_columns(image_column)
     return tf.train.Example(features=tf.train.Features(feature={
-        image_column: tf.train.Feature(bytes_list=tf.train.BytesList(value=[data])),
-        label_column: tf.train.Feature(bytes_list=tf.train.BytesList(value=[label.encode()])),
+        image_column: text(data), label_column: text(label.encode()),
+        meta[image_files.FORMAT]: text(image_files.format_of(data).encode()),
+        meta[image_files.HEIGHT]: number(size[0]), meta[image_files.WIDTH]: number(size[1]),
     })).SerializeToString()
 
 
-def decodes(data: bytes) -> bool:
-    """Whether TensorFlow decodes the bytes as the Trainer will (the whole file: a truncated JPEG
-    fails here, not half-way through training)."""
+def decoded_size(data: bytes) -> Optional[Tuple[int, int]]:
+    """(height, width) when TensorFlow decodes the bytes as the Trainer will (the whole file: a
+    truncated JPEG fails here, not half-way through training), else None."""
     import tensorflow as tf
 
     try:
         with stderr_filtered(IMAGE_DECODE_NOISE):  # libjpeg's own line about the file we name
-            tf.io.decode_image(data, channels=images.CHANNELS, expand_animations=False)
-        return True
+            shape = tf.io.decode_image(data, channels=images.CHANNELS, expand_animations=False).shape
+        return int(shape[0]), int(shape[1])
     except (tf.errors.InvalidArgumentError, tf.errors.UnknownError):
-        return False
+        return None
+
+
+def decodes(data: bytes) -> bool:
+    return decoded_size(data) is not None
 
 
 class ReadImages(beam.DoFn):
@@ -114,13 +127,14 @@ class ReadImages(beam.DoFn):
         for path in paths:
             with fileio.open(path, "rb") as f:
                 data = f.read()
-            if not decodes(data):
+            size = decoded_size(data)
+            if size is None:
                 if self._policy == "fail":
                     raise BadImageError(f"{path} is not an image TensorFlow decodes (truncated or damaged); "
                                         "remove or replace it, or set data.bad_images: skip to leave such files out")
                 yield beam.pvalue.TaggedOutput("bad", path)
                 continue
-            records.append(encode(self._image, self._label, data, class_of(path)))
+            records.append(encode(self._image, self._label, data, class_of(path), size))
             keys.append(hashlib.sha256(data).digest())
         if records:
             yield records, keys

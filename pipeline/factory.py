@@ -31,6 +31,7 @@ from tfxline.pipeline.config import EVAL_SPLIT, TRAIN_SPLIT, VALIDATION_SPLIT, P
 from tfxline.pipeline.eval_config import build_eval_config
 from tfxline.pipeline.pusher_settings import release_properties, tflite_properties
 from tfxline.pipeline.tuning import tuned_hyperparameters, tuning_component
+from tfxline.transforms import image_files
 
 PREPROCESSING_FN = "tfxline.transforms.preprocessing.preprocessing_fn"
 RUN_FN = "tfxline.trainer.run.run_fn"
@@ -77,8 +78,13 @@ def span_window(example_gen, window: int):
 
 def drift_thresholds(cfg: PipelineConfig) -> dict:
     """The DriftGate's settings: the config's drift section and the columns it checks."""
-    image = cfg.features.image  # an image's bytes are no distribution to compare: its class is
-    return dict(cfg.to_dict()["drift"], columns=sorted(set(cfg.features.raw_columns) - {image and image.source}))
+    columns = set(cfg.features.raw_columns)
+    image = cfg.features.image  # an image's bytes are no distribution to compare: its class, format and size are
+    if image:
+        columns.discard(image.source)
+        if cfg.data.format == "images":  # ImageExampleGen's own columns
+            columns |= set(image_files.metadata_columns(image.source).values())
+    return dict(cfg.to_dict()["drift"], columns=sorted(columns))
 
 
 def trainer_custom_config(cfg: PipelineConfig) -> dict:

@@ -22,20 +22,20 @@ def _save(image, path: str, fmt: str) -> None:
 
 
 def digits_folder(root: str, *, limit: Optional[int] = None, seed: int = 0, photos: bool = True,
-                  strays: bool = True, names: Optional[Dict[int, str]] = None) -> Dict[str, int]:
+                  strays: bool = True, names: Optional[Dict[int, str]] = None, start: int = 0) -> Dict[str, int]:
     """Write ``root/<class>/<n>.png|jpg``: each digit upscaled to a side from 24 to 40 pixels, every
     third one as JPEG (grayscale and RGB mixed); with ``photos``, 24 random crops of each sample
     photo (64-160 pixels, JPEG) as classes ``china`` and ``flower``; with ``strays``, a
-    ``notes.txt``, a ``.DS_Store`` and a truncated JPEG in class 0's folder. Returns the images per
-    class."""
+    ``notes.txt``, a ``.DS_Store`` and a truncated JPEG in class 0's folder. ``start``: the first
+    digit rendered (a held-out set starts after a training folder's). Returns the images per class."""
     from PIL import Image
     from sklearn.datasets import load_digits, load_sample_images
 
     rng = np.random.default_rng(seed)
     digits = load_digits()
-    count = len(digits.images) if limit is None else min(limit, len(digits.images))
+    count = len(digits.images) if limit is None else min(start + limit, len(digits.images))
     counts: Dict[str, int] = {}
-    for i in range(count):
+    for i in range(start, count):
         label = (names or {}).get(int(digits.target[i]), str(digits.target[i]))
         folder = os.path.join(root, label)
         os.makedirs(folder, exist_ok=True)

@@ -1,0 +1,140 @@
+"""A photo folder, end to end, as the docs tell a new user (issue #66): `tfxline init --data
+FOLDER`, `tfxline run`, `tfxline predict` on a CSV of held-out image paths. The folder: 600 of
+scikit-learn's digits as PNG and JPEG files of mixed sizes, crops of its two sample photos (real
+JPEGs), copies of some files under other names, a text file, a .DS_Store and a truncated JPEG.
+
+One run (its own scenario: the image pipeline), read by every test here: blessed and pushed on the
+first try; the examples hold encoded bytes, each image's copies in one split; TFDV's image
+statistics; the truncated file left out and named; predict's rows, in order and accurate; the
+pushed SavedModel's serving_images signature called as TF Serving's REST API would, agreeing with
+predict; the TFLite model on decoded pixels."""
+import base64
+import csv
+import glob
+import hashlib
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from tests.conftest import tfxline
+from tests.image_data import TRUNCATED, digits_folder
+from tests import tf_serving_rest
+
+pytestmark = pytest.mark.e2e
+
+COPIES = 20  # files copied under another name in their class
+
+
+@pytest.fixture(scope="module")
+def image_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("images")
+    folder, held = root / "photos", root / "held"
+    digits_folder(str(folder), limit=600)
+    for i, path in enumerate(sorted(glob.glob(str(folder / "[0-9]" / "*.png")))[:COPIES]):
+        shutil.copy(path, path.replace(".png", f"_copy{i}.png"))
+    counts = digits_folder(str(held), limit=200, start=1500, photos=False, strays=False)
+    rows = [{"image": os.path.relpath(p, root), "label": os.path.basename(os.path.dirname(p))}
+            for p in sorted(glob.glob(str(held / "*" / "*")))]
+    with open(root / "held.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, ["image", "label"])
+        writer.writeheader()
+        writer.writerows(rows)
+    made = tfxline("init", "--data", str(folder), "--dir", str(root / "project"))
+    assert made.returncode == 0, made.stderr
+    config = str(root / "project" / "config.yaml")
+    run = tfxline("run", "--config", config)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    predictions = root / "predictions.csv"
+    predicted = tfxline("predict", "--config", config, "--input", str(root / "held.csv"),
+                        "--predictions", str(predictions))
+    assert predicted.returncode == 0, predicted.stderr[-2000:]
+    return {"root": root, "init": made.stdout, "run": run.stdout, "predict": predicted.stdout, "rows": rows,
+            "predictions": list(csv.DictReader(open(predictions))), "held": sum(counts.values()),
+            "output": root / "project" / "output"}
+
+
+def test_init_says_what_it_decided(image_run):
+    out = image_run["init"]
+    assert "images in 12 classes" in out and "other file(s) ignored (notes.txt)" in out
+    assert "image size 32 x 32" in out and "small_cnn from scratch" in out
+
+
+def test_the_first_run_is_blessed_and_pushed_with_a_tflite_model(image_run):
+    out = image_run["run"]
+    assert "blessing: BLESSED" in out and "pushed to: " in out, out
+    assert "tflite: model.tflite (none" in out and "TFLite builtins only" in out, out
+    assert f"1 image(s) that do not decode left out (" in out and TRUNCATED in out, out
+    assert "too good to be true" not in out  # an image model reads no column that could leak the label
+
+
+def examples_by_split(output):
+    import tensorflow as tf
+
+    uri = sorted(glob.glob(str(output / "pipeline_root" / "ImageExampleGen" / "examples" / "*")))[-1]
+    out = {}
+    for split in ("train", "validation", "eval"):
+        files = glob.glob(os.path.join(uri, f"Split-{split}", "*.gz"))
+        out[split] = [tf.train.Example.FromString(r.numpy())
+                      for r in tf.data.TFRecordDataset(files, compression_type="GZIP")]
+    return out
+
+
+def test_examples_hold_the_files_bytes_and_copies_share_a_split(image_run):
+    splits = examples_by_split(image_run["output"])
+    where = {}
+    for split, examples in splits.items():
+        for e in examples:
+            data = e.features.feature["image"].bytes_list.value[0]
+            assert data[:4] in (b"\x89PNG", b"\xff\xd8\xff\xe0"), data[:8]  # encoded, never pixels
+            where.setdefault(hashlib.sha256(data).hexdigest(), set()).add(split)
+    total = sum(len(v) for v in splits.values())
+    assert total == 600 + 48 + COPIES  # the truncated file left out; notes.txt and .DS_Store ignored
+    assert len(where) == total - COPIES and all(len(s) == 1 for s in where.values())
+    assert all(len(v) for v in splits.values())
+
+
+def test_statistics_profile_the_images(image_run):
+    import tensorflow_data_validation as tfdv
+
+    stats_dir = sorted(glob.glob(str(image_run["output"] / "pipeline_root" / "StatisticsGen" / "statistics" / "*")))[-1]
+    stats = tfdv.load_stats_binary(os.path.join(stats_dir, "Split-train", "FeatureStats.pb"))
+    by_name = {f.path.step[0]: f for f in stats.datasets[0].features}
+    assert "image_format_histogram" in {c.name for c in by_name["image"].custom_stats}  # TFDV's image domain stats
+    # the sizes and formats ImageExampleGen records beside each image (what the drift gate compares)
+    assert by_name["image_width"].num_stats.min == 24 and by_name["image_width"].num_stats.max >= 64
+    formats = {b.label for b in by_name["image_format"].string_stats.rank_histogram.buckets}
+    assert formats == {"JPEG", "PNG"}, formats
+
+
+def test_predict_gives_one_accurate_row_per_held_out_image_in_order(image_run):
+    got, rows = image_run["predictions"], image_run["rows"]
+    assert [r["image"] for r in got] == [r["image"] for r in rows]
+    assert "predicted class" in image_run["predict"] or "predicted classes" in image_run["predict"]
+    accuracy = np.mean([r["predicted_class"] == r["label"] for r in got])
+    assert accuracy >= 0.85, accuracy
+    assert all(set(json.loads(r["probabilities"])) >= {str(d) for d in range(10)} for r in got)
+
+
+def test_the_bytes_signature_called_as_tf_serving_would_agrees_with_predict(image_run):
+    import tensorflow as tf
+
+    serving = image_run["output"] / "serving"
+    model_dir = sorted(p for p in glob.glob(str(serving / "*" / "[0-9]*")) if os.path.isdir(p))[-1]
+    loaded = tf.saved_model.load(model_dir)
+    rows = image_run["rows"][:16]
+    body = {"signature_name": "serving_images",
+            "instances": [{"b64": base64.b64encode(open(image_run["root"] / r["image"], "rb").read()).decode()}
+                          for r in rows]}
+    out = tf_serving_rest.predict(loaded, json.loads(json.dumps(body)))
+    predicted = image_run["predictions"][:16]
+    for probabilities, row in zip(out["probabilities"], predicted):
+        assert np.allclose(sorted(probabilities), sorted(json.loads(row["probabilities"]).values()), atol=1e-5)
+    # where TF Serving refuses a request, so does the stand-in: text that is not base64; a b64 object
+    # with another key (then an object of named inputs, whose keys are not the signature's)
+    with pytest.raises(tf_serving_rest.RestError, match="Unable to base64 decode"):
+        tf_serving_rest.predict(loaded, {"signature_name": "serving_images", "instances": [{"b64": "no!"}]})
+    with pytest.raises(tf_serving_rest.RestError, match="keys must be equal to: images"):
+        tf_serving_rest.predict(loaded, {"signature_name": "serving_images", "instances": [{"b64": "AA==", "x": 1}]})
