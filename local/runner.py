@@ -16,6 +16,7 @@ import time
 from typing import Optional, TextIO
 
 from tfxline.local import beam_flags, monitoring, outcome, reuse
+from tfxline.local.preflight import check_release, check_tflite
 from tfxline.local.lock import one_run_at_a_time
 from tfxline.local.process import (
     frozen_heap,
@@ -84,37 +85,6 @@ def resolve_inputs(cfg: PipelineConfig, span: Optional[int] = None) -> LocalPath
               files.content_digest(found.files, root=found.root) if cfg.data.format == "images" else "")
     return LocalPaths(found.root, found.pattern, found.files, schema_path, found.span, digest,
                       reuse.hyperparameters_uri(cfg))
-
-
-def check_release(cfg: PipelineConfig) -> None:
-    """The serving directory's release, which the baseline, the drift check and the push read:
-    a damaged one is refused before the run (one line naming the file and the fix), not by the
-    DriftGate half-way through it with a traceback in the log."""
-    from tfxline.serving import release
-
-    try:
-        release.read(cfg.serving_dir)
-    except release.ReleaseError as e:
-        raise data_source.DataError(str(e)) from None
-
-
-def check_tflite(cfg: PipelineConfig, schema) -> None:
-    """serving.tflite: a mode this model can be converted in (int8 cannot calibrate string
-    inputs), refused before the run rather than at its push."""
-    from tensorflow_metadata.proto.v0 import schema_pb2
-
-    from tfxline.serving import tflite
-
-    if cfg.serving.tflite == tflite.OFF:
-        return
-    image = cfg.features.image  # decoded before the TFLite model: pixels in
-    strings = [f.name for f in schema.feature
-               if f.name in cfg.features.serving_columns and f.type == schema_pb2.BYTES and not (image and
-                                                                                                 f.name == image.source)]
-    try:
-        tflite.check_mode(cfg.serving.tflite, strings)
-    except tflite.TFLiteError as e:
-        raise data_source.DataError(str(e)) from None
 
 
 def check_window_splits(cfg: PipelineConfig, span: Optional[int]) -> None:

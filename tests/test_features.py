@@ -38,7 +38,7 @@ def test_a_column_can_feed_several_features():
     ([{"name": "a", "transform": "zscore"}], [{"name": "c", "inputs": ["a", "a"]}], LABEL,
      "not a categorical input"),
     ([{"name": "a", "transform": "zscore", "colour": 1}], [], LABEL,
-     r"^unknown config key features.inputs\[0\].colour; allowed keys in features.inputs\[0\]: column,"),
+     r"^unknown config key features.inputs\[0\].colour; allowed keys in features.inputs\[0\]: augment, column,"),
     ([{"transform": "zscore"}], [], LABEL, r"^config key features.inputs\[0\].name is required; add name: "),
     ([{"name": "a", "transform": "vocabulary", "top_k": "many"}], [], LABEL,
      r"^bad config value for features.inputs\[0\].top_k: expected an integer, got 'many'; write a whole number$"),

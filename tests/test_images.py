@@ -52,8 +52,9 @@ def test_an_image_spec_is_its_own_kind():
 
 
 @pytest.mark.parametrize("inputs, label, says", [
-    ([{"name": "image", "transform": "image"}], LABEL, "needs size: the side in pixels"),
-    ([dict(IMAGE, size=16)], LABEL, "from 32 to 1024 (got 16)"),
+    ([{"name": "image", "transform": "image"}], LABEL, "has size None; set size: to the side in pixels"),
+    ([dict(IMAGE, size=16)], LABEL, "has size 16; set size: to the side in pixels the model sees, a whole number "
+                                    "from 32 to 1024"),
     ([dict(IMAGE, augment="rotate")], LABEL, "augment 'rotate'; use one of crop, flip_crop, none"),
     ([IMAGE, {"name": "x", "transform": "zscore"}], LABEL, "reads one image and nothing else; x is also declared"),
     ([IMAGE], {"name": "y", "transform": "regression"}, "an image model classifies"),

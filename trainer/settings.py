@@ -27,6 +27,7 @@ READERS = ("tfrecord", "tfxio")
 CLASS_WEIGHTS = ("none", "balanced")
 JIT_COMPILES = ("auto", "true", "false")
 IMAGE_BACKBONES = ("small_cnn", "mobilenet_v2", "efficientnet_b0", "resnet50")  # trainer/images.py builds them
+IMAGE_MODEL_KEYS = ("backbone", "weights")  # the model section's keys only an image model reads
 # The keys TFX's Google Cloud extension adds to the custom_config it passes through to the job it
 # starts (runner.py:154-200 sends the whole exec_properties to the workers' run_executor): the
 # Vertex Trainer's (extensions/google_cloud_ai_platform/trainer/executor.py:30-61, constants.py:17-27)
@@ -210,7 +211,10 @@ class TrainerSettings:
     def to_custom_config(self) -> Dict[str, Any]:
         """The Trainer's custom_config: what it reads and nothing else, as JSON-shaped data (a
         binary model's threshold objective only where the task chooses a threshold)."""
-        out = {"features": self.features.to_dict(), "model": plain(self.model), "training": plain(self.training),
+        model = plain(self.model)
+        if self.features.data_kind != F.IMAGE:  # a table model's keys as before: its cache key unchanged
+            model = {k: v for k, v in model.items() if k not in IMAGE_MODEL_KEYS}
+        out = {"features": self.features.to_dict(), "model": model, "training": plain(self.training),
                "runtime": plain(self.runtime)}
         if task_types.get(self.features.task).decides:
             out["threshold"] = self.threshold

@@ -2,7 +2,7 @@
 (an image spec: one image input and a class label). transforms/features.py applies them."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from tfxline.transforms.dates import PARTS as DATETIME_PARTS
 from tfxline.typed_config.problems import ConfigError
@@ -18,6 +18,18 @@ class FeatureSpecError(ConfigError):
     """The feature spec in a config is invalid."""
 
 
+def check_input(f: Any, transforms: Sequence[str]) -> None:
+    """One input feature's rules: a known transform, sizes of 1 or more, and its kind's own fields."""
+    if f.transform not in transforms:
+        raise FeatureSpecError(f"features.inputs: {f.name!r} has unknown transform {f.transform!r}; "
+                               f"use one of {', '.join(transforms)}")
+    for field in ("top_k", "oov_buckets", "num_buckets"):
+        if getattr(f, field) < 1:
+            raise FeatureSpecError(f"features.inputs: {f.name!r} needs {field} >= 1; set it to 1 or more")
+    check_part(f)
+    check_image(f)
+
+
 def check_image(f: Any) -> None:
     """An image input's size and augmentation; no other input has them."""
     if f.transform != IMAGE_TRANSFORM:
@@ -28,8 +40,8 @@ def check_image(f: Any) -> None:
         return
     low, high = IMAGE_SIZES
     if isinstance(f.size, bool) or not isinstance(f.size, int) or not low <= f.size <= high:
-        raise FeatureSpecError(f"features.inputs: {f.name!r} (transform image) needs size: the side in pixels "
-                               f"the model sees, a whole number from {low} to {high} (got {f.size!r})")
+        raise FeatureSpecError(f"features.inputs: {f.name!r} (transform image) has size {f.size!r}; set size: to the "
+                               f"side in pixels the model sees, a whole number from {low} to {high}")
     if f.augment is not None and f.augment not in AUGMENTS:
         raise FeatureSpecError(f"features.inputs: {f.name!r} has augment {f.augment!r}; use one of "
                                f"{', '.join(AUGMENTS)}")

@@ -61,8 +61,6 @@ TABLE, IMAGE = "table", "image"  # the kinds of data a spec describes (FeatureSp
 LABEL_TRANSFORMS = task_types.LABEL_TRANSFORMS   # ratio_threshold, binary, class_vocabulary, regression
 # What a missing name's refusal says (a feature, a cross and a label all need one).
 NAME_REQUIRED = {REQUIRED: "add name: (the column it reads, unless column: says otherwise)"}
-
-
 FeatureSpecError = feature_checks.FeatureSpecError  # the spec's refusal (defined with its rules)
 
 
@@ -226,16 +224,7 @@ class FeatureSpec:
                     f"add {field}: to features.label")
         seen = set()
         for f in self.inputs:
-            if f.transform not in INPUT_TRANSFORMS:
-                raise FeatureSpecError(
-                    f"features.inputs: {f.name!r} has unknown transform {f.transform!r}; "
-                    f"use one of {', '.join(INPUT_TRANSFORMS)}")
-            for field in ("top_k", "oov_buckets", "num_buckets"):
-                if getattr(f, field) < 1:
-                    raise FeatureSpecError(
-                        f"features.inputs: {f.name!r} needs {field} >= 1; set it to 1 or more")
-            feature_checks.check_part(f)
-            feature_checks.check_image(f)
+            feature_checks.check_input(f, INPUT_TRANSFORMS)
             if f.name in seen:
                 raise FeatureSpecError(f"features: duplicate feature name {f.name!r}; give each feature its own name")
             seen.add(f.name)
