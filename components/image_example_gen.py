@@ -57,7 +57,8 @@ def custom_config(image_column: str, label_column: str, bad_images: str = "skip"
     fields = {IMAGE_COLUMN: image_column, LABEL_COLUMN: label_column, BAD_IMAGES: bad_images,
               DATA_DIGEST: data_digest}
     config = example_gen_pb2.CustomConfig()
-    config.custom_config.Pack(struct_pb2.Struct(fields={k: struct_pb2.Value(string_value=v) for k, v in fields.items()}))
+    values = {k: struct_pb2.Value(string_value=v) for k, v in fields.items()}
+    config.custom_config.Pack(struct_pb2.Struct(fields=values))
     return config
 
 

@@ -28,9 +28,9 @@ def check_tflite(cfg: PipelineConfig, schema) -> None:
     if cfg.serving.tflite == tflite.OFF:
         return
     image = cfg.features.image  # decoded before the TFLite model: pixels in
+    pixels = image.source if image else None
     strings = [f.name for f in schema.feature
-               if f.name in cfg.features.serving_columns and f.type == schema_pb2.BYTES and not (image and
-                                                                                                 f.name == image.source)]
+               if f.name in cfg.features.serving_columns and f.type == schema_pb2.BYTES and f.name != pixels]
     try:
         tflite.check_mode(cfg.serving.tflite, strings)
     except tflite.TFLiteError as e:

@@ -16,8 +16,8 @@ import time
 from typing import Optional, TextIO
 
 from tfxline.local import beam_flags, monitoring, outcome, reuse
-from tfxline.local.preflight import check_release, check_tflite
 from tfxline.local.lock import one_run_at_a_time
+from tfxline.local.preflight import check_release, check_tflite
 from tfxline.local.process import (
     frozen_heap,
     interruption_exit_code,

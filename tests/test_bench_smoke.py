@@ -115,7 +115,7 @@ def test_a_smoke_write_under_bench_results_is_refused_however_it_is_named(tmp_pa
 
 
 @pytest.mark.parametrize("script", ["e2e.py", "scale.py", "wide.py", "quality.py", "tflite.py", "trainer_bench.py",
-                                    "gpu_bench.py", "step_profile.py", "tables.py"])
+                                    "gpu_bench.py", "step_profile.py", "tables.py", "images.py"])
 def test_a_smoke_run_refuses_bench_results_before_it_starts(script):
     name = {"trainer_bench.py": "trainer.json"}.get(script, script[:-3] + ".json")
     started = time.monotonic()
@@ -145,6 +145,17 @@ def test_scale_smoke(tmp_path):
     (run,) = json.loads((tmp_path / "scale.json").read_text())["runs"]
     assert run["rows"] == 1000 and run["peak_rss_gb"] > 0 and run["train_steps"] > 0
     assert "| 1,000 |" in rendered(str(tmp_path / "scale.json"))["scale"]
+
+
+@pytest.mark.e2e
+def test_images_smoke(tmp_path):
+    """A folder of 300 digits through init + run + predict (#66), scored with the trees, and the step rates."""
+    bench("images.py", "--smoke", "--results", str(tmp_path / "images.json"), "--work", str(tmp_path / "work"))
+    d = json.loads((tmp_path / "images.json").read_text())
+    q = d["quality"]
+    assert q["exit"] == 0 and q["pushed"] and q["images"] == 300 and q["accuracy"] is not None
+    assert 0 < q["trees_accuracy"] <= 1 and d["input_images_per_second"] > 0 and d["trainer"]
+    assert "| 300 scikit-learn digits images, 10 classes, 32 px |" in rendered(str(tmp_path / "images.json"))["images"]
 
 
 @pytest.mark.e2e

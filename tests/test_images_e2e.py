@@ -14,6 +14,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import shutil
 
 import numpy as np
@@ -68,6 +69,14 @@ def test_the_first_run_is_blessed_and_pushed_with_a_tflite_model(image_run):
     assert "tflite: model.tflite (none" in out and "TFLite builtins only" in out, out
     assert f"1 image(s) that do not decode left out (" in out and TRUNCATED in out, out
     assert "too good to be true" not in out  # an image model reads no column that could leak the label
+
+
+def test_the_report_shows_eval_images_with_their_true_and_predicted_class(image_run):
+    report = [line.split("report: ", 1)[1] for line in image_run["run"].splitlines() if "report: " in line][-1]
+    html = open(report.strip()).read()
+    figures = re.findall(r'<figure class="(ok|bad)"><img src="data:image/(png|jpeg);base64,', html)
+    assert len(figures) == 12 and figures.count(("bad", "png")) + figures.count(("bad", "jpeg")) <= 4, figures
+    assert "<h3>Eval images</h3>" in html
 
 
 def examples_by_split(output):
@@ -138,3 +147,45 @@ def test_the_bytes_signature_called_as_tf_serving_would_agrees_with_predict(imag
         tf_serving_rest.predict(loaded, {"signature_name": "serving_images", "instances": [{"b64": "no!"}]})
     with pytest.raises(tf_serving_rest.RestError, match="keys must be equal to: images"):
         tf_serving_rest.predict(loaded, {"signature_name": "serving_images", "instances": [{"b64": "AA==", "x": 1}]})
+
+
+def test_transfer_learning_from_a_weights_file_in_two_phases_mirrored_and_mixed(image_run, tmp_path):
+    """run_fn on the run's examples and Transform graph, as TFX's Trainer calls it: MobileNetV2 from a
+    weights file this test saves (no download), its backbone frozen for the first epoch and then
+    trained, under MirroredStrategy over two logical CPUs and mixed_bfloat16."""
+    import subprocess
+    import sys
+
+    import tensorflow as tf
+
+    from tfxline.pipeline.config.load import load_config
+    from tfxline.pipeline.factory import trainer_custom_config
+    from tfxline.trainer.keras_compat import keras
+
+    saved = keras().applications.MobileNetV2(include_top=False, weights=None, input_shape=(32, 32, 3))
+    weights = str(tmp_path / "mobilenet_v2_no_top.h5")
+    saved.save_weights(weights)
+    output = image_run["output"]
+    root = output / "pipeline_root"
+    examples = sorted(glob.glob(str(root / "ImageExampleGen" / "examples" / "*")))[-1]
+    cfg = load_config(str(image_run["root"] / "project" / "config.yaml"), overrides=[
+        "model.backbone=mobilenet_v2", f"model.weights={weights}", "model.frozen_epochs=1", "training.epochs=2",
+        "training.batch_size=32", "runtime.strategy=mirrored", "runtime.precision=mixed_bfloat16"])
+    args = {"train_files": [os.path.join(examples, "Split-train", "*")],
+            "eval_files": [os.path.join(examples, "Split-validation", "*")],
+            "transform_output": sorted(glob.glob(str(root / "Transform" / "transform_graph" / "*")))[-1],
+            "examples_uri": examples, "serving_model_dir": str(tmp_path / "serving"),
+            "model_run_dir": str(tmp_path / "model_run"), "train_steps": 0, "eval_steps": 2,
+            "custom_config": trainer_custom_config(cfg), "logical_cpus": 2}
+    (tmp_path / "args.json").write_text(json.dumps(args))
+    harness = os.path.join(os.path.dirname(os.path.abspath(__file__)), "trainer_harness.py")
+    done = subprocess.run([sys.executable, harness, str(tmp_path / "args.json")], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    info = json.loads((tmp_path / "model_run" / "training_run.json").read_text())
+    assert info["frozen_epochs"] == 1 and info["epochs"] == 2 and info["replicas"] == 2
+    assert info["precision"] == "mixed_bfloat16"
+    loaded = tf.saved_model.load(str(tmp_path / "serving"))
+    trained = next(v for v in loaded.variables if v.name == "Conv1/kernel:0").numpy()  # the backbone's first layer
+    start = next(w for w in saved.weights if w.name == "Conv1/kernel:0").numpy()
+    assert trained.shape == start.shape and not np.allclose(trained, start)  # the second phase trained the backbone

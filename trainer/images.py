@@ -17,6 +17,8 @@ layer in float32 whatever the precision policy (mixed precision keeps the rest i
                      (``model.weights: none``) or from a weights file (a path or gs://; the
                      ``..._no_top.h5`` file Keras downloads). ``imagenet`` is refused at pre-flight:
                      it downloads at run time (trainer/settings.py says how to provide the file).
+                     From a file, in two phases: the backbone frozen for ``model.frozen_epochs``
+                     (the new head learns), then the whole network at a tenth of the learning rate.
 
 Each backbone gets the pixel scaling its weights were trained with, inside the model: every caller
 (tf.data, the serving signatures, the TFLite model) feeds 0-255 RGB.
@@ -41,6 +43,8 @@ APPLICATIONS = {"mobilenet_v2": ("MobileNetV2", "minus_one_to_one"),
                 "resnet50": ("ResNet50", "caffe")}
 BACKBONES = IMAGE_BACKBONES  # the config's names (trainer/settings.py)
 CAFFE_MEANS = (103.939, 116.779, 123.68)  # BGR, keras.applications.imagenet_utils ("caffe" mode)
+BACKBONE = "backbone"
+FINE_TUNE_RATE = 0.1  # the learning rate once a pretrained backbone is unfrozen, a fraction of the configured
 
 
 def decoded(ds: tf.data.Dataset, spec: F.FeatureSpec, *, training: bool, seed: int) -> tf.data.Dataset:
@@ -79,16 +83,48 @@ def build_model(spec: F.FeatureSpec, head: Any, backbone: str = "small_cnn", wei
         x = small_cnn(k, x)
     else:
         constructor, scaling = APPLICATIONS[backbone]
+        pretrained = weights not in ("none", "", None)
         base = getattr(k.applications, constructor)(
             include_top=False, input_shape=(size, size, images.CHANNELS),
-            weights=None if weights in ("none", "", None) else local_weights(weights))
-        x = base(_layers()["Scale"](scaling, name="scale")(pixels))
+            weights=local_weights(weights) if pretrained else None)
+        base._name = BACKBONE  # noqa: SLF001 - one name for every backbone (frozen_epochs, unfreeze)
+        # pretrained: its batch normalization keeps the statistics it learnt (inference mode), as
+        # Keras's transfer-learning guide does, also once it is unfrozen
+        x = base(_layers()["Scale"](scaling, name="scale")(pixels), training=False if pretrained else None)
     x = k.layers.GlobalAveragePooling2D(name="pool")(x)
     if dropout:
         x = k.layers.Dropout(dropout, name="top_dropout")(x)
     logits = k.layers.Dense(head.units, name="logits")(x)
     output = k.layers.Activation(task_types.get(head.task).activation, dtype="float32", name="prediction")(logits)
-    return k.Model(inputs={F.transformed_name(spec.image.name): pixels}, outputs=output, name=f"image_{backbone}")
+    model = k.Model(inputs={F.transformed_name(spec.image.name): pixels}, outputs=output, name=f"image_{backbone}")
+    model.pretrained = backbone != "small_cnn" and weights not in ("none", "", None)
+    return model
+
+
+def frozen_epochs(model, configured: int, epochs: int) -> int:
+    """Freeze a pretrained backbone for its first ``configured`` epochs (the new head learns first,
+    so its random start does not wreck the learnt features); 0 when there is none to freeze or the
+    training is no longer than that."""
+    backbone = _backbone(model)
+    if backbone is None or not configured or configured >= epochs or not getattr(model, "pretrained", False):
+        return 0
+    backbone.trainable = False
+    return configured
+
+
+def unfreeze(model) -> None:
+    _backbone(model).trainable = True
+
+
+def phases(first_epoch: int, epochs: int, frozen: int):
+    """The fits of a training from ``first_epoch``: (first, last) epochs, frozen ones first."""
+    if frozen and first_epoch < frozen:
+        return [(first_epoch, frozen), (frozen, epochs)]
+    return [(first_epoch, epochs)]
+
+
+def _backbone(model):
+    return next((layer for layer in model.layers if layer.name == BACKBONE), None)
 
 
 def small_cnn(k, x, widths=(32, 64, 128)):

@@ -103,10 +103,13 @@ class Built:
     optimizer: Any
     per_call: int
     xla: bool
+    frozen_epochs: int = 0  # an image backbone from a weights file: its first epochs frozen
+    fine_tune: Any = None   # () -> None: unfreeze it and compile again (build)
 
 
 def build(fn_args, settings: TrainerSettings, sizes: Sizes, strategy, policy: str) -> Built:
-    """The model, its optimizer and loss, compiled in the strategy's scope."""
+    """The model, its optimizer and loss, compiled in the strategy's scope. An image model from a
+    weights file starts with its backbone frozen; ``Built.fine_tune`` unfreezes it (trainer/images.py)."""
     spec, model_settings = settings.features, settings.model
     head = make_head(spec, sizes.tf_transform_output, fn_args.train_files)
     image = spec.data_kind == F.IMAGE
@@ -119,17 +122,30 @@ def build(fn_args, settings: TrainerSettings, sizes: Sizes, strategy, policy: st
             model = model_lib.build_model(
                 inputs, head, model_settings.hidden_units,
                 model_settings.dropout, model_settings.embedding_max_dim, model_settings.batch_norm)
-        schedule = optimizer_lib.learning_rate_schedule(
-            sizes.batch.learning_rate, sizes.steps_per_epoch * sizes.epochs, model_settings.warmup_steps)
-        optimizer = precision.wrap_optimizer(
-            optimizer_lib.optimizer(schedule, model_settings.weight_decay), policy)
-        loss, metrics = model_lib.loss_and_metrics(head)
-        trainable = training_model(model, sizes.accumulation, settings.runtime.train_metrics)
         per_call = strategy_lib.steps_per_execution(settings.runtime.steps_per_execution, sizes.steps_per_epoch)
         xla = strategy_lib.use_xla(settings.runtime.jit_compile, sizes.device)
-        trainable.compile(optimizer=optimizer, loss=loss, metrics=metrics, jit_compile=xla,
-                          steps_per_execution=per_call)
-    return Built(head, inputs, model, trainable, optimizer, per_call, xla)
+
+        def compiled(learning_rate: float):
+            schedule = optimizer_lib.learning_rate_schedule(
+                learning_rate, sizes.steps_per_epoch * sizes.epochs, model_settings.warmup_steps)
+            optimizer = precision.wrap_optimizer(optimizer_lib.optimizer(schedule, model_settings.weight_decay), policy)
+            loss, metrics = model_lib.loss_and_metrics(head)
+            trainable = training_model(model, sizes.accumulation, settings.runtime.train_metrics)
+            trainable.compile(optimizer=optimizer, loss=loss, metrics=metrics, jit_compile=xla,
+                              steps_per_execution=per_call)
+            return trainable, optimizer
+
+        frozen = images.frozen_epochs(model, model_settings.frozen_epochs, sizes.epochs) if image else 0
+        trainable, optimizer = compiled(sizes.batch.learning_rate)
+    built = Built(head, inputs, model, trainable, optimizer, per_call, xla, frozen)
+
+    def fine_tune() -> None:  # the whole network, at a tenth of the learning rate
+        with strategy.scope():
+            images.unfreeze(model)
+            built.trainable, built.optimizer = compiled(sizes.batch.learning_rate * images.FINE_TUNE_RATE)
+
+    built.fine_tune = fine_tune
+    return built
 
 
 def fit(built: Built, inputs: Inputs, sizes: Sizes, cbs: callbacks_lib.Callbacks, state: Dict[str, Any]) -> float:
@@ -140,10 +156,13 @@ def fit(built: Built, inputs: Inputs, sizes: Sizes, cbs: callbacks_lib.Callbacks
         if best is not None:
             built.model.set_weights(best)
     else:
-        built.trainable.fit(
-            inputs.train, initial_epoch=cbs.first_epoch, epochs=sizes.epochs, steps_per_epoch=sizes.steps_per_epoch,
-            validation_data=inputs.validation, validation_steps=inputs.validation_steps, callbacks=cbs.callbacks,
-            class_weight=inputs.class_weight, verbose=2)
+        for i, (first, last) in enumerate(images.phases(cbs.first_epoch, sizes.epochs, built.frozen_epochs)):
+            if i or first >= built.frozen_epochs > 0:  # the frozen epochs are done (or were, before a restart)
+                built.fine_tune()
+            built.trainable.fit(
+                inputs.train, initial_epoch=first, epochs=last, steps_per_epoch=sizes.steps_per_epoch,
+                validation_data=inputs.validation, validation_steps=inputs.validation_steps, callbacks=cbs.callbacks,
+                class_weight=inputs.class_weight, verbose=2)
     return time.monotonic() - started
 
 
@@ -208,6 +227,7 @@ def training_info(settings: TrainerSettings, strategy, policy: str, sizes: Sizes
         "class_weight": {str(k): round(v, 4) for k, v in (inputs.class_weight or {}).items()} or None,
         "learning_rate": sizes.batch.learning_rate,
         "gradient_accumulation_steps": sizes.accumulation,
+        "frozen_epochs": built.frozen_epochs,  # an image backbone from a weights file: epochs it stayed frozen
         "global_batch": sizes.global_batch,
         "train_examples": sizes.train_examples,
         "steps_per_epoch": sizes.steps_per_epoch,

@@ -27,7 +27,7 @@ READERS = ("tfrecord", "tfxio")
 CLASS_WEIGHTS = ("none", "balanced")
 JIT_COMPILES = ("auto", "true", "false")
 IMAGE_BACKBONES = ("small_cnn", "mobilenet_v2", "efficientnet_b0", "resnet50")  # trainer/images.py builds them
-IMAGE_MODEL_KEYS = ("backbone", "weights")  # the model section's keys only an image model reads
+IMAGE_MODEL_KEYS = ("backbone", "weights", "frozen_epochs")  # the model section's keys only an image model reads
 # The keys TFX's Google Cloud extension adds to the custom_config it passes through to the job it
 # starts (runner.py:154-200 sends the whole exec_properties to the workers' run_executor): the
 # Vertex Trainer's (extensions/google_cloud_ai_platform/trainer/executor.py:30-61, constants.py:17-27)
@@ -56,6 +56,9 @@ class ModelConfig:
     backbone: str = "small_cnn"
     # none (from scratch), or a keras.applications weights file without the top (a path or gs://)
     weights: str = "none"
+    # with weights: the first epochs train the new head only, the backbone frozen; then the whole
+    # network at a tenth of the learning rate (two-phase fine-tuning; 0: all of it from the start)
+    frozen_epochs: int = 3
 
     def problems(self) -> Iterator[Problem]:
         if self.backbone not in IMAGE_BACKBONES:
@@ -67,7 +70,9 @@ class ModelConfig:
                                        "~/.keras/models/mobilenet_v2_weights_tf_dim_ordering_tf_kernels_1.0_224_"
                                        "no_top.h5), copy it where the run reads (a path or gs://) and set "
                                        "model.weights to it")
-        elif self.weights not in ("none", "") and self.backbone == "small_cnn":
+        if not self.frozen_epochs >= 0:
+            yield bad(self, "frozen_epochs", "must be >= 0 (0: no frozen phase)")
+        if self.weights not in ("none", "", "imagenet") and self.backbone == "small_cnn":
             yield bad(self, "weights", "small_cnn has no pretrained weights; set model.backbone to one of "
                                        f"{', '.join(IMAGE_BACKBONES[1:])}, or weights: none")
         if not all(u >= 1 for u in self.hidden_units):

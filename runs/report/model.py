@@ -8,6 +8,7 @@ from typing import Any, Dict, List
 from tfxline.components import gates, serving_baseline, task_metrics, tfma_metrics, tfma_results
 from tfxline.runs import store as store_lib
 from tfxline.runs import summary as summary_lib
+from tfxline.runs.report import gallery
 from tfxline.runs.report.artifacts import RunArtifacts
 from tfxline.serving import storage
 from tfxline.trainer.settings import TRAINING_RUN_FILE
@@ -89,6 +90,7 @@ def evaluation_section(run: RunArtifacts) -> Dict[str, Any]:
     model = run.artifact("Trainer", "model")
     model_dir = summary_lib.serving_model_dir(model.uri) if model is not None and not run.deleted(model) else ""
     section.update(task_charts_data(evaluation.uri, model_dir))
+    section["gallery"] = gallery.eval_gallery(run, model_dir)  # an image model's eval images, predicted
     section["overall"].update(section.pop("class_recall"))
     if not section["confusion_matrix"]["classes"]:
         section["confusion_matrix"] = binary_confusion(section["overall"])
