@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-from typing import Any, Dict, List, TextIO
+from typing import Any, Dict, List, Optional, TextIO, Tuple
 
 from tfxline.cli.init_label import InitError
 from tfxline.kubeflow import names
@@ -42,6 +42,9 @@ class ImagePlan:
     eval_steps: int
     sizing_why: str
     balanced: bool
+    image_column: str = IMAGE_COLUMN   # a CSV's column of image paths (a folder: "image")
+    label_column: str = LABEL_COLUMN   # a CSV's class column (a folder: "label", its sub-folders' names)
+    other_columns: Tuple[str, ...] = ()  # a CSV's other columns, kept as text
 
 
 def is_image_folder(path: str) -> bool:
@@ -50,6 +53,19 @@ def is_image_folder(path: str) -> bool:
         return False
     found = data_source.locate(path, "images").files if _has_subfolders(path) else []
     return any(image_folder.is_image_name(f) for f in found)
+
+
+def refuse_flat_folder(path: str) -> None:
+    """InitError for a folder of images with no class folders, or class folders with no images."""
+    if not os.path.isdir(path) or is_image_folder(path):
+        return
+    loose = [f for f in os.listdir(path) if image_folder.is_image_name(f)]
+    if loose:
+        raise InitError(f"{path} holds {len(loose)} images but no class folders; put each class's images in a "
+                        "sub-folder named for the class (e.g. cats/1.jpg, dogs/2.png)")
+    if _has_subfolders(path) and not any(f.lower().endswith((".csv", ".csv.gz")) for f in os.listdir(path)):
+        raise InitError(f"{path}'s sub-folders hold no images ({', '.join(image_folder.IMAGE_EXTENSIONS)}); put "
+                        "each class's images in a sub-folder named for the class, or pass a CSV with --label")
 
 
 def _has_subfolders(path: str) -> bool:
@@ -61,9 +77,29 @@ def choose_size(median_side: int) -> int:
     return max(low, min(high, median_side // 16 * 16))
 
 
-def plan(data_path: str) -> ImagePlan:
+def image_column_of(path: str) -> Optional[str]:
+    """A CSV's column of image paths: the first whose filled cells (most of them) name image files."""
+    if not (os.path.isfile(path) and path.lower().endswith(".csv")):
+        return None
+    header, columns = data_source.read_columns([path])
+    for name, cells in zip(header, columns):
+        filled = [c for c in cells if c]
+        if filled and sum(map(image_folder.is_image_name, filled)) >= 0.9 * len(filled):
+            return name
+    return None
+
+
+def plan(data_path: str, label: Optional[str] = None) -> ImagePlan:
+    image_column = image_column_of(data_path) if label else None
+    columns = {}
+    if image_column:  # a CSV of image paths and classes
+        header = data_source.read_columns([data_path])[0]
+        if label not in header:
+            raise InitError(f"--label {label!r} is not a column of {data_path}; pass one of: {', '.join(header)}")
+        columns = {"image_column": image_column, "label_column": label,
+                   "other_columns": tuple(c for c in header if c not in (image_column, label))}
     found = data_source.locate(data_path, "images")
-    folder = image_folder.check(found.files, data_path)
+    folder = image_folder.check(found.files, data_path, "skip", image_column or IMAGE_COLUMN, label or LABEL_COLUMN)
     size = choose_size(folder.median_side)
     count = len(folder.images)
     batch = 32 if count < 1000 else 64
@@ -72,13 +108,13 @@ def plan(data_path: str) -> ImagePlan:
     eval_steps = max(1, min(50, math.ceil(count * 0.12 / batch)))  # the whole validation split, ~10% of them
     counts = list(folder.classes.values())
     return ImagePlan(
-        name=names.portable(os.path.basename(os.path.normpath(data_path)) + "-images"),
+        name=names.portable(os.path.basename(os.path.normpath(data_path)).split(".")[0] + "-images"),
         data_path=os.path.abspath(data_path), folder=folder, size=size,
         size_why=(f"the median shorter side is {folder.median_side} px; {size} px keeps a CPU's training in "
                   f"minutes (from {SIDES[0]} to {SIDES[1]} on a CPU; 224 with a keras.applications backbone on a GPU)"),
         batch_size=batch, epochs=epochs, patience=5, eval_steps=eval_steps,
         sizing_why=f"{count} images: batch {batch}, up to {epochs} passes (early stopping ends sooner)",
-        balanced=max(counts) > SKEW * min(counts))
+        balanced=max(counts) > SKEW * min(counts), **columns)
 
 
 def render_config(p: ImagePlan, schema_path: str) -> str:
@@ -91,7 +127,9 @@ def render_config(p: ImagePlan, schema_path: str) -> str:
         "",
         "data:",
         f"  path: {_quote(p.data_path)}",
-        "  format: images      # one sub-folder per class; other files are ignored and counted",
+        "  format: images      # " + ("a CSV of image paths and classes (its other columns kept as text)"
+                                     if p.other_columns or p.image_column != IMAGE_COLUMN else
+                                     "one sub-folder per class; other files are ignored and counted"),
         f"  schema: {_quote(schema_path)}",
         "  bad_images: skip    # an image that does not decode is left out and named (fail: refuse the folder)",
         "  train_buckets: 7    # by each image's bytes: copies of a file stay in one split",
@@ -100,11 +138,11 @@ def render_config(p: ImagePlan, schema_path: str) -> str:
         "",
         "features:",
         f"  # classes: {classes}",
-        f"  label: {{name: {LABEL_COLUMN}, transform: class_vocabulary}}",
+        f"  label: {{name: {p.label_column}, transform: class_vocabulary}}",
         "  inputs:",
         f"    # {p.folder.describe()}",
         f"    # {p.size_why}",
-        f"    - {{name: {IMAGE_COLUMN}, transform: image, size: {p.size}, augment: crop}}   # flip_crop: also "
+        f"    - {{name: {p.image_column}, transform: image, size: {p.size}, augment: crop}}   # flip_crop: also "
         "mirror (not for text or digits)",
         "",
         "model:",
@@ -128,7 +166,8 @@ def render_config(p: ImagePlan, schema_path: str) -> str:
         "  slices: []          # accuracy per class is in every run's metrics",
         "",
         "serving:",
-        "  tflite: none        # a float32 TFLite model for phones, checked against the SavedModel before each push",
+        "  tflite: none        # a TFLite model for phones without quantization (float32; off: none at all),",
+        "                      # checked against the SavedModel before each push",
         "",
     ])
 
@@ -137,7 +176,7 @@ def schema_text(p: ImagePlan) -> str:
     """The examples' schema: the image's bytes (TFDV's image statistics read them), the class, and the
     format (its domain the formats seen: a new day's folder of another format is an anomaly),
     width and height ImageExampleGen adds."""
-    meta = image_files.metadata_columns(IMAGE_COLUMN)
+    meta = image_files.metadata_columns(p.image_column)
     formats = sorted(f for f in p.folder.formats if f in dict(image_files.MAGIC).values())
 
     def feature(name, kind, *extra):
@@ -145,10 +184,12 @@ def schema_text(p: ImagePlan) -> str:
                 "  shape { dim { size: 1 } }", *extra, "}"]
 
     return "\n".join([f"# Written by `tfxline init` from {p.data_path}; review it."]
-                     + feature(IMAGE_COLUMN, "BYTES", "  image_domain { }") + feature(LABEL_COLUMN, "BYTES")
+                     + feature(p.image_column, "BYTES", "  image_domain { }") + feature(p.label_column, "BYTES")
                      + feature(meta[image_files.FORMAT], "BYTES",
                                "  string_domain { " + " ".join(f'value: "{f}"' for f in formats) + " }")
-                     + feature(meta[image_files.WIDTH], "INT") + feature(meta[image_files.HEIGHT], "INT") + [""])
+                     + feature(meta[image_files.WIDTH], "INT") + feature(meta[image_files.HEIGHT], "INT")
+                     + [line for c in p.other_columns  # a CSV's other columns, as text (empty when blank)
+                        for line in feature(c, "BYTES")] + [""])
 
 
 def _quote(text: str) -> str:
@@ -173,13 +214,13 @@ def lines(p: ImagePlan) -> List[str]:
 
 
 def init(data_path: str, directory: str, config_path: str, schema_path: str, stream: TextIO,
-         write_text) -> Dict[str, Any]:
+         write_text, label: Optional[str] = None) -> Dict[str, Any]:
     """Decide, check the config loads, print the decisions, write both files."""
     import yaml
 
     from tfxline.pipeline.config.load import config_from_dict
 
-    p = plan(data_path)
+    p = plan(data_path, label)
     config = render_config(p, os.path.abspath(schema_path))
     config_from_dict(yaml.safe_load(config))  # loads as written, before anything is
     for line in lines(p):

@@ -248,11 +248,19 @@ def init(data_path: str, label: Optional[str], task: Optional[str], positive: Op
     existing = [p for p in (config_path, schema_path) if os.path.exists(p)]
     if existing and not force:
         raise InitError(f"{existing[0]} exists; pass --force to replace it, or another --dir")
+    if not os.path.exists(data_path):
+        raise InitError(f"data path {data_path} does not exist; pass a CSV file (or a directory of them) with "
+                        "--label, or a folder with one sub-folder of images per class")
+    if not label:
+        init_images.refuse_flat_folder(data_path)  # images without class folders: one line that says so
     if init_images.is_image_folder(data_path):  # a folder of photos, a sub-folder per class
         if label or task or positive or tune:
             raise InitError("--label, --task, --positive and --tune apply to a CSV; an image folder's classes are its "
                             f"sub-folders: run tfxline init --data {data_path} without them")
         init_images.init(data_path, directory, config_path, schema_path, stream, files.write_text_atomic)
+        return 0
+    if label and init_images.image_column_of(data_path):  # a CSV of image paths and their classes
+        init_images.init(data_path, directory, config_path, schema_path, stream, files.write_text_atomic, label)
         return 0
     if not label:
         raise InitError(f"--label is needed for a CSV: name the column to predict (or pass a folder with one "

@@ -3,7 +3,9 @@
 class, split and written as TFX's file-based ExampleGens write theirs.
 
 - The split pattern names the files relative to ``input_base`` (``*/*``: class/file; with TFX's
-  span placeholders, ``day-{SPAN}/*/*``); a file's class is its folder's name.
+  span placeholders, ``day-{SPAN}/*/*``); a file's class is its folder's name. Or it names CSV
+  files: each row an image's path (its image column; relative to the CSV's folder, absolute or
+  gs://), its class (the label column) and any other columns, kept as text.
 - Files whose names are not images (transforms/image_files.IMAGE_EXTENSIONS: ``notes.txt``,
   ``.DS_Store``) are ignored and counted (the examples' custom property ``ignored_files``).
 - Each image is decoded once, as the Trainer will (TensorFlow's decode_image): one that fails (a
@@ -70,10 +72,42 @@ def read_custom_config(exec_properties) -> Dict[str, str]:
     return {k: v.string_value for k, v in fields.fields.items()}
 
 
-def list_files(input_base: str, pattern: str):
-    """(image files, other files) matching the split pattern, sorted."""
+# an image to read: (its path, its class, the CSV row's other columns)
+Entry = Tuple[str, str, Dict[str, str]]
+
+
+def list_entries(input_base: str, pattern: str, image_column: str, label_column: str):
+    """(entries, files ignored) matching the split pattern: the images of class folders, or the
+    rows of CSV files that name them (``csv_entries``), sorted."""
     found = sorted(p for p in fileio.glob(os.path.join(input_base, pattern)) if not fileio.isdir(p))
-    return [p for p in found if image_files.is_image_name(p)], [p for p in found if not image_files.is_image_name(p)]
+    tables = [p for p in found if p.lower().endswith(".csv")]
+    if tables:
+        return [e for path in tables for e in csv_entries(path, image_column, label_column)], []
+    return ([(p, class_of(p), {}) for p in found if image_files.is_image_name(p)],
+            [p for p in found if not image_files.is_image_name(p)])
+
+
+def csv_entries(path: str, image_column: str, label_column: str) -> List[Entry]:
+    """A CSV's rows as entries: the image at the path in ``image_column`` (relative to the CSV's
+    folder, absolute, or gs://), the class in ``label_column``, the other columns kept as text.
+    ValueError, in one line, when a column is missing or a row names no image or class."""
+    import csv
+
+    with fileio.open(path, "rb") as f:
+        rows = list(csv.DictReader(f.read().decode("utf-8-sig").splitlines()))
+    missing = [c for c in (image_column, label_column) if rows and c not in rows[0]]
+    if missing:
+        raise ValueError(f"{path} has no column {', '.join(missing)} (columns: {', '.join(rows[0])}); name the "
+                         "column of image paths and the class column as the config's image input and label")
+    out = []
+    for n, row in enumerate(rows, start=2):
+        image, label = (row.get(image_column) or "").strip(), (row.get(label_column) or "").strip()
+        if not image or not label:
+            raise ValueError(f"{path} line {n} has no {'image path' if not image else 'class'}; fill it in or "
+                             "remove the row")
+        where = image if "://" in image or os.path.isabs(image) else os.path.join(os.path.dirname(path), image)
+        out.append((where, label, {k: v or "" for k, v in row.items() if k not in (image_column, label_column)}))
+    return out
 
 
 def class_of(path: str) -> str:
@@ -81,8 +115,10 @@ def class_of(path: str) -> str:
     return os.path.basename(os.path.dirname(path))
 
 
-def encode(image_column: str, label_column: str, data: bytes, label: str, size: Tuple[int, int]) -> bytes:
-    """The image's bytes, its class, and its format, width and height (image_files.metadata_columns)."""
+def encode(image_column: str, label_column: str, data: bytes, label: str, size: Tuple[int, int],
+           other: Optional[Dict[str, str]] = None) -> bytes:
+    """The image's bytes, its class, its format, width and height (image_files.metadata_columns),
+    and a CSV row's other columns as text."""
     import tensorflow as tf
 
     def text(value: bytes):
@@ -96,6 +132,7 @@ def encode(image_column: str, label_column: str, data: bytes, label: str, size: 
         image_column: text(data), label_column: text(label.encode()),
         meta[image_files.FORMAT]: text(image_files.format_of(data).encode()),
         meta[image_files.HEIGHT]: number(size[0]), meta[image_files.WIDTH]: number(size[1]),
+        **{k: text(v.encode()) for k, v in (other or {}).items()},
     })).SerializeToString()
 
 
@@ -117,15 +154,15 @@ def decodes(data: bytes) -> bool:
 
 
 class ReadImages(beam.DoFn):
-    """A batch of paths -> (records, split keys), the split key the image's sha256; a file that does
-    not decode goes to the ``bad`` output (or raises, under ``fail``)."""
+    """A batch of entries -> (records, split keys), the split key the image's sha256; a file that
+    does not decode goes to the ``bad`` output (or raises, under ``fail``)."""
 
     def __init__(self, image_column: str, label_column: str, policy: str):
         self._image, self._label, self._policy = image_column, label_column, policy
 
-    def process(self, paths):
+    def process(self, entries):
         records, keys = [], []
-        for path in paths:
+        for path, label, other in entries:
             with fileio.open(path, "rb") as f:
                 data = f.read()
             size = decoded_size(data)
@@ -135,7 +172,7 @@ class ReadImages(beam.DoFn):
                                         "remove or replace it, or set data.bad_images: skip to leave such files out")
                 yield beam.pvalue.TaggedOutput("bad", path)
                 continue
-            records.append(encode(self._image, self._label, data, class_of(path), size))
+            records.append(encode(self._image, self._label, data, label, size, other))
             keys.append(hashlib.sha256(data).digest())
         if records:
             yield records, keys
@@ -159,15 +196,15 @@ class Executor(base_beam_executor.BaseBeamExecutor):
             fileio.makedirs(uri)
         buckets = list(itertools.accumulate(s.hash_buckets for s in output_config.split_config.splits))
         input_base = exec_properties[standard_component_specs.INPUT_BASE_KEY]
-        listed = [list_files(input_base, split.pattern) for split in input_config.splits]
+        image_column, label_column = settings.get(IMAGE_COLUMN, "image"), settings.get(LABEL_COLUMN, "label")
+        listed = [list_entries(input_base, split.pattern, image_column, label_column) for split in input_config.splits]
         if not any(found for found, _ in listed):
             raise ValueError(f"no image files ({', '.join(image_files.IMAGE_EXTENSIONS)}) match "
                              f"{[s.pattern for s in input_config.splits]} under {input_base}")
-        shards = example_splits.shard_count([p for found, _ in listed for p in found])
+        shards = example_splits.shard_count([path for found, _ in listed for path, _, _ in found])
         pieces_dir = os.path.join(artifact_utils.get_single_uri(examples), example_splits.PIECES_DIR)
         fileio.makedirs(pieces_dir)
-        read = ReadImages(settings.get(IMAGE_COLUMN, "image"), settings.get(LABEL_COLUMN, "label"),
-                          settings.get(BAD_IMAGES, "skip"))
+        read = ReadImages(image_column, label_column, settings.get(BAD_IMAGES, "skip"))
         try:
             with self._make_beam_pipeline() as pipeline:
                 keyed, bad = [], []

@@ -75,7 +75,8 @@ def resolve_inputs(cfg: PipelineConfig, span: Optional[int] = None) -> LocalPath
         except labels.LabelError as e:
             raise data_source.DataError(str(e)) from None
     elif cfg.data.format == "images":
-        image_folder.check(found.files, found.root, cfg.data.bad_images)
+        image_folder.check(found.files, found.root, cfg.data.bad_images, cfg.features.image.source,
+                           cfg.features.label.source)
     else:
         data_source.check_tfrecords(found.files, schema, required=cfg.features.raw_columns)
     check_tflite(cfg, schema)
@@ -145,6 +146,9 @@ def reads_line(cfg: PipelineConfig, paths: LocalPaths, span: Optional[int]) -> s
     if paths.span is not None:
         window = f", training on the newest {cfg.data.window} spans" if cfg.data.window > 1 else ""
         which = f" (span {paths.span}" + (" from --span" if span is not None else "") + window + ")"
+    tables = [f for f in paths.data_files if f.lower().endswith(".csv")]
+    if cfg.data.format == "images" and tables:
+        return f"the images listed in {', '.join(tables)}{which}"
     if cfg.data.format == "images":
         shown = sum(map(image_folder.is_image_name, paths.data_files))
         other = len(paths.data_files) - shown

@@ -3,6 +3,7 @@ Trainer and the serving model decode, the folder's pre-flight check, `tfxline in
 folder, the image models (small_cnn and a keras.applications backbone, from scratch and from a
 weights file a test saves itself), the refusal of ``weights: imagenet``, and the KFP compile of
 an image pipeline. tests/test_images_e2e.py runs init -> run -> predict on a folder."""
+import glob
 import io
 import json
 import os
@@ -188,8 +189,15 @@ def test_a_weights_file_is_loaded_into_the_backbone(tmp_path):
     path = str(tmp_path / "mobilenet_v2_no_top.h5")
     saved.save_weights(path)
     model = trainer_images.build_model(spec(), Head("multiclass", num_classes=3), "mobilenet_v2", path)
-    backbone = next(layer for layer in model.layers if layer.name.startswith("mobilenetv2"))
+    backbone = next(layer for layer in model.layers if layer.name == trainer_images.BACKBONE)
     assert all(np.array_equal(a, b) for a, b in zip(backbone.get_weights(), saved.get_weights()))
+    # two phases: the new head alone for the frozen epochs, then the whole network
+    assert trainer_images.frozen_epochs(model, 3, 10) == 3 and len(model.trainable_variables) == 2
+    trainer_images.unfreeze(model)
+    assert len(model.trainable_variables) > 100
+    assert trainer_images.phases(0, 10, 3) == [(0, 3), (3, 10)] and trainer_images.phases(5, 10, 3) == [(5, 10)]
+    scratch = trainer_images.build_model(spec(), Head("multiclass", num_classes=3), "mobilenet_v2")
+    assert trainer_images.frozen_epochs(scratch, 3, 10) == 0  # nothing pretrained to keep
 
 
 # ---- Kubeflow ----------------------------------------------------------------------------------
@@ -209,3 +217,76 @@ def test_an_image_pipeline_compiles_for_kubeflow(folder, tmp_path):
     stats = [t for name, t in job["pipelineSpec"]["root"]["dag"]["tasks"].items() if name.startswith("StatisticsGen")]
     options = json.loads(stats[0]["inputs"]["parameters"]["stats_options_json"]["runtimeValue"]["constant"])
     assert len(stats) == 1 and options["enable_semantic_domain_stats"] is True
+
+
+def test_a_new_days_folder_of_another_format_is_an_anomaly_against_the_schema_init_wrote(folder, tmp_path):
+    """The schema's image_format domain is the formats init saw (JPEG and PNG): a day of GIFs is an
+    anomaly, which the AnomaliesGate stops the run on."""
+    import pandas as pd
+    import tensorflow_data_validation as tfdv
+    from google.protobuf import text_format
+    from tensorflow_metadata.proto.v0 import schema_pb2
+
+    assert cli.main(["init", "--data", folder, "--dir", str(tmp_path / "p")]) == 0
+    schema = text_format.Parse((tmp_path / "p" / "schema.pbtxt").read_text(), schema_pb2.Schema())
+    frame = pd.DataFrame({"image": [b"GIF89a..."] * 4, "label": ["1"] * 4, "image_format": ["GIF"] * 4,
+                          "image_width": [40] * 4, "image_height": [40] * 4})
+    anomalies = tfdv.validate_statistics(tfdv.generate_statistics_from_dataframe(frame), schema)
+    assert set(anomalies.anomaly_info) == {"image_format"}, anomalies
+    same = frame.assign(image_format=["PNG", "JPEG"] * 2)
+    assert not tfdv.validate_statistics(tfdv.generate_statistics_from_dataframe(same), schema).anomaly_info
+
+
+def run_image_example_gen(data_dir, out_dir, pattern, custom_config):
+    """ImageExampleGen's executor, as a local run calls it: {split: [tf.Example]}."""
+    from tfx.proto import example_gen_pb2
+    from tfx.types import standard_artifacts
+    from tfx.utils import proto_utils
+
+    from tfxline.components import image_example_gen
+    from tfxline.patches import tfx_packaging
+    from tfxline.pipeline.beam import stack_compat
+
+    examples = standard_artifacts.Examples()
+    examples.uri = str(out_dir)
+    splits = example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(splits=[
+        example_gen_pb2.SplitConfig.Split(name=n, hash_buckets=b) for n, b in [("train", 7), ("eval", 3)]]))
+    props = {"input_base": str(data_dir), "output_config": proto_utils.proto_to_json(splits),
+             "input_config": proto_utils.proto_to_json(example_gen_pb2.Input(splits=[
+                 example_gen_pb2.Input.Split(name="single_split", pattern=pattern)])),
+             "custom_config": proto_utils.proto_to_json(custom_config)}
+    args = list(stack_compat.local_beam_args(["--direct_running_mode=in_memory", "--direct_num_workers=1"]))
+    executor = image_example_gen.Executor
+    with tfx_packaging.no_sdist_for_local_runners():
+        executor(executor.Context(beam_pipeline_args=args, tmp_dir=str(out_dir) + "-tmp")).Do(
+            {}, {"examples": [examples]}, props)
+    out = {}
+    for split in ("train", "eval"):
+        files = tf.io.gfile.glob(os.path.join(str(out_dir), f"Split-{split}", "*"))
+        out[split] = [tf.train.Example.FromString(r.numpy())
+                      for r in tf.data.TFRecordDataset(files, compression_type="GZIP")]
+    return out, examples
+
+
+def test_a_csv_of_image_paths_is_read_with_its_classes_and_other_columns(folder, tmp_path, capsys):
+    """The CSV input: paths relative to the CSV's folder, a class column, another column kept as
+    text; the truncated file left out and counted; init finds the path column."""
+    from tfxline.components import image_example_gen
+
+    rows = ["path,kind,source"] + [f"{os.path.relpath(p, tmp_path)},{'odd' if i % 2 else 'even'},cam{i % 3}"
+                                   for i, p in enumerate(sorted(glob.glob(os.path.join(folder, "[0-9]", "*.png")))[:30])]
+    rows.append(f"{os.path.relpath(os.path.join(folder, '0', TRUNCATED), tmp_path)},even,cam0")
+    (tmp_path / "photos.csv").write_text("\n".join(rows) + "\n")
+    config = image_example_gen.custom_config("path", "kind")
+    out, examples = run_image_example_gen(tmp_path, tmp_path / "out", "photos.csv", config)
+    got = [e for split in out.values() for e in split]
+    assert len(got) == 30 and {e.features.feature["kind"].bytes_list.value[0] for e in got} == {b"odd", b"even"}
+    assert {e.features.feature["source"].bytes_list.value[0] for e in got} == {b"cam0", b"cam1", b"cam2"}
+    assert all(e.features.feature["path_format"].bytes_list.value[0] == b"PNG" for e in got)
+    assert examples.get_int_custom_property("bad_images") == 1
+    assert TRUNCATED in examples.get_string_custom_property("bad_image_files")
+    code = cli.main(["init", "--data", str(tmp_path / "photos.csv"), "--label", "kind", "--dir", str(tmp_path / "p")])
+    assert code == 0, capsys.readouterr().err
+    cfg = load_config(str(tmp_path / "p" / "config.yaml"))
+    assert cfg.features.image.source == "path" and cfg.features.label.source == "kind" and cfg.data.format == "images"
+    assert 'name: "source"' in (tmp_path / "p" / "schema.pbtxt").read_text()

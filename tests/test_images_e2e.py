@@ -149,6 +149,21 @@ def test_the_bytes_signature_called_as_tf_serving_would_agrees_with_predict(imag
         tf_serving_rest.predict(loaded, {"signature_name": "serving_images", "instances": [{"b64": "AA==", "x": 1}]})
 
 
+def pretrained_like(k, folder):
+    """A MobileNetV2 without its top whose batch normalization holds statistics of data it has seen,
+    as a pretrained file's does (a fresh network's 0 and 1 make a deep one's gradients vanish in
+    inference mode), saved as folder/mobilenet_v2_no_top.h5."""
+    import tensorflow as tf
+
+    model = k.applications.MobileNetV2(include_top=False, weights=None, input_shape=(32, 32, 3))
+    for layer in model.layers:
+        if isinstance(layer, k.layers.BatchNormalization):
+            layer.momentum = 0.0  # the moving statistics become this batch's
+    model(tf.random.uniform([32, 32, 32, 3], -1, 1, seed=0), training=True)
+    model.save_weights(str(folder / "mobilenet_v2_no_top.h5"))
+    return model
+
+
 def test_transfer_learning_from_a_weights_file_in_two_phases_mirrored_and_mixed(image_run, tmp_path):
     """run_fn on the run's examples and Transform graph, as TFX's Trainer calls it: MobileNetV2 from a
     weights file this test saves (no download), its backbone frozen for the first epoch and then
@@ -162,9 +177,8 @@ def test_transfer_learning_from_a_weights_file_in_two_phases_mirrored_and_mixed(
     from tfxline.pipeline.factory import trainer_custom_config
     from tfxline.trainer.keras_compat import keras
 
-    saved = keras().applications.MobileNetV2(include_top=False, weights=None, input_shape=(32, 32, 3))
+    saved = pretrained_like(keras(), tmp_path)
     weights = str(tmp_path / "mobilenet_v2_no_top.h5")
-    saved.save_weights(weights)
     output = image_run["output"]
     root = output / "pipeline_root"
     examples = sorted(glob.glob(str(root / "ImageExampleGen" / "examples" / "*")))[-1]

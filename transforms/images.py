@@ -6,7 +6,7 @@ The examples hold the files' bytes (ExampleGen stores them; Transform passes the
 a 2 KB JPEG stays 2 KB, where TFX's removed cifar10 example stored 600 KB of decoded floats a
 record. Decoding happens batch by batch where the pixels are needed: ``decode_batch`` turns a
 [batch] string tensor into float32 [batch, size, size, 3] in 0-255, RGB whatever the file's
-channels (grayscale repeated, alpha dropped), the first frame of a GIF, resized with bilinear
+channels (grayscale repeated, transparency laid on white), the first frame of a GIF, resized with bilinear
 interpolation and antialiasing (a 640-pixel photo to 96 keeps its detail). The model scales
 the pixels itself (trainer/image_model.py), so every caller feeds 0-255.
 """
@@ -22,10 +22,16 @@ CHANNELS = 3
 
 
 def decode_one(encoded: tf.Tensor, size: int) -> tf.Tensor:
-    """One encoded image -> float32 [size, size, 3], 0-255."""
-    image = tf.io.decode_image(encoded, channels=CHANNELS, expand_animations=False)
+    """One encoded image -> float32 [size, size, 3], 0-255. Transparent pixels (a PNG's or GIF's
+    alpha) are laid on white, as a viewer shows them: dropping the alpha would leave whatever
+    color the encoder kept under them, often black (a shop's product cut-outs, icons)."""
+    image = tf.cast(tf.io.decode_image(encoded, expand_animations=False), tf.float32)  # its own channels
+    channels = tf.shape(image)[-1]
+    color = tf.cond(channels < 3, lambda: tf.tile(image[..., :1], [1, 1, CHANNELS]), lambda: image[..., :CHANNELS])
+    alpha = tf.cond(channels % 2 == 0, lambda: image[..., -1:] / 255.0, lambda: tf.ones_like(image[..., :1]))
+    image = color * alpha + 255.0 * (1.0 - alpha)
     image.set_shape([None, None, CHANNELS])
-    return tf.image.resize(tf.cast(image, tf.float32), [size, size], antialias=True)
+    return tf.image.resize(image, [size, size], antialias=True)
 
 
 def augmented(image: tf.Tensor, size: int, augment: str, seed: Optional[int] = None) -> tf.Tensor:
