@@ -104,7 +104,9 @@ def plan(data_path: str, label: Optional[str] = None) -> ImagePlan:
     count = len(folder.images)
     batch = 32 if count < 1000 else 64
     # 70 / 10 / 20: the validation split holds ~10% of the images, at least a batch when there are enough
-    epochs = 30 if count < 20_000 else 10
+    # from scratch a network keeps learning for tens of passes, and a small validation split is noisy:
+    # a long patience (a new user's icon folder of 1,141 images stopped at 10 of 30 at 65 % on train)
+    epochs = 40 if count < 20_000 else 15
     eval_steps = max(1, min(50, math.ceil(count * 0.12 / batch)))  # the whole validation split, ~10% of them
     counts = list(folder.classes.values())
     return ImagePlan(
@@ -112,7 +114,7 @@ def plan(data_path: str, label: Optional[str] = None) -> ImagePlan:
         data_path=os.path.abspath(data_path), folder=folder, size=size,
         size_why=(f"the median shorter side is {folder.median_side} px; {size} px keeps a CPU's training in "
                   f"minutes (from {SIDES[0]} to {SIDES[1]} on a CPU; 224 with a keras.applications backbone on a GPU)"),
-        batch_size=batch, epochs=epochs, patience=5, eval_steps=eval_steps,
+        batch_size=batch, epochs=epochs, patience=10 if count < 20_000 else 4, eval_steps=eval_steps,
         sizing_why=f"{count} images: batch {batch}, up to {epochs} passes (early stopping ends sooner)",
         balanced=max(counts) > SKEW * min(counts), **columns)
 
