@@ -162,10 +162,15 @@ class ReadImages(beam.DoFn):
 
     def process(self, entries):
         records, keys = [], []
+        from tensorflow import errors
+
         for path, label, other in entries:
-            with fileio.open(path, "rb") as f:
-                data = f.read()
-            size = decoded_size(data)
+            try:
+                with fileio.open(path, "rb") as f:
+                    data = f.read()
+            except errors.NotFoundError:  # a CSV row's missing file: as an image that does not decode
+                data = b""
+            size = decoded_size(data) if data else None
             if size is None:
                 if self._policy == "fail":
                     raise BadImageError(f"{path} is not an image TensorFlow decodes (truncated or damaged); "
