@@ -471,14 +471,19 @@ def images() -> str:
              f"{q['init_seconds']:.0f} s / {q['run_seconds']:.0f} s / {q['predict_seconds']:.0f} s",
              "yes" if q["pushed"] else "no", f"{q['accuracy']:.4f}" if q["accuracy"] is not None else "–",
              f"{q['trees_accuracy']:.4f}", f"{q['peak_rss_gb']} GB"]]
-    quality_table = table([f"folder ({q['held_out']:,} held-out images predicted)", "init / run / predict",
-                           "pushed", "held-out accuracy", "trees on 28×28 pixels", "peak RSS"], rows)
+    return table([f"folder ({q['held_out']:,} held-out images predicted)", "init / run / predict",
+                  "pushed", "held-out accuracy", "trees on 28×28 pixels", "peak RSS"], rows)
+
+
+def images_speed() -> str:
+    d = load("images.json")
+    q = d["quality"]
     speed = [["input: decode, resize, crop (tf.data)", f"{q['image_size']} px", "–", f"{d['input_images_per_second']:,}"],
              ["the run's Trainer (input and step)", f"{q['image_size']} px", "float32",
               f"{q['trainer_images_per_second']:,}"]]
     speed += [[f"{r['backbone']}, step on held batches", f"{r['size']} px",
                r["precision"] + (" + XLA" if r["xla"] else ""), f"{r['images_per_second']:,}"] for r in d["trainer"]]
-    return quality_table + "\n" + table(["what (" + d["machine"] + ")", "size", "precision", "images/s"], speed)
+    return table(["what (" + d["machine"] + ")", "size", "precision", "images/s"], speed)
 
 
 def _stages(components: Dict[str, float]) -> str:
@@ -561,7 +566,7 @@ SOURCES: Dict[str, str] = {
     "gpu-bench-h100-before": "gpu_bench_h100.json", "fused-optimizer": "fused_optimizer_cpu.json",
     "step-profile-cpu": "step_profile.json", "step-profile-h100": "step_profile_h100.json",
     "trainer-input": "trainer.json", "e2e": "e2e.json", "scale": "scale.json", "wide": "wide.json",
-    "tflite": "tflite.json", "images": "images.json",
+    "tflite": "tflite.json", "images": "images.json", "images-speed": "images.json",
 }
 TABLES: Dict[str, Callable[[], str]] = {
     "quality": quality, "quality-setup": quality_setup, "tables": tables, "tables-tuning": tables_tuning,
@@ -571,6 +576,7 @@ TABLES: Dict[str, Callable[[], str]] = {
     "gpu-bench-h100-before": gpu_bench_h100_before, "fused-optimizer": fused_optimizer,
     "step-profile-cpu": step_profile_cpu, "step-profile-h100": step_profile_h100,
     "trainer-input": trainer_input, "e2e": e2e, "scale": scale, "wide": wide, "tflite": tflite, "images": images,
+    "images-speed": images_speed,
 }
 
 
