@@ -11,7 +11,6 @@ added to a repeated row's bytes, or a group column's value instead (components/e
 """
 from __future__ import annotations
 
-import itertools
 import os
 from typing import Any, List, Optional, Sequence
 
@@ -19,11 +18,8 @@ import apache_beam as beam
 import numpy as np
 from google.protobuf import struct_pb2
 from tfx.components import CsvExampleGen as TfxCsvExampleGen
-from tfx.components.example_gen import utils as example_gen_utils
-from tfx.components.example_gen import write_split
 from tfx.components.example_gen.component import FileBasedExampleGen
 from tfx.components.example_gen.csv_example_gen import executor as tfx_csv
-from tfx.components.util import examples_utils
 from tfx.dsl.components.base import executor_spec
 from tfx.dsl.io import fileio
 from tfx.proto import example_gen_pb2
@@ -202,18 +198,8 @@ class Executor(tfx_csv.Executor):
         if payload_format not in (None, example_gen_pb2.FORMAT_TF_EXAMPLE):
             raise ValueError(f"CsvExampleGen writes tf.Examples; output_data_format "
                              f"{example_gen_pb2.PayloadFormat.Name(payload_format)} is not supported")
-        input_config, output_config = example_gen_pb2.Input(), example_gen_pb2.Output()
-        proto_utils.json_to_proto(exec_properties[standard_component_specs.INPUT_CONFIG_KEY], input_config)
-        proto_utils.json_to_proto(exec_properties[standard_component_specs.OUTPUT_CONFIG_KEY], output_config)
-        examples = output_dict[standard_component_specs.EXAMPLES_KEY]
-        split_names = example_gen_utils.generate_output_split_names(input_config, output_config)
-        artifact_utils.get_single_instance(examples).split_names = artifact_utils.encode_split_names(split_names)
-        split_uris = [artifact_utils.get_split_uri(examples, name) for name in split_names]
-        for uri in split_uris:
-            fileio.makedirs(uri)
-        # An output split config hashes one input split into buckets; without one, each input
-        # split is an output split (TFX's two modes).
-        buckets = list(itertools.accumulate(s.hash_buckets for s in output_config.split_config.splits))
+        input_config, output_config, examples, split_uris, buckets = example_splits.prepared_outputs(
+            output_dict, exec_properties)
         # A row's split: the hash of its record and its copy number in its file (csv_records.COPIES),
         # or of its partition_feature_name column's value (data.split_key: a group stays in one
         # split). TFX hashes the record alone, which sends every copy of a row to the same split.
@@ -240,9 +226,7 @@ class Executor(tfx_csv.Executor):
             if drop_rows_without(exec_properties):
                 artifact.set_int_custom_property(
                     DROPPED, sum(c.attempted if c.committed is None else c.committed for c in dropped))
-            examples_utils.set_payload_format(artifact, example_gen_pb2.FORMAT_TF_EXAMPLE)
-            examples_utils.set_file_format(
-                artifact, write_split.to_file_format_str(example_gen_pb2.FORMAT_TFRECORDS_GZIP))
+        example_splits.mark_written(examples)
 
 
 class CsvExampleGen(TfxCsvExampleGen):

@@ -32,15 +32,22 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import itertools
 import math
 import os
 import uuid
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence
 
 import apache_beam as beam
 import tensorflow as tf
 from apache_beam.transforms.window import GlobalWindows
+from tfx.components.example_gen import utils as example_gen_utils
 from tfx.components.example_gen import write_split
+from tfx.components.util import examples_utils
+from tfx.dsl.io import fileio
+from tfx.proto import example_gen_pb2
+from tfx.types import artifact_utils, standard_component_specs
+from tfx.utils import proto_utils
 
 SHARD_INPUT_BYTES = 32 << 20
 FILE_PREFIX = write_split.DEFAULT_TF_RECORD_FILE_NAME  # TFX's file name
@@ -131,3 +138,36 @@ def write_empty_splits(split_uris: Sequence[str]) -> None:
         if not tf.io.gfile.glob(os.path.join(uri, f"{FILE_PREFIX}-*")):
             with _gzip_writer(os.path.join(uri, shard_name(0, 1))):
                 pass
+
+
+class Outputs(NamedTuple):
+    """What an ExampleGen executor of ours writes to, from its exec properties."""
+    input_config: Any
+    output_config: Any
+    examples: List[Any]       # the output Examples artifacts (split names set)
+    split_uris: List[str]     # each output split's folder, made
+    buckets: List[int]        # the output splits' cumulative hash buckets; empty: each input split is one
+
+
+def prepared_outputs(output_dict, exec_properties) -> Outputs:
+    """The input and output configs, the examples' split names and folders, and the hash buckets
+    (an output split config hashes one input split into buckets; without one, each input split is an
+    output split: TFX's two modes)."""
+    input_config, output_config = example_gen_pb2.Input(), example_gen_pb2.Output()
+    proto_utils.json_to_proto(exec_properties[standard_component_specs.INPUT_CONFIG_KEY], input_config)
+    proto_utils.json_to_proto(exec_properties[standard_component_specs.OUTPUT_CONFIG_KEY], output_config)
+    examples = output_dict[standard_component_specs.EXAMPLES_KEY]
+    split_names = example_gen_utils.generate_output_split_names(input_config, output_config)
+    artifact_utils.get_single_instance(examples).split_names = artifact_utils.encode_split_names(split_names)
+    split_uris = [artifact_utils.get_split_uri(examples, name) for name in split_names]
+    for uri in split_uris:
+        fileio.makedirs(uri)
+    buckets = list(itertools.accumulate(s.hash_buckets for s in output_config.split_config.splits))
+    return Outputs(input_config, output_config, examples, split_uris, buckets)
+
+
+def mark_written(examples) -> None:
+    """The examples' payload (tf.Example) and file format (gzipped TFRecords), as TFX's ExampleGens record them."""
+    for artifact in examples:
+        examples_utils.set_payload_format(artifact, example_gen_pb2.FORMAT_TF_EXAMPLE)
+        examples_utils.set_file_format(artifact, write_split.to_file_format_str(example_gen_pb2.FORMAT_TFRECORDS_GZIP))

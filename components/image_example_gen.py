@@ -21,16 +21,12 @@ Elements are batches of files (``FILES_PER_BATCH``), as the CSV ExampleGen's are
 from __future__ import annotations
 
 import hashlib
-import itertools
 import os
 from typing import Dict, List, Optional, Tuple
 
 import apache_beam as beam
 from google.protobuf import struct_pb2
-from tfx.components.example_gen import utils as example_gen_utils
-from tfx.components.example_gen import write_split
 from tfx.components.example_gen.component import FileBasedExampleGen
-from tfx.components.util import examples_utils
 from tfx.dsl.components.base import base_beam_executor, executor_spec
 from tfx.dsl.io import fileio
 from tfx.proto import example_gen_pb2
@@ -190,16 +186,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
     def Do(self, input_dict, output_dict, exec_properties) -> None:
         self._log_startup(input_dict, output_dict, exec_properties)
         settings = read_custom_config(exec_properties)
-        input_config, output_config = example_gen_pb2.Input(), example_gen_pb2.Output()
-        proto_utils.json_to_proto(exec_properties[standard_component_specs.INPUT_CONFIG_KEY], input_config)
-        proto_utils.json_to_proto(exec_properties[standard_component_specs.OUTPUT_CONFIG_KEY], output_config)
-        examples = output_dict[standard_component_specs.EXAMPLES_KEY]
-        split_names = example_gen_utils.generate_output_split_names(input_config, output_config)
-        artifact_utils.get_single_instance(examples).split_names = artifact_utils.encode_split_names(split_names)
-        split_uris = [artifact_utils.get_split_uri(examples, name) for name in split_names]
-        for uri in split_uris:
-            fileio.makedirs(uri)
-        buckets = list(itertools.accumulate(s.hash_buckets for s in output_config.split_config.splits))
+        input_config, _, examples, split_uris, buckets = example_splits.prepared_outputs(output_dict, exec_properties)
         input_base = exec_properties[standard_component_specs.INPUT_BASE_KEY]
         image_column, label_column = settings.get(IMAGE_COLUMN, "image"), settings.get(LABEL_COLUMN, "label")
         listed = [list_entries(input_base, split.pattern, image_column, label_column) for split in input_config.splits]
@@ -235,9 +222,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
         record_bad(bad_paths, examples)
         for artifact in examples:
             artifact.set_int_custom_property(IGNORED_FILES, ignored)
-            examples_utils.set_payload_format(artifact, example_gen_pb2.FORMAT_TF_EXAMPLE)
-            examples_utils.set_file_format(
-                artifact, write_split.to_file_format_str(example_gen_pb2.FORMAT_TFRECORDS_GZIP))
+        example_splits.mark_written(examples)
 
 
 def record_bad(paths: List[str], examples) -> None:

@@ -33,7 +33,6 @@ import tensorflow as tf
 
 from tfxline import task_types
 from tfxline.trainer.keras_compat import keras
-from tfxline.trainer.settings import IMAGE_BACKBONES
 from tfxline.transforms import features as F
 from tfxline.transforms import images
 
@@ -41,7 +40,6 @@ from tfxline.transforms import images
 APPLICATIONS = {"mobilenet_v2": ("MobileNetV2", "minus_one_to_one"),
                 "efficientnet_b0": ("EfficientNetB0", "raw"),  # its own Rescaling and Normalization layers
                 "resnet50": ("ResNet50", "caffe")}
-BACKBONES = IMAGE_BACKBONES  # the config's names (trainer/settings.py)
 CAFFE_MEANS = (103.939, 116.779, 123.68)  # BGR, keras.applications.imagenet_utils ("caffe" mode)
 BACKBONE = "backbone"
 FINE_TUNE_RATE = 0.1  # the learning rate once a pretrained backbone is unfrozen, a fraction of the configured
