@@ -2,6 +2,7 @@
 import random
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from tfxline.trainer import cache_budget, data
@@ -123,3 +124,18 @@ def test_the_columns_are_the_same_decoded_in_chunks(tmp_path, monkeypatch):
         np.testing.assert_array_equal(labels.numpy(), labels_chunked.numpy())
         for k in features:
             np.testing.assert_array_equal(features[k].numpy(), features_chunked[k].numpy())
+
+
+def test_balanced_class_weights_are_capped_at_ten_times_the_commonest():
+    """training.class_weight: balanced weighs each class rows / (classes x its rows), but a class
+    600x rarer than the commonest is weighed at most 10x its weight (uncapped, a 20-class table's
+    rarest class weighed 641x and was predicted 7-9x too often)."""
+    from tfxline.trainer.inputs import balanced_weights
+    from tfxline.trainer.settings import MAX_CLASS_WEIGHT
+
+    even = balanced_weights([50, 50, 0])
+    assert even == {0: 1.0, 1: 1.0}  # an absent class gets no weight
+    skewed = balanced_weights([6000, 3000, 10])
+    common = 9010 / (3 * 6000)
+    assert skewed[0] == pytest.approx(common) and skewed[1] == pytest.approx(2 * common)
+    assert skewed[2] == pytest.approx(MAX_CLASS_WEIGHT * common)  # 600x rarer: capped at 10x

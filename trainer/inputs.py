@@ -13,7 +13,7 @@ from tfxline import task_types
 from tfxline.trainer import batch as batch_lib
 from tfxline.trainer import cache_budget, data, images, resume
 from tfxline.trainer import strategy as strategy_lib
-from tfxline.trainer.settings import TrainerSettings, TrainingConfig
+from tfxline.trainer.settings import MAX_CLASS_WEIGHT, TrainerSettings, TrainingConfig
 from tfxline.transforms import features as F
 
 
@@ -123,7 +123,8 @@ def input_data(fn_args, settings: TrainerSettings, sizes: Sizes, state: Dict[str
 
 def class_weights(fn_args, settings: TrainerSettings, sizes: Sizes) -> Optional[Dict[int, float]]:
     """training.class_weight: balanced: each class's weight rows / (classes x its rows) over the
-    train split, so each class weighs the same in the loss; None otherwise or for a regression."""
+    train split, so each class weighs the same in the loss, capped at ``MAX_CLASS_WEIGHT`` times the
+    commonest class's; None otherwise or for a regression."""
     spec = settings.features
     if settings.training.class_weight != "balanced":
         return None
@@ -133,9 +134,16 @@ def class_weights(fn_args, settings: TrainerSettings, sizes: Sizes) -> Optional[
         return None
     counts = data.label_counts(fn_args.train_files, spec.label.name,
                                data.transformed_decoder(sizes.tf_transform_output))
+    return balanced_weights(counts)
+
+
+def balanced_weights(counts) -> Dict[int, float]:
+    """{class index: rows / (classes x its rows)} of the classes present in ``counts``, each at most
+    ``MAX_CLASS_WEIGHT`` times the commonest class's weight."""
     present = [(i, c) for i, c in enumerate(counts) if c]
     total = sum(c for _, c in present)
-    return {i: total / (len(present) * c) for i, c in present}
+    cap = MAX_CLASS_WEIGHT * total / (len(present) * max(c for _, c in present))
+    return {i: min(total / (len(present) * c), cap) for i, c in present}
 
 
 def input_dataset(fn_args, settings: TrainerSettings, files, tf_transform_output, batch_size: int,
