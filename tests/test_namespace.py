@@ -35,14 +35,30 @@ print(json.dumps({"kubeflow": kubeflow.__version__, "kubeflow_file": kubeflow.__
 """
 
 
-def _sources(dest: pathlib.Path) -> None:
-    """What setup.py packages: itself, the README and the folders it maps under tfxline."""
-    namespace = {}
+def _packages() -> tuple:
+    """setup.py's PACKAGES: the folders it maps under tfxline."""
+    namespace: dict = {}
     exec(compile((ROOT / "setup.py").read_text().split("setup(")[0], "setup.py", "exec"), namespace)
+    return namespace["PACKAGES"]
+
+
+def _sources(dest: pathlib.Path) -> None:
+    """What setup.py packages: itself, the README and the folders it maps under tfxline, with
+    tfxline/'s links to them kept as links, as a clone has them."""
     for name in ("setup.py", "README.md"):
         shutil.copy(ROOT / name, dest / name)
-    for folder in ("tfxline", *namespace["PACKAGES"]):
-        shutil.copytree(ROOT / folder, dest / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in ("tfxline", *_packages()):
+        shutil.copytree(ROOT / folder, dest / folder, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+
+
+def test_each_folder_is_a_relative_link_under_tfxline():
+    """In a checkout, tfxline/<folder> is a committed relative link to ../<folder> for each folder
+    setup.py maps (issue #74): Python and static tools (jedi, pyright) follow it, nothing is computed
+    at import time, and a folder added to PACKAGES without its link fails here, not in an editor."""
+    links = {p.name: os.readlink(p) for p in (ROOT / "tfxline").iterdir() if p.is_symlink()}
+    assert links == {folder: f"../{folder}" for folder in _packages()}
+    assert sorted(p.name for p in (ROOT / "tfxline").iterdir() if not p.is_symlink() and p.name != "__pycache__") == [
+        "__init__.py"]
 
 
 @pytest.mark.slow
