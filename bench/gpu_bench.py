@@ -170,7 +170,7 @@ def build_training(info, files, row: dict):
     from tfxline.trainer.train_step import training_model
 
     kind, batch, policy = row["model"], row["batch"], row["precision"]
-    inputs = [ModelInput(name, card) for name, card in info["model_inputs"]]
+    inputs = [ModelInput(*mi) for mi in info["model_inputs"]]  # name, cardinality (text: length, tokens)
     head = Head(**info["head"])
     hidden = WIDE if kind == "wide" else tuple(info["model"]["hidden_units"])
     spec = {mi.name: tf.io.FixedLenFeature([], tf.int64 if mi.is_categorical else tf.float32) for mi in inputs}

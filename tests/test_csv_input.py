@@ -143,3 +143,27 @@ def test_a_duplicate_header_is_refused_by_csv_example_gen_too(tmp_path):
     path.write_text("a,b,a\n1,2,3\n")
     with pytest.raises(csv_records.CsvHeaderError, match="names column\\(s\\) a more than once"):
         csv_records.read_header(str(path))
+
+
+def test_bare_carriage_returns_are_named_by_line_and_count_with_a_fix_that_works(tmp_path):
+    """Carriage returns inside unquoted fields (a message table's text, pasted from an old Mac
+    file): csv's own error ("new-line character seen in unquoted field ... universal-newline
+    mode?") names no line and no fix. The pre-flight names the first line and the count, and the
+    sed command it prints makes a file both the pre-flight and CsvExampleGen read."""
+    import re
+    import subprocess
+
+    path = tmp_path / "messages.csv"
+    path.write_bytes(b"trips,fare,company\r\n1,2.5,Flash\r\n2,3.0,Cab\rCo\r\n3,1.0,A\rB\rC\r\n")
+    with pytest.raises(DataError) as refused:
+        check_csv([str(path)], SCHEMA, COLUMNS)
+    message = str(refused.value)
+    assert f"{path} line 3 has a carriage return inside an unquoted field (3 such" in message and "\n" not in message
+    with pytest.raises(Exception, match="new-line character seen in unquoted field"):  # CsvExampleGen refuses it too
+        examples_from(str(path))
+    command = re.search(r"Replace them with spaces: (sed .*) > fixed\.csv", message).group(1)
+    fixed = tmp_path / "fixed" / "messages.csv"
+    fixed.parent.mkdir()
+    fixed.write_bytes(subprocess.run(command, shell=True, check=True, capture_output=True).stdout)
+    assert check_csv([str(fixed)], SCHEMA, COLUMNS) == 3
+    assert sorted(e["company"][0] for e in examples_from(str(fixed))) == ["A B C", "Cab Co", "Flash"]

@@ -16,20 +16,29 @@ import tensorflow as tf
 
 from tfxline import task_types
 from tfxline.patches import tf_custom_gradients  # noqa: F401 - its exit hook: our custom gradients' graphs go before TF does
+from tfxline.trainer import text as text_lib
 from tfxline.trainer.keras_compat import keras
 from tfxline.transforms.preprocessing import widened
 
 
 @dataclasses.dataclass(frozen=True)
 class ModelInput:
-    """One transformed feature: categorical when ``cardinality`` is set, else numeric."""
+    """One transformed feature: categorical when ``cardinality`` is set, else numeric; text when
+    ``length`` is set too ([length] n-gram ids of ``cardinality`` values, its first ``tokens`` the
+    document's tokens in order: transforms/text.py)."""
 
     name: str
     cardinality: Optional[int] = None
+    length: Optional[int] = None
+    tokens: Optional[int] = None
+
+    @property
+    def is_text(self) -> bool:
+        return self.length is not None
 
     @property
     def is_categorical(self) -> bool:
-        return self.cardinality is not None
+        return self.cardinality is not None and not self.is_text
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,8 +63,10 @@ def embedding_dim(cardinality: int, max_dim: int) -> int:
 
 
 def build_model(model_inputs: Sequence[ModelInput], head: Head, hidden_units: Sequence[int],
-                dropout: float = 0.0, embedding_max_dim: int = 16, batch_norm: bool = False):
-    """Wide (a linear weight per category) + deep (embeddings and numerics into an MLP).
+                dropout: float = 0.0, embedding_max_dim: int = 16, batch_norm: bool = False,
+                text_encoder: str = "bag", text_dim: int = 64):
+    """Wide (a linear weight per category) + deep (embeddings and numerics into an MLP), with each
+    text input's encoder (``text_encoder``, ``text_dim`` wide: trainer/text.py) in both parts.
 
     Shaped for few, large kernels (a GPU runs one per op): the categorical indices go in as
     one [batch, features] block through one table for all features (per-feature row offsets:
@@ -67,12 +78,18 @@ def build_model(model_inputs: Sequence[ModelInput], head: Head, hidden_units: Se
     k = keras()
     layers = _layers()
     categorical = [mi for mi in model_inputs if mi.is_categorical]
-    numeric = [mi for mi in model_inputs if not mi.is_categorical]
+    texts = [mi for mi in model_inputs if mi.is_text]
+    numeric = [mi for mi in model_inputs if not mi.is_categorical and not mi.is_text]
     if not model_inputs:
         raise ValueError("the model needs at least one input")
-    inputs = {mi.name: k.Input(shape=(), name=mi.name, dtype="int64" if mi.is_categorical else "float32")
+    inputs = {mi.name: k.Input(shape=(mi.length,) if mi.is_text else (), name=mi.name,
+                               dtype="int64" if mi.cardinality is not None else "float32")
               for mi in model_inputs}
     deep_parts, logits = [], []
+    for mi in texts:
+        vector, logit = text_lib.encode(inputs[mi.name], mi, text_encoder, text_dim, head.units, dropout)
+        deep_parts += [vector] if vector is not None else []
+        logits += [logit] if logit is not None else []
     if categorical:
         cards = [mi.cardinality for mi in categorical]
         indices = layers["Stack"](dtype_name="int64", name="categorical_indices")(

@@ -31,6 +31,7 @@ from tfxline.trainer.keras_compat import keras
 from tfxline.trainer.settings import TRAINING_RUN_FILE, TrainerSettings
 from tfxline.trainer.train_step import training_model
 from tfxline.transforms import features as F
+from tfxline.transforms import text as text_lib
 
 
 def model_inputs(spec: F.FeatureSpec, tf_transform_output) -> List[model_lib.ModelInput]:
@@ -38,6 +39,11 @@ def model_inputs(spec: F.FeatureSpec, tf_transform_output) -> List[model_lib.Mod
     inputs = []
     for f in spec.inputs:
         name = F.transformed_name(f.name)
+        if f.is_text:  # [length] n-gram ids (transforms/text.py)
+            vocab = tf_transform_output.vocabulary_size_by_name(F.vocabulary_name(f.name))
+            inputs.append(model_lib.ModelInput(name, F.text_cardinality(f, vocab), text_lib.length(f),
+                                               text_lib.setting(f, "max_tokens")))
+            continue
         if not f.is_categorical:
             inputs.append(model_lib.ModelInput(name))
             continue
@@ -121,7 +127,8 @@ def build(fn_args, settings: TrainerSettings, sizes: Sizes, strategy, policy: st
         else:
             model = model_lib.build_model(
                 inputs, head, model_settings.hidden_units,
-                model_settings.dropout, model_settings.embedding_max_dim, model_settings.batch_norm)
+                model_settings.dropout, model_settings.embedding_max_dim, model_settings.batch_norm,
+                model_settings.text_encoder, model_settings.text_dim)
         per_call = strategy_lib.steps_per_execution(settings.runtime.steps_per_execution, sizes.steps_per_epoch)
         xla = strategy_lib.use_xla(settings.runtime.jit_compile, sizes.device)
 
@@ -246,6 +253,7 @@ def training_info(settings: TrainerSettings, strategy, policy: str, sizes: Sizes
         # What bench/gpu_bench.py needs to rebuild this model without tft or the config.
         "label": settings.features.label.name,
         "head": dataclasses.asdict(built.head),
-        "model_inputs": [[mi.name, mi.cardinality] for mi in built.inputs],
+        "model_inputs": [[mi.name, mi.cardinality] + ([mi.length, mi.tokens] if mi.is_text else [])
+                         for mi in built.inputs],
         "model": dataclasses.asdict(settings.model),
     }

@@ -31,6 +31,8 @@ MAX_CLASS_WEIGHT = 10.0
 JIT_COMPILES = ("auto", "true", "false")
 IMAGE_BACKBONES = ("small_cnn", "mobilenet_v2", "efficientnet_b0", "resnet50")  # trainer/images.py builds them
 IMAGE_MODEL_KEYS = ("backbone", "weights", "frozen_epochs")  # the model section's keys only an image model reads
+TEXT_ENCODERS = ("bag", "transformer")  # trainer/text.py builds them
+TEXT_MODEL_KEYS = ("text_encoder", "text_dim")  # ... and those only a model with a text input reads
 # The keys TFX's Google Cloud extension adds to the custom_config it passes through to the job it
 # starts (runner.py:154-200 sends the whole exec_properties to the workers' run_executor): the
 # Vertex Trainer's (extensions/google_cloud_ai_platform/trainer/executor.py:30-61, constants.py:17-27)
@@ -62,8 +64,17 @@ class ModelConfig:
     # with weights: the first epochs train the new head only, the backbone frozen; then the whole
     # network at a tenth of the learning rate (two-phase fine-tuning; 0: all of it from the start)
     frozen_epochs: int = 3
+    # Text inputs (trainer/text.py): bag (the mean of the n-grams' embeddings and a linear weight
+    # per n-gram: fast, order-free, TF-IDF + logistic regression's match) | transformer (token
+    # embeddings with positions through a small Transformer encoder: word order counts)
+    text_encoder: str = "bag"
+    text_dim: int = 64             # the width of a text input's n-gram (token) embeddings
 
     def problems(self) -> Iterator[Problem]:
+        if self.text_encoder not in TEXT_ENCODERS:
+            yield bad(self, "text_encoder", f"use one of {', '.join(TEXT_ENCODERS)}")
+        if not self.text_dim >= 2:
+            yield bad(self, "text_dim", "must be >= 2")
         if self.backbone not in IMAGE_BACKBONES:
             yield bad(self, "backbone", f"use one of {', '.join(IMAGE_BACKBONES)}")
         if self.weights == "imagenet":
@@ -221,8 +232,10 @@ class TrainerSettings:
         """The Trainer's custom_config: what it reads and nothing else, as JSON-shaped data (a
         binary model's threshold objective only where the task chooses a threshold)."""
         model = plain(self.model)
-        if self.features.data_kind != F.IMAGE:  # a table model's keys as before: its cache key unchanged
-            model = {k: v for k, v in model.items() if k not in IMAGE_MODEL_KEYS}
+        # a table model's keys as before (its cache key unchanged): an image's and text's only where read
+        unread = (() if self.features.data_kind == F.IMAGE else IMAGE_MODEL_KEYS) + \
+            (() if self.features.text_inputs else TEXT_MODEL_KEYS)
+        model = {k: v for k, v in model.items() if k not in unread}
         out = {"features": self.features.to_dict(), "model": model, "training": plain(self.training),
                "runtime": plain(self.runtime)}
         if task_types.get(self.features.task).decides:

@@ -36,6 +36,7 @@ class Analyzers(Protocol):
     def boundaries(self, num_buckets: int) -> tf.Tensor: ...
     def vocabulary_ids(self, features: Sequence[F.InputFeature], raw: Sequence[Any],
                        keys: Sequence[tf.Tensor]) -> List[tf.Tensor]: ...
+    def text_ids(self, feature: F.InputFeature, text: tf.Tensor) -> tf.Tensor: ...
 
 
 class TftAnalyzers:
@@ -106,6 +107,14 @@ class TftAnalyzers:
             for i, column in zip(at, tf.unstack(local, num=len(at), axis=1)):
                 ids[i] = column
         return ids
+
+    def text_ids(self, feature, text):
+        """A text feature's [rows, length] n-gram ids in its own vocabulary, learnt here on the
+        training split (transforms/text.py)."""
+        from tfxline.transforms import text as text_lib
+
+        vocabulary = text_lib.learn_vocabulary(feature, text, F.vocabulary_name(feature.name))
+        return text_lib.text_ids(feature, text, vocabulary)
 
 
 def needed(spec: F.FeatureSpec) -> List[str]:
@@ -198,6 +207,12 @@ class FrozenAnalyzers:
             else:
                 ids.append(self.vocabulary(feature, key))
         return ids
+
+    def text_ids(self, feature, text):
+        """No phone model reads text (its string ops are Flex-only): the config refuses
+        serving.tflite for a text input (pipeline/config/__init__.py) before this is reached."""
+        raise ValueError(f"feature {feature.name!r} is text: TFLite has no builtin string ops to tokenise it; "
+                         "set serving.tflite: none")
 
     def vocabulary(self, feature, dense):
         """One feature's ids of its keys (``dense``), as tft.apply_vocabulary gives them."""

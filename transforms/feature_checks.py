@@ -8,6 +8,8 @@ from tfxline.transforms.dates import PARTS as DATETIME_PARTS
 from tfxline.typed_config.problems import ConfigError
 
 IMAGE_TRANSFORM = "image"
+TEXT_TRANSFORM = "text"
+TEXT_FIELDS = {"ngrams": (1, 3), "max_tokens": (1, 4096), "min_count": (1, 1_000_000)}  # each: [low, high]
 AUGMENTS = ("crop", "flip_crop", "none")
 IMAGE_SIZES = (32, 1024)  # keras.applications' backbones take 32 px and up
 # the label transforms of an image spec: it classifies
@@ -28,6 +30,22 @@ def check_input(f: Any, transforms: Sequence[str]) -> None:
             raise FeatureSpecError(f"features.inputs: {f.name!r} needs {field} >= 1; set it to 1 or more")
     check_part(f)
     check_image(f)
+    check_text(f)
+
+
+def check_text(f: Any) -> None:
+    """A text input's n-gram width, length and frequency floor, whole numbers in their ranges; no other
+    input has them."""
+    for field, (low, high) in TEXT_FIELDS.items():
+        value = getattr(f, field)
+        if value is None:
+            continue
+        if f.transform != TEXT_TRANSFORM:
+            raise FeatureSpecError(f"features.inputs: {f.name!r} has {field} but transform {f.transform!r}; "
+                                   f"{field} applies to transform text: remove {field}:")
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            raise FeatureSpecError(f"features.inputs: {f.name!r} (transform text) has {field} {value!r}; set it "
+                                   f"to a whole number from {low} to {high}")
 
 
 def check_image(f: Any) -> None:

@@ -26,6 +26,12 @@ number and as quantile buckets):
 ``image``       encoded image bytes, passed through Transform as bytes; decoded to RGB and resized
                 to ``size`` x ``size`` pixels by the Trainer's input and the serving model
                 (transforms/images.py), ``augment``-ed in training: crop (default), flip_crop, none.
+``text``        free text (reviews, messages, notes): normalised, tokenised and looked up as
+                n-grams of 1 to ``ngrams`` tokens (default 2) in a vocabulary of the ``top_k``
+                most frequent seen at least ``min_count`` times (default 2) on the training
+                split, others in ``oov_buckets``; the first ``max_tokens`` tokens (default 256)
+                of each document are read (transforms/text.py). The model reads the ids with a
+                text encoder (``model.text_encoder``: trainer/text.py).
 ``datetime``    text of ISO dates or date-times (``2013-01-01``, ``2013-01-01 05:00:00``,
                 ``2013-01-01T05:00:00.5+01:00``; transforms/dates.py), one ``part`` of it:
                 ``hour`` (0-23), ``weekday`` (0 Monday to 6 Sunday) or ``month`` (0-11) is a
@@ -56,7 +62,8 @@ from tfxline.typed_config.read import REQUIRED, from_yaml
 NUMERIC_TRANSFORMS = ("zscore", "log_zscore")
 CATEGORICAL_TRANSFORMS = ("vocabulary", "identity", "bucketize")
 IMAGE_TRANSFORM = feature_checks.IMAGE_TRANSFORM
-INPUT_TRANSFORMS = NUMERIC_TRANSFORMS + CATEGORICAL_TRANSFORMS + ("datetime", IMAGE_TRANSFORM)  # datetime: its part
+TEXT_TRANSFORM = feature_checks.TEXT_TRANSFORM
+INPUT_TRANSFORMS = NUMERIC_TRANSFORMS + CATEGORICAL_TRANSFORMS + ("datetime", IMAGE_TRANSFORM, TEXT_TRANSFORM)
 TABLE, IMAGE = "table", "image"  # the kinds of data a spec describes (FeatureSpec.data_kind)
 LABEL_TRANSFORMS = task_types.LABEL_TRANSFORMS   # ratio_threshold, binary, class_vocabulary, regression
 # What a missing name's refusal says (a feature, a cross and a label all need one).
@@ -80,11 +87,18 @@ class InputFeature:
     part: Optional[str] = None     # datetime: hour | weekday | month | days
     size: Optional[int] = None     # image: the side, in pixels, of the square the model sees
     augment: Optional[str] = None  # image: crop (default) | flip_crop | none
+    ngrams: Optional[int] = None      # text: n-grams of 1 to ngrams tokens (transforms/text.py's default: 2)
+    max_tokens: Optional[int] = None  # text: the tokens of a document read (default 256)
+    min_count: Optional[int] = None   # text: an n-gram's fewest training documents to be in the vocabulary (2)
 
     @property
     def is_categorical(self) -> bool:
         return self.transform in CATEGORICAL_TRANSFORMS or bool(self.transform == "datetime" and
                                                                 DATETIME_PARTS.get(self.part))
+
+    @property
+    def is_text(self) -> bool:
+        return self.transform == TEXT_TRANSFORM
 
     @property
     def source(self) -> str:
@@ -149,6 +163,11 @@ class FeatureSpec:
     def image(self) -> Optional[InputFeature]:
         """The image input of an image spec (None for a table)."""
         return next((f for f in self.inputs if f.transform == IMAGE_TRANSFORM), None)
+
+    @property
+    def text_inputs(self) -> Tuple[InputFeature, ...]:
+        """The free-text inputs (``transform: text``), in a table of any other columns or alone."""
+        return tuple(f for f in self.inputs if f.is_text)
 
     @property
     def input_names(self) -> Tuple[str, ...]:
@@ -283,6 +302,11 @@ def index_bound(feature: InputFeature) -> int:
     if feature.transform == "vocabulary":
         return feature.top_k + max(feature.oov_buckets, 0)
     return categorical_cardinality(feature)
+
+
+def text_cardinality(feature: InputFeature, vocabulary_size: int) -> int:
+    """The ids a text feature's n-grams take: its vocabulary's and the out-of-vocabulary buckets."""
+    return vocabulary_size + feature.oov_buckets
 
 
 def transformed_name(name: str) -> str:

@@ -83,6 +83,8 @@ def make_preprocessing_fn(spec: F.FeatureSpec, analyzers: Optional[Analyzers] = 
                 built[feature.name] = datetime_part(feature, inputs[feature.source])
             elif feature.transform == F.IMAGE_TRANSFORM:  # its bytes, as stored: decoded where the pixels
                 built[feature.name] = to_dense(inputs[feature.source], "")  # are used (transforms/images.py)
+            elif feature.is_text:  # [rows, length] n-gram ids in its vocabulary (transforms/text.py)
+                built[feature.name] = analyzers.text_ids(feature, text_column(feature, inputs[feature.source]))
         outputs = {F.transformed_name(f.name): built[f.name] for f in spec.inputs}
         for cross in spec.crosses:
             outputs[F.transformed_name(cross.name)] = hashed_cross(
@@ -224,6 +226,14 @@ def datetime_part(feature: F.InputFeature, x: Any) -> tf.Tensor:
     or does not parse (the ``days`` part is a number: ``transform_input``)."""
     parts, parsed = parse_dates(feature, x)
     return tf.where(parsed, parts[feature.part], tf.constant(feature.default, tf.int64))
+
+
+def text_column(feature: F.InputFeature, x: Any) -> tf.Tensor:
+    """A text feature's raw column as rank-1 text, a missing value the empty document."""
+    if x.dtype != tf.string:
+        raise ValueError(f"feature {feature.name!r}: transform text reads text, and column {feature.source!r} "
+                         f"holds {x.dtype.name}; fix: declare the column as text (BYTES) in the schema")
+    return to_dense(x, "")
 
 
 def clip_to_range(x: tf.Tensor, value_range: Optional[Tuple[tf.Tensor, tf.Tensor]]) -> tf.Tensor:

@@ -127,6 +127,13 @@ class PipelineConfig:
             yield Problem("serving.tflite", f"{self.serving.tflite}: the datetime feature(s) {', '.join(dated)} parse "
                           "text with TensorFlow string ops, which TFLite has no builtins for",
                           "fix: set serving.tflite: off, or remove the datetime features")
+        texts = [f.name for f in self.features.text_inputs]
+        if texts and self.serving.tflite != "off":  # transforms/text.py: the ops TFLite lacks, cited
+            yield Problem("serving.tflite", f"{self.serving.tflite}: the text feature(s) {', '.join(texts)} are "
+                          "tokenised with string ops (StringSplitV2, RegexReplace, StringLower, a hash table) that "
+                          "TFLite has only as Flex ops, which TF 2.20+ interpreters lack",
+                          "fix: set serving.tflite: off (TF Serving and KServe serve the SavedModel), or remove the "
+                          "text features")
 
     def to_dict(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {}

@@ -48,7 +48,7 @@ def csv_reader(path: str):
     except StopIteration:
         raise DataError(f"{path} is empty; it needs a header line and at least one data row") from None
     except csv.Error as e:
-        raise DataError(f"{path} is not a readable CSV ({e}); fix the file") from None
+        raise unreadable(path, e) from None
     if len(header) == 1:
         for delimiter, name in ((";", "semicolons"), ("\t", "tabs"), ("|", "pipes")):
             if delimiter in header[0]:
@@ -60,6 +60,34 @@ def csv_reader(path: str):
         raise DataError(f"{path}: the header names column(s) {', '.join(duplicates)} more than once; "
                         "rename them so every column has its own name")
     return header, reader
+
+
+def unreadable(path: str, error: csv.Error) -> DataError:
+    """The one line for a CSV Python's csv module cannot read. A carriage return inside an
+    unquoted field (old Mac line ends, or text pasted from one: csv's "new-line character seen in
+    unquoted field") is named by its first line and count, with a command that removes them."""
+    found = bare_carriage_returns(path)
+    if found:
+        first, count = found
+        return DataError(f"{path} line {first} has a carriage return inside an unquoted field ({count} such "
+                         f"carriage return(s) in the file, none followed by a new line), which a CSV reader takes for a "
+                         f"line end (CsvExampleGen's refuses the row). Replace them with spaces: sed -e 's/\\r$//' -e 's/\\r/ /g' {path} "
+                         "> fixed.csv, or quote the fields that hold them")
+    return DataError(f"{path} is not a readable CSV ({error}); fix the file")
+
+
+def bare_carriage_returns(path: str) -> Optional[Tuple[int, int]]:
+    """(the first line holding one, how many) of the carriage returns not followed by a new line
+    (lines counted by new lines), or None."""
+    opener = gzip.open if path.endswith(".gz") else open
+    first, count = 0, 0
+    with opener(path, "rb") as f:
+        for line_no, raw in enumerate(f, start=1):
+            bare = raw.count(b"\r") - (1 if raw.endswith(b"\r\n") else 0)
+            if bare > 0:
+                first = first or line_no
+                count += bare
+    return (first, count) if count else None
 
 
 def read_columns(files: Sequence[str]) -> Tuple[List[str], List[List[str]]]:
@@ -84,7 +112,7 @@ def read_columns(files: Sequence[str]) -> Tuple[List[str], List[List[str]]]:
                 for column, cell in zip(columns, row):
                     column.append(cell)
         except csv.Error as e:
-            raise DataError(f"{path} is not a readable CSV ({e}); fix the file") from None
+            raise unreadable(path, e) from None
     if not columns or not columns[0]:
         raise DataError(f"{', '.join(files)}: a header but no data rows; add rows or point --data elsewhere")
     return header, columns
@@ -127,7 +155,7 @@ def check_csv(files: Sequence[str], schema: schema_pb2.Schema, required: Sequenc
                     label.add(row[label_at])
                 file_rows += 1
         except csv.Error as e:
-            raise DataError(f"{path} is not a readable CSV ({e}); fix the file") from None
+            raise unreadable(path, e) from None
         if file_rows == 0:
             raise DataError(f"{path} has a header but no data rows; add rows or point --data elsewhere")
         rows += file_rows
