@@ -7,7 +7,7 @@ RUN_ARGS ?=
 NOTEBOOK_ARGS ?=
 IMAGE ?= tfxline:local
 
-.PHONY: setup run test test-fast notebook notebook-strip lint measures test-tfx121 shell-tfx121 image lock lock-tfx121 docs clean
+.PHONY: setup run test test-fast notebook notebook-strip lint typecheck measures test-tfx121 shell-tfx121 image lock lock-tfx121 docs clean
 
 setup:
 	@bash tools/bootstrap.sh $(VENV)
@@ -34,11 +34,16 @@ notebook: setup
 notebook-strip:
 	python3 tools/strip_notebooks.py
 
-# ruff on the product folders (rules: pyproject.toml), and the tree's measures (tools/measures.py:
-# layer order, folder shares, file and function sizes; tests/test_layers.py checks them too).
-lint:
+# ruff on the product folders (rules: pyproject.toml), the tree's measures (tools/measures.py:
+# layer order, folder shares, file and function sizes; tests/test_layers.py checks them too), and
+# the type check (tools/typecheck.sh: pyright, basic mode, against the venv; `make typecheck` alone).
+lint: setup
 	bash tools/lint.sh
 	python3 tools/measures.py
+	bash tools/typecheck.sh $(VENV)
+
+typecheck: setup
+	bash tools/typecheck.sh $(VENV)
 
 # The same test command on the current stack (TFX 1.21, Python 3.13) inside a Debian 13
 # root built with debootstrap (needs root; the root is cached in .roots/).
