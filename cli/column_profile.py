@@ -3,7 +3,9 @@
 Pure Python and numpy over the cells as CsvExampleGen reads them (``data_source.read_columns``):
 the kind of value (CsvExampleGen's type inference: int, float or string; empty when no cell has a
 value), empty cells, distinct values, for numbers their range, skew and whether they are whole, and
-for text how many values are ISO dates or date-times (transforms/dates.py).
+for text how many values are ISO dates or date-times (transforms/dates.py) and how many words a
+value holds (free text's lengths and vocabulary: cli/init_text.py), and whether whole numbers rise
+with the row order (a counter or a time-ordered ID).
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from tfxline.cli import init_text
 from tfxline.transforms import dates
 
 INT, FLOAT, STRING, EMPTY = "int", "float", "string", "empty"
@@ -31,6 +34,9 @@ class ColumnProfile:
     dated: int = 0                # text: present values that are ISO dates or date-times
     hours: int = 0                # ... their distinct hours of day (0: none has a time of day)
     date_range: Optional[Tuple[str, str]] = None  # ... the earliest and the latest, as written
+    words: float = 0.0            # text: the median value's words (as the Transform tokenises)
+    text: Optional[init_text.TextStats] = None  # free text (init_text.is_text): its lengths and vocabulary
+    rising: float = 0.0           # numbers: the share of steps from one present value to the next that rise
 
     @property
     def present(self) -> int:
@@ -51,6 +57,10 @@ class ColumnProfile:
         x = self.numbers
         std = float(np.std(x)) if x is not None and len(x) else 0.0
         return float(np.mean(((x - np.mean(x)) / std) ** 3)) if std > 0 else 0.0
+
+    @property
+    def is_text(self) -> bool:
+        return self.text is not None
 
     @property
     def consecutive(self) -> bool:
@@ -90,6 +100,12 @@ def profile(name: str, cells: Sequence[str], top: int = 10) -> ColumnProfile:
     column = ColumnProfile(name, kind, len(cells), missing, len(counts), counts.most_common(top), numbers)
     if kind == STRING:
         date_stats(column, counts)
+        present = [c for c in cells if c]
+        column.words = init_text.median_words(present)
+        if init_text.is_text(kind, column.distinct, column.present, column.words):
+            column.text = init_text.text_stats(present)
+    elif numbers is not None and len(numbers) > 1:
+        column.rising = float(np.mean(np.diff(numbers) > 0))
     return column
 
 

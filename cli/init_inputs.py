@@ -1,7 +1,12 @@
-"""``tfxline init``'s inputs: each column but the label becomes features (ISO dates and
-date-times their parts, other text a vocabulary, few whole numbers categories, skewed non-negative
-numbers log-scaled, many-valued numbers also quantile buckets) or is left out (empty, constant, an
-ID), with the reason; and the slices.
+"""``tfxline init``'s inputs: each column but the label becomes features (free text its n-grams,
+ISO dates and date-times their parts, other text a vocabulary, few whole numbers categories, skewed
+non-negative numbers log-scaled, many-valued numbers also quantile buckets) or is left out (empty,
+constant, an ID), with the reason; and the slices.
+
+An ID is found by what it holds, not only by its name: text unique per row (one word a value: a
+row of free text is unique too), whole numbers each once filling their range (a row number) or
+rising with the row order (a counter, a time-ordered message ID), or a mostly empty column with an
+ID's name (``user_id_str``, ``caseid``).
 """
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from tfxline.cli import column_profile as cp
+from tfxline.cli import init_text
 from tfxline.cli.column_profile import ColumnProfile
 from tfxline.cli.init_label import InitError
 
@@ -22,7 +28,11 @@ MAX_SLICES = 2
 DATE_SHARE = 0.99            # text with at least this share of its values ISO dates (-times): their parts
 DATE_PARTS = {"hour": "hour of day", "weekday": "day of week", "month": "month", "days": "days since 1970 (zscore)"}
 _NAME = re.compile(r"[^A-Za-z0-9_]+")
-_ID_NAME = re.compile(r"(?i)^(id|.*[_ .-]id|rownames|row_?names|index|unnamed: ?\d+)$")
+_ID_NAME = re.compile(r"(?i)^(id|.*[_ .-]id|rownames|row_?names|index|unnamed: ?\d+|(.*[_ .-])?ids?_?str|.*[_ .-]ids"
+                      r"|[a-z]*(case|user|row|record|message|msg|item|product|customer|order|session|doc|tweet|post"
+                      r"|account|transaction|patient|subject|person|review|comment|thread|parent)_?id)$")
+RISING = 0.99                # whole numbers, nearly each once, rising at this share of steps: an ID
+MOSTLY_EMPTY = 0.5
 
 
 @dataclasses.dataclass
@@ -117,6 +127,8 @@ def describe(spec: Dict[str, Any]) -> str:
         return f"{spec['num_buckets']} quantile buckets"
     if t == "datetime":
         return DATE_PARTS[spec["part"]]
+    if t == "text":
+        return init_text.describe(spec)
     return t
 
 
@@ -127,10 +139,12 @@ def input_for(p: ColumnProfile) -> Tuple[List[Dict[str, Any]], str]:
         return [], "empty in every row"
     if p.distinct == 1:
         return [], f"one value in every row ({p.top[0][0]!r}{empty})"
-    if _ID_NAME.match(p.name) and p.distinct > MAX_CATEGORY_NUMBERS:
-        return [], f"an ID by its name ({p.distinct} values)"
+    if _ID_NAME.match(p.name) and (p.distinct > MAX_CATEGORY_NUMBERS or p.missing >= MOSTLY_EMPTY * p.rows):
+        return [], f"an ID by its name ({p.distinct} values{empty})"
     if p.kind == cp.STRING and p.dated >= DATE_SHARE * p.present:
         return date_inputs(p, empty)
+    if p.text is not None:
+        return init_text.text_input(p.name, p.text, empty)
     if p.kind == cp.STRING:
         if p.distinct == p.present and p.present >= 20:
             return [], "an ID: unique per row"
@@ -142,6 +156,9 @@ def input_for(p: ColumnProfile) -> Tuple[List[Dict[str, Any]], str]:
                 f"text, {size} cardinality: {p.distinct} values{empty}")
     if p.consecutive and p.present >= 20:
         return [], "an ID: whole numbers, each once, filling their range"
+    if p.whole and p.present >= 20 and p.distinct >= 0.95 * p.present and p.rising >= RISING:
+        return [], (f"an ID: whole numbers, {p.distinct} values in {p.present} rows, rising with the row order "
+                    f"({p.rising:.1%} of steps): a counter or a time-ordered ID says nothing of rows to come")
     if p.whole and p.distinct <= MAX_CATEGORY_NUMBERS:
         written = " written as floats" if p.kind == cp.FLOAT else ""
         if 0 <= float(min(p.numbers)) and float(max(p.numbers)) <= MAX_CODE:

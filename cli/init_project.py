@@ -271,7 +271,8 @@ def init(data_path: str, label: Optional[str], task: Optional[str], positive: Op
 
     from tfxline.pipeline.config.load import config_from_dict
 
-    schema_text = text_format.MessageToString(schema_tools.csv_schema(header, columns))
+    texts = [s.get("column", s["name"]) for s in p.inputs if s["transform"] == "text"]
+    schema_text = text_format.MessageToString(schema_tools.csv_schema(header, columns, texts))
     config_text = render_config(p, os.path.abspath(schema_path))
     config_from_dict(yaml.safe_load(config_text))  # the config loads as written, before anything is
     print(f"{p.rows} rows, {len(header)} columns in {data_path}", file=stream)

@@ -45,21 +45,32 @@ def csv_statistics(header: Sequence[str], columns: Sequence[Sequence[str]]):
     return stats_impl.generate_statistics_in_memory(batch, stats_options.StatsOptions())
 
 
-def csv_schema(header: Sequence[str], columns: Sequence[Sequence[str]]):
+def csv_schema(header: Sequence[str], columns: Sequence[Sequence[str]], text_columns: Sequence[str] = ()):
     """TFDV's draft of the schema of CSV columns already read (``data_source.read_columns``), every
     column optional: no fixed shape and ``value_count {max: 1}`` (a cell holds one value or none).
     TFDV gives a column without empty cells a fixed shape, which makes it required when an example
     is parsed: the next day's CSV with one empty cell there was refused ("Feature shape dropped"),
     and a serving request without it failed in the model's ParseExample. As in schema/taxi.pbtxt,
     the model fills a missing value per transform; a column that must never be empty is made
-    required by hand (``value_count {min: 1 max: 1}``) in review."""
+    required by hand (``value_count {min: 1 max: 1}``) in review.
+
+    ``text_columns`` (free text: cli/init_text.py) get TFDV's ``natural_language_domain``, never the
+    string domain TFDV drafts for a column of at most 100 distinct values: a table of 100 reviews
+    listed each one, and the next day's reviews were all out of its domain."""
     import tensorflow_data_validation as tfdv
+    from tensorflow_metadata.proto.v0 import schema_pb2
 
     schema = tfdv.infer_schema(csv_statistics(header, columns), infer_feature_shape=False)
     for feature in schema.feature:
         feature.ClearField("shape")
         feature.value_count.Clear()
         feature.value_count.max = 1
+        if feature.name in text_columns:
+            if feature.HasField("domain"):
+                kept = [d for d in schema.string_domain if d.name != feature.domain]
+                del schema.string_domain[:]
+                schema.string_domain.extend(kept)
+            feature.natural_language_domain.CopyFrom(schema_pb2.NaturalLanguageDomain())
     return schema
 
 

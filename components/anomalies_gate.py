@@ -60,8 +60,15 @@ def read_anomalies(artifact: types.Artifact) -> List[str]:
     return [f"{a['split']}: {a['feature']}: {_what(a['short'], a['description'])}" for a in anomaly_records(artifact)]
 
 
+# the most of an anomaly's description a line shows: TFDV lists every unexpected value, and a text
+# column's values are whole documents (a 100-review table's line was 60,000 characters)
+MAX_DESCRIPTION = 300
+
+
 def _what(short: str, description: str) -> str:
     description = description.strip().rstrip(".")
+    if len(description) > MAX_DESCRIPTION:
+        description = description[:MAX_DESCRIPTION].rstrip() + f"... ({len(description)} characters)"
     if not short or not description or description == short:
         return short or description
     return f"{short} ({description})"

@@ -94,3 +94,15 @@ def test_an_anomaly_names_the_values_tfdv_found(tmp_path):
     assert ("train: payment_type: Unexpected string values (Examples contain values missing from the schema: "
             "Bitcoin (~2%))") in str(e.value)
     assert "tfxline schema draft --config CONFIG --data DATA --diff" in str(e.value)
+
+
+def test_a_long_anomaly_description_is_shortened_to_one_readable_line():
+    """TFDV lists every unexpected value; a text column's values are documents (a 100-review
+    table's refusal was one 60,000-character line). The line keeps the start and says how long."""
+    from tfxline.components.anomalies_gate import MAX_DESCRIPTION, _what
+
+    long = "Examples contain values missing from the schema: " + ", ".join(["a whole review " * 20] * 30)
+    line = _what("Unexpected string values", long)
+    assert line.startswith("Unexpected string values (Examples contain values missing from the schema: a whole")
+    assert len(line) < MAX_DESCRIPTION + 80 and line.endswith(f"... ({len(long.strip())} characters))")
+    assert _what("Missing values", "Short.") == "Missing values (Short)"
