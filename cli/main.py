@@ -13,9 +13,7 @@
     tfxline serving settle --server URL | --without-server
     tfxline compile | submit | run-compiled ...   (Kubeflow / Vertex AI: cli/kubeflow.py)
 
-Errors in input or config print one ``error:`` line naming the problem and the fix and
-exit 2; a failed pipeline component exits 1. Nothing is pushed unless the whole run,
-including the evaluation gate, succeeds.
+The exit codes: EXIT_CODES below, the help's epilog.
 """
 from __future__ import annotations
 
@@ -38,12 +36,16 @@ from tfxline.cli.common import (  # noqa: F401 - the exit codes, read here too
 )
 
 INTERRUPTED_THREADS_WAIT_S = 5.0  # fast_exit's wait for other threads after an interrupt
+# The help's epilog: a constant, not the docstring, which `python -OO` (PYTHONOPTIMIZE=2) strips.
+EXIT_CODES = """Errors in input or config print one 'error:' line naming the problem and the fix and
+exit 2; a failed pipeline component exits 1. Nothing is pushed unless the whole run,
+including the evaluation gate, succeeds."""
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="tfxline", description="The TFX pipeline: run it locally, or compile it for Kubeflow Pipelines v2 / "
-        "Vertex AI and submit it.", epilog=__doc__.split("\n\n")[-1].strip().replace("``", "'"))
+        "Vertex AI and submit it.", epilog=EXIT_CODES)
     sub = parser.add_subparsers(dest="command", required=True)
 
     data_commands.add_init(sub)

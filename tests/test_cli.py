@@ -46,6 +46,18 @@ def test_help_says_what_the_command_is_and_its_exit_codes(capsys):
     assert "``" not in out
 
 
+def test_help_works_with_docstrings_stripped():
+    """Under ``python -OO`` (PYTHONOPTIMIZE=2, as some images set) a module's __doc__ is None: the
+    help's epilog, once read from it, raised AttributeError before any command ran (found by pyright)."""
+    import subprocess
+    import sys
+    env = {**os.environ, "PYTHONOPTIMIZE": "2"}
+    done = subprocess.run([sys.executable, "-m", "tfxline.cli.main", "--help"], capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "one 'error:' line naming the problem and the fix and exit 2" in " ".join(done.stdout.split())
+
+
 def mutate_fare(row):
     if row["trip_start_hour"] == "19":
         row["fare"] = "twelve"
