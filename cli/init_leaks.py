@@ -47,7 +47,7 @@ def find_leaks(header: Sequence[str], columns: Sequence[Sequence[str]], label: s
                positive: Any = None) -> Dict[str, Leak]:
     """{column: Leak} for the columns that give ``label`` away."""
     cells = columns[header.index(label)]
-    rows = np.array([i for i, c in enumerate(cells) if c], np.int64)
+    rows = [i for i, c in enumerate(cells) if c]
     if len(rows) < MIN_ROWS:
         return {}
     kind = task_types.get(task)

@@ -3,7 +3,7 @@ of a run refused before its components (bad config or input: exit 2)."""
 from __future__ import annotations
 
 import sys
-from typing import Optional, TextIO
+from typing import Optional, TextIO, cast
 
 from tfxline.cli.common import (
     EXIT_FAILED,
@@ -36,7 +36,8 @@ def cmd_run(args, stream: TextIO) -> int:
     from tfxline.pipeline.config import ConfigError
 
     started, cfg = time.time(), None
-    stream = ReaderMayLeave(stream)  # `tfxline run | head`: the run goes on and is recorded
+    # `tfxline run | head`: the run goes on and is recorded; a TextIO by delegation (cli/common.py)
+    stream = cast(TextIO, ReaderMayLeave(stream))
     try:
         cfg = config_or_bad_input(args, tensorflow=False)  # a CSV's pre-flight check needs no TensorFlow
         return _run(args, cfg, stream)

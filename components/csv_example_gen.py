@@ -12,10 +12,13 @@ added to a repeated row's bytes, or a group column's value instead (components/e
 from __future__ import annotations
 
 import os
-from typing import Any, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 import apache_beam as beam
 import numpy as np
+from apache_beam import pvalue, typehints
+from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.pipeline import Pipeline
 from google.protobuf import struct_pb2
 from tfx.components import CsvExampleGen as TfxCsvExampleGen
 from tfx.components.example_gen.component import FileBasedExampleGen
@@ -143,8 +146,8 @@ def encode_columns(columns: Sequence[Sequence[bytes]], column_infos) -> List[byt
     return example_encoder.encode(encoded)
 
 
-@beam.typehints.with_input_types(beam.Pipeline)
-@beam.typehints.with_output_types(Any)  # List[bytes], or Tuple[List[bytes], List[bytes]] with split keys
+@typehints.with_input_types(Pipeline)
+@typehints.with_output_types(Any)  # List[bytes], or Tuple[List[bytes], List[bytes]] with split keys
 class _CsvToExample(tfx_csv._CsvToExample):  # pylint: disable=protected-access
     """TFX's transform, with the header read by ``read_header`` and the records typed and
     encoded a batch at a time. Its elements are batches of serialized tf.Examples, or with
@@ -157,9 +160,9 @@ class _CsvToExample(tfx_csv._CsvToExample):  # pylint: disable=protected-access
 
     @property
     def csv_files(self) -> List[str]:
-        return fileio.glob(self._csv_pattern)
+        return [os.fsdecode(p) for p in fileio.glob(self._csv_pattern)]
 
-    def expand(self, pipeline: beam.Pipeline):
+    def expand(self, pipeline: Pipeline):
         csv_files = self.csv_files
         if not csv_files:
             raise RuntimeError(f"Split pattern {self._csv_pattern} does not match any files.")
@@ -170,7 +173,7 @@ class _CsvToExample(tfx_csv._CsvToExample):  # pylint: disable=protected-access
         # Two passes over the files: the column types (TFX infers them over every row), then the
         # records typed by them. One read feeding both held every row in memory between them (the
         # DirectRunner keeps a stage's output until the next stage runs; docs/scale.md).
-        column_infos = beam.pvalue.AsSingleton(
+        column_infos = pvalue.AsSingleton(
             pipeline
             | "CreateFilenamesForTypes" >> beam.Create(csv_files)
             | "ReadCsvForTypes" >> beam.ParDo(
@@ -189,8 +192,8 @@ class Executor(tfx_csv.Executor):
     a repeated row's copies spread over the splits, or each group in one split (TFX's
     ``partition_feature_name``)."""
 
-    def GetInputSourceToExamplePTransform(self) -> beam.PTransform:
-        return _CsvToExample
+    def GetInputSourceToExamplePTransform(self) -> Callable[..., beam.PTransform]:
+        return _CsvToExample  # TFX calls it with (exec_properties, split_pattern)
 
     def Do(self, input_dict, output_dict, exec_properties) -> None:
         self._log_startup(input_dict, output_dict, exec_properties)
@@ -221,7 +224,7 @@ class Executor(tfx_csv.Executor):
         finally:
             example_splits.remove_pieces(pieces_dir)
         example_splits.write_empty_splits(split_uris)
-        dropped = pipeline.result.metrics().query(beam.metrics.MetricsFilter().with_name(DROPPED))["counters"]
+        dropped = pipeline.result.metrics().query(MetricsFilter().with_name(DROPPED))["counters"]
         for artifact in examples:
             if drop_rows_without(exec_properties):
                 artifact.set_int_custom_property(

@@ -24,6 +24,8 @@ import io
 from typing import List, Optional, Sequence, Tuple
 
 import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.metrics.metric import Metrics
 from tfx.components.example_gen.csv_example_gen import executor as tfx_csv
 
 # the examples' count of rows left out for an empty required cell: a Beam counter while the
@@ -40,7 +42,7 @@ class CsvHeaderError(ValueError):
 def read_header(path: str) -> List[str]:
     """The column names of a CSV file, as ``csv`` reads its first line (BOM and surrounding
     spaces removed; gzip by extension)."""
-    with beam.io.filesystems.FileSystems.open(path) as f:
+    with FileSystems.open(path) as f:
         first = f.readline()
         while first.count(b'"') % 2:  # a quoted name holding a newline
             more = f.readline()
@@ -118,13 +120,13 @@ class ReadCsvBatches(beam.DoFn):
         if missing:
             raise ValueError(f"the CSV lacks column(s) {', '.join(missing)}, whose empty cells leave rows out")
         self._required = [column_names.index(c) for c in required]
-        self._dropped = beam.metrics.Metrics.counter(COUNTER_NAMESPACE, DROPPED)
+        self._dropped = Metrics.counter(COUNTER_NAMESPACE, DROPPED)
 
     def _parse(self, records: List[str], copies: Optional[Copies]):
         columns, dropped = parse_records(records, self._column_names, self._required)
         if dropped and self._count_dropped:
             self._dropped.inc(dropped)
-        if copies is None:
+        if copies is None or self._split_keys is None:  # one is None when the other is
             return columns
         counts = copies.of(columns)
         if self._split_keys == COPIES:
@@ -135,7 +137,7 @@ class ReadCsvBatches(beam.DoFn):
     def process(self, csv_filepath: str):
         records = []
         copies = Copies() if self._split_keys is not None else None
-        with beam.io.filesystems.FileSystems.open(csv_filepath) as f:
+        with FileSystems.open(csv_filepath) as f:
             f.readline()  # the header
             buffer = tfx_csv._CsvLineBuffer()  # pylint: disable=protected-access
             for line in iter(f.readline, b""):

@@ -87,7 +87,7 @@ def previous_span(ledger: str, span: int) -> Dict[str, Any]:
     """The ledger's record of the newest span below ``span`` ({} when there is none)."""
     if not fileio.isdir(ledger):
         return {}
-    spans = sorted(int(name[:-5]) for name in fileio.listdir(ledger)
+    spans = sorted(int(name[:-5]) for name in map(os.fsdecode, fileio.listdir(ledger))
                    if name.endswith(".json") and name[:-5].isdigit() and int(name[:-5]) < span)
     if not spans:
         return {}

@@ -18,7 +18,7 @@ empty cell; a column of kind ``None`` (every cell empty) has a Feature with no k
 """
 from __future__ import annotations
 
-from typing import List, NamedTuple, Optional, Sequence
+from typing import Any, List, NamedTuple, Optional, Sequence
 
 import numpy as np
 
@@ -33,7 +33,7 @@ class Column(NamedTuple):
     name: str
     kind: Optional[str]
     present: np.ndarray
-    values: object = None
+    values: Any = None  # by kind: an int64 / float array, or a list of bytes
 
 
 class Ragged(NamedTuple):

@@ -25,15 +25,16 @@ class Gate:
     change_key: str = ""     # the config key of its change threshold against the serving model
     exclusive: bool = False  # its floor is exclusive: the metric must be above it
     trivial: str = ""        # what a metric at that floor means, when the floor is the default
+    chance: Optional[float] = None  # the value of a model that learnt nothing (AUC 0.5, no lift, R² 0)
 
 
 GATES: Dict[str, Gate] = {
-    "auc": Gate("evaluation.min_auc", "evaluation.max_auc_drop"),
+    "auc": Gate("evaluation.min_auc", "evaluation.max_auc_drop", chance=0.5),
     "binary_accuracy": Gate("evaluation.min_accuracy"),
     "accuracy": Gate("evaluation.min_accuracy", "evaluation.max_accuracy_drop"),
     "accuracy_lift": Gate("evaluation.min_accuracy_lift", exclusive=True,
-                          trivial="no better than always predicting the commonest class"),
-    "r2": Gate("evaluation.min_r2", exclusive=True, trivial="no better than always predicting the mean"),
+                          trivial="no better than always predicting the commonest class", chance=0.0),
+    "r2": Gate("evaluation.min_r2", exclusive=True, trivial="no better than always predicting the mean", chance=0.0),
     "rmse": Gate("evaluation.max_rmse", "evaluation.max_error_increase"),
     "mae": Gate("evaluation.max_mae"),
     # binary: the share of eval rows called positive at the model's threshold, strictly inside (0, 1);
@@ -73,6 +74,19 @@ def value_rule(metric: str, value_threshold) -> str:
     if value_threshold.HasField("upper_bound"):
         rules.append(f"<= {value_threshold.upper_bound.value:g}")
     return " and ".join(rules)
+
+
+# within this of a gate's chance value, a model learnt next to nothing: the summary says where to look
+CHANCE_MARGIN = 0.05
+LOOK_AT = ("it learnt next to nothing from its inputs: look at the report's training curves (a validation loss "
+           "that never fell) and the columns it leans on; a column of free text declared as a vocabulary learns "
+           "nothing from its whole values (transform: text reads its words; tfxline init chooses it)")
+
+
+def learnt_nothing(metric: str, value: float) -> bool:
+    """``value`` of ``metric`` is about what a model that learnt nothing scores (a coin flip's AUC)."""
+    chance = GATES[metric].chance if metric in GATES else None
+    return chance is not None and abs(value - chance) <= CHANCE_MARGIN
 
 
 def remedy(metric: str, kind: str) -> str:

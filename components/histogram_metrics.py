@@ -41,7 +41,7 @@ def split_sums(histogram: Iterable[Any], num_buckets: int = calibration_histogra
             total[i] += v
             if bucket.bucket_id >= first_positive:
                 pos[i] += v
-    return tuple(pos), tuple(total)
+    return (pos[0], pos[1], pos[2]), (total[0], total[1], total[2])
 
 
 def _ratio(numerator: float, denominator: float) -> float:
@@ -73,7 +73,7 @@ AT_THRESHOLD = ("HistogramBinaryAccuracy", "HistogramPrecision", "HistogramRecal
                 "HistogramPredictedPositiveRate", "HistogramDecisionThreshold")
 
 
-def _computations(derive: Callable[[Sums, Sums], float], threshold: float):
+def _computations(derive: Optional[Callable[[Sums, Sums], float]], threshold: float):
     def computations(name: str, eval_config=None, model_name: str = "", output_name: str = "",
                      sub_key: Optional[metric_types.SubKey] = None, aggregation_type=None,
                      class_weights=None, example_weighted: bool = False, **_: Any):

@@ -25,6 +25,8 @@ import os
 from typing import Dict, List, Optional, Tuple
 
 import apache_beam as beam
+from apache_beam import pvalue
+from apache_beam.io.textio import WriteToText
 from google.protobuf import struct_pb2
 from tfx.components.example_gen.component import FileBasedExampleGen
 from tfx.dsl.components.base import base_beam_executor, executor_spec
@@ -75,7 +77,7 @@ Entry = Tuple[str, str, Dict[str, str]]
 def list_entries(input_base: str, pattern: str, image_column: str, label_column: str):
     """(entries, files ignored) matching the split pattern: the images of class folders, or the
     rows of CSV files that name them (``csv_entries``), sorted."""
-    found = sorted(p for p in fileio.glob(os.path.join(input_base, pattern)) if not fileio.isdir(p))
+    found = sorted(os.fsdecode(p) for p in fileio.glob(os.path.join(input_base, pattern)) if not fileio.isdir(p))
     tables = [p for p in found if p.lower().endswith(".csv")]
     if tables:
         return [e for path in tables for e in csv_entries(path, image_column, label_column)], []
@@ -171,7 +173,7 @@ class ReadImages(beam.DoFn):
                 if self._policy == "fail":
                     raise BadImageError(f"{path} is not an image TensorFlow decodes (truncated or damaged); "
                                         "remove or replace it, or set data.bad_images: skip to leave such files out")
-                yield beam.pvalue.TaggedOutput("bad", path)
+                yield pvalue.TaggedOutput("bad", path)
                 continue
             records.append(encode(self._image, self._label, data, label, size, other))
             keys.append(hashlib.sha256(data).digest())
@@ -212,7 +214,7 @@ class Executor(base_beam_executor.BaseBeamExecutor):
                      | "WriteShards" >> beam.ParDo(example_splits.WriteShard(split_uris, shards)))
                 # the bad images' names as files beside the splits (any runner), read back below
                 _ = (bad | "FlattenBad" >> beam.Flatten()
-                     | "WriteBad" >> beam.io.WriteToText(os.path.join(pieces_dir, BAD_NAMES)))
+                     | "WriteBad" >> WriteToText(os.path.join(pieces_dir, BAD_NAMES)))
             bad_paths = sorted(line.strip() for path in fileio.glob(os.path.join(pieces_dir, BAD_NAMES + "*"))
                                for line in fileio.open(path).read().splitlines() if line.strip())
         finally:

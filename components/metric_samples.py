@@ -65,7 +65,8 @@ def completed_reason(blessed: Optional[bool], pushed: Optional[bool], push_refus
 EXAMPLE_COUNT = "example_count"  # TFMA's: a count, pushed apart from the quality metrics
 
 
-def evaluation_samples(task: str, metrics: Mapping[str, Any], baseline_diff: Mapping[str, Any]) -> List[Sample]:
+def evaluation_samples(task: str, metrics: Mapping[str, Any],
+                       baseline_diff: Optional[Mapping[str, Any]]) -> List[Sample]:
     """The candidate's gate metrics (the task's headline ones, counts apart); the serving
     model's, from TFMA's diff against it (candidate - baseline); the main metric's gain, signed so
     positive is better; the examples judged."""

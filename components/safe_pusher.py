@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from tfx import types
 from tfx.components.util import model_utils
@@ -217,9 +217,10 @@ class SafePusher(base_component.BaseComponent):
     EXECUTOR_SPEC = executor_spec.ExecutorClassSpec(Executor)
 
     def __init__(self, model, model_blessing, serving_dir: str, keep_versions: int = 5,
-                 evaluation=None, examples=None, statistics=None, task: str = "", release: Dict[str, Any] = None,
-                 transform_graph=None, tflite: Dict[str, Any] = None, drift_anomalies=None,
-                 monitoring: Dict[str, Any] = None):
+                 evaluation=None, examples=None, statistics=None, task: str = "",
+                 release: Optional[Dict[str, Any]] = None,
+                 transform_graph=None, tflite: Optional[Dict[str, Any]] = None, drift_anomalies=None,
+                 monitoring: Optional[Dict[str, Any]] = None):
         super().__init__(spec=SafePusherSpec(
             model=model, model_blessing=model_blessing, evaluation=evaluation, examples=examples,
             statistics=statistics, transform_graph=transform_graph, drift_anomalies=drift_anomalies,

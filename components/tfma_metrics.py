@@ -186,7 +186,7 @@ def _hash(label: float, prediction: float) -> int:
 
 def _computations(combiner_class):
     def computations(name: str, eval_config=None, model_name: str = "", output_name: str = "",
-                     example_weighted: bool = False, sub_key=None, **_: Any):
+                     example_weighted: bool = False, sub_key=None, **_: Any) -> metric_types.MetricComputations:
         key = metric_types.MetricKey(name=name, model_name=model_name, output_name=output_name,
                                      sub_key=sub_key, example_weighted=example_weighted)
         return [metric_types.MetricComputation(keys=[key], preprocessors=None,

@@ -152,7 +152,7 @@ def describe_failure(failure, where: str, undefined: Optional[Dict[str, str]] = 
     suffix = "" if where == "overall" else f" on {where}"
     t = failure.metric_threshold
     kind = "change" if failure.metric_key.is_diff else "floor"
-    if name in (undefined or {}):
+    if undefined and name in undefined:
         gate = gates.GATES.get(name)
         key = gate and (gate.change_key if kind == "change" else gate.value_key)
         return (f"{name} is undefined{suffix or ' on the eval data'}: {undefined[name]}, so its threshold"
@@ -171,7 +171,8 @@ def describe_failure(failure, where: str, undefined: Optional[Dict[str, str]] = 
         gate = gates.GATES.get(name, gates.Gate())
         why = f" ({gate.trivial})" if gate.trivial and limit == 0 else ""
         below = f"is not above {limit:g}" if gate.exclusive else f"is below the minimum {limit:g}"
-        return f"{name} {value:.4f} {below}{why}{suffix}{gates.remedy(name, 'floor')}"
+        look = f"; {gates.LOOK_AT}" if where == "overall" and gates.learnt_nothing(name, value) else ""
+        return f"{name} {value:.4f} {below}{why}{suffix}{look}{gates.remedy(name, 'floor')}"
     if bounds.HasField("upper_bound") and value > bounds.upper_bound.value:
         return (f"{name} {value:.4f} is above the maximum {bounds.upper_bound.value:g}{suffix}"
                 f"{gates.remedy(name, 'ceiling')}")
@@ -250,12 +251,12 @@ def _slice_metrics(eval_result) -> Dict[str, Dict[str, float]]:
     return out
 
 
-def load_metrics(evaluation_uri: str) -> Dict[str, Dict[str, Dict[str, float]]]:
+def load_metrics(evaluation_uri: str) -> Dict[str, Dict[str, Dict[str, Optional[float]]]]:
     """{slice: {'value': {metric: v}, 'diff': {metric: candidate - baseline}}} for the
     candidate model, from TFMA's metrics output."""
     import tensorflow_model_analysis as tfma
 
-    out: Dict[str, Dict[str, Dict[str, float]]] = {}
+    out: Dict[str, Dict[str, Dict[str, Optional[float]]]] = {}  # None: NaN (undefined on the slice)
     for per_slice in tfma.load_metrics(evaluation_uri):
         name = slice_name(per_slice.slice_key)
         entry = out.setdefault(name, {"value": {}, "diff": {}})

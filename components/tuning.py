@@ -40,7 +40,8 @@ class TuningExecutor(tuner_executor.Executor):
                                           print_tuning_summary=False)
         finally:
             tune.forget()
-        record = tuner.record() if hasattr(tuner, "record") else None
+        # this project's TrialTuner (trainer/tune.py's tuner_fn made it) keeps a record of its trials
+        record = tuner.record() if isinstance(tuner, tune.trial_tuner_class()) else None
         if record is not None and not record["best"]:
             raise tune.NoTrialFinished("tuning: no trial finished (the run's log has each trial's error); "
                                   "fix what it names, or turn tuning off (tuning.enabled: false)")
