@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 from tfxline import task_types
 
@@ -25,16 +25,17 @@ class Gate:
     change_key: str = ""     # the config key of its change threshold against the serving model
     exclusive: bool = False  # its floor is exclusive: the metric must be above it
     trivial: str = ""        # what a metric at that floor means, when the floor is the default
-    chance: Optional[float] = None  # the value of a model that learnt nothing (AUC 0.5, no lift, R² 0)
+    # (the value of a model that learnt nothing, how near it a value is "next to nothing"): AUC 0.5, no lift, R² 0
+    chance: Optional[Tuple[float, float]] = None
 
 
 GATES: Dict[str, Gate] = {
-    "auc": Gate("evaluation.min_auc", "evaluation.max_auc_drop", chance=0.5),
+    "auc": Gate("evaluation.min_auc", "evaluation.max_auc_drop", chance=(0.5, 0.05)),
     "binary_accuracy": Gate("evaluation.min_accuracy"),
     "accuracy": Gate("evaluation.min_accuracy", "evaluation.max_accuracy_drop"),
     "accuracy_lift": Gate("evaluation.min_accuracy_lift", exclusive=True,
-                          trivial="no better than always predicting the commonest class", chance=0.0),
-    "r2": Gate("evaluation.min_r2", exclusive=True, trivial="no better than always predicting the mean", chance=0.0),
+                          trivial="no better than always predicting the commonest class", chance=(0.0, 0.01)),
+    "r2": Gate("evaluation.min_r2", exclusive=True, trivial="no better than always predicting the mean", chance=(0.0, 0.02)),
     "rmse": Gate("evaluation.max_rmse", "evaluation.max_error_increase"),
     "mae": Gate("evaluation.max_mae"),
     # binary: the share of eval rows called positive at the model's threshold, strictly inside (0, 1);
@@ -76,8 +77,7 @@ def value_rule(metric: str, value_threshold) -> str:
     return " and ".join(rules)
 
 
-# within this of a gate's chance value, a model learnt next to nothing: the summary says where to look
-CHANCE_MARGIN = 0.05
+# what a model near its gate's chance value is told to look at (tfma_results.describe_failure)
 LOOK_AT = ("it learnt next to nothing from its inputs: look at the report's training curves (a validation loss "
            "that never fell) and the columns it leans on; a column of free text declared as a vocabulary learns "
            "nothing from its whole values (transform: text reads its words; tfxline init chooses it)")
@@ -86,7 +86,7 @@ LOOK_AT = ("it learnt next to nothing from its inputs: look at the report's trai
 def learnt_nothing(metric: str, value: float) -> bool:
     """``value`` of ``metric`` is about what a model that learnt nothing scores (a coin flip's AUC)."""
     chance = GATES[metric].chance if metric in GATES else None
-    return chance is not None and abs(value - chance) <= CHANCE_MARGIN
+    return chance is not None and abs(value - chance[0]) <= chance[1]
 
 
 def remedy(metric: str, kind: str) -> str:

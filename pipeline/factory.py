@@ -84,6 +84,9 @@ def drift_thresholds(cfg: PipelineConfig) -> dict:
         columns.discard(image.source)
         if cfg.data.format == "images":  # ImageExampleGen's own columns
             columns |= set(image_files.metadata_columns(image.source).values())
+    # free text: each value a document of its own, no distribution of values to compare (its tokens'
+    # is: docs/text.md says what is compared and what is not yet)
+    columns -= {f.source for f in cfg.features.text_inputs}
     return dict(cfg.to_dict()["drift"], columns=sorted(columns))
 
 

@@ -12,6 +12,7 @@ import tensorflow_model_analysis.metrics as tfma_metric_classes
 from tensorflow_model_analysis.proto import config_pb2, metrics_for_slice_pb2, validation_result_pb2
 
 from tfxline.components import gates
+from tfxline.components.gates import LOOK_AT
 from tfxline.components.tfma_results import describe_failure, not_blessed_reasons
 from tfxline.pipeline.config import EvaluationConfig
 from tfxline.pipeline.eval_config import TASK_GATES
@@ -63,7 +64,7 @@ def test_multiclass_is_gated_on_beating_the_commonest_class_by_default():
     assert t.value_threshold.lower_bound.value == math.nextafter(0.0, 1.0)  # strictly above 0
     assert describe_failure(failure("accuracy_lift", 0.0, t), "overall", {}) == (
         "accuracy_lift 0.0000 is not above 0 (no better than always predicting the commonest class); "
-        "to bless it anyway lower evaluation.min_accuracy_lift")
+        f"{LOOK_AT}; to bless it anyway lower evaluation.min_accuracy_lift")
     assert describe_failure(failure("accuracy_lift", 0.02, gate("multiclass", "AccuracyLift", min_accuracy_lift=0.05)),
                             "overall", {}) == (
         "accuracy_lift 0.0200 is not above 0.05; to bless it anyway lower evaluation.min_accuracy_lift")
@@ -98,6 +99,13 @@ def test_binary_gate_asks_for_better_than_chance_by_default_and_is_worded():
         "to bless it anyway raise evaluation.max_auc_drop")
     assert describe_failure(failure("auc", 0.5, auc), "payment_type=Cash", {}) == (
         "auc 0.5000 is below the minimum 0.55 on payment_type=Cash; to bless it anyway lower evaluation.min_auc")
+    # a coin flip overall (a review table's text read as a vocabulary: holdout AUC 0.503): the line
+    # says where to look before how to let it through
+    assert describe_failure(failure("auc", 0.503, auc), "overall", {}) == (
+        f"auc 0.5030 is below the minimum 0.55; {LOOK_AT}; to bless it anyway lower evaluation.min_auc")
+    assert LOOK_AT.startswith("it learnt next to nothing from its inputs: look at the report's training curves")
+    assert describe_failure(failure("auc", 0.54, gate("binary", "AUC", min_auc=0.6)), "overall", {}).count(LOOK_AT) == 1
+    assert LOOK_AT not in describe_failure(failure("auc", 0.7, gate("binary", "AUC", min_auc=0.8)), "overall", {})
 
 
 @pytest.mark.parametrize("task", sorted(TASK_GATES))
