@@ -88,18 +88,18 @@ def container_serving_dir(cfg: PipelineConfig, pipeline_root: str) -> str:
 
 
 def runtime_parameters(cfg: PipelineConfig, data_root: Optional[str] = None):
-    from tfx import v1 as tfx
+    from tfx.v1.dsl.experimental import RuntimeParameter
 
     from tfxline.pipeline.config.steps import step_budget, train_args_json
 
     default_root = data_root or container_data_location(cfg)[0]
     return {
-        DATA_ROOT_PARAM: tfx.dsl.experimental.RuntimeParameter(
+        DATA_ROOT_PARAM: RuntimeParameter(
             name=DATA_ROOT_PARAM, ptype=str, default=default_root),
-        TRAIN_ARGS_PARAM: tfx.dsl.experimental.RuntimeParameter(
+        TRAIN_ARGS_PARAM: RuntimeParameter(
             name=TRAIN_ARGS_PARAM, ptype=str,
             default=train_args_json(step_budget(cfg.training))),
-        PUSHGATEWAY_PARAM: tfx.dsl.experimental.RuntimeParameter(
+        PUSHGATEWAY_PARAM: RuntimeParameter(
             name=PUSHGATEWAY_PARAM, ptype=str, default=cfg.monitoring.pushgateway_url),
     }
 
@@ -148,7 +148,7 @@ def build_pipeline(cfg: PipelineConfig, pipeline_root: str, image: str, data_roo
 def compile_pipeline(cfg: PipelineConfig, *, image: str, pipeline_root: str, output: str,
                      data_root: Optional[str] = None) -> Dict[str, Any]:
     """Write the PipelineJob JSON to ``output`` and return it as a dict."""
-    from tfx import v1 as tfx
+    from tfx.v1.orchestration import experimental as kubeflow_v2
 
     if cfg.data.window > 1:
         raise ConfigError(
@@ -168,8 +168,8 @@ def compile_pipeline(cfg: PipelineConfig, *, image: str, pipeline_root: str, out
     # Schema 2.1.0: the only one KFP's API server accepts (backend/src/apiserver/template/
     # v2_template.go), and what Vertex AI runs too (constants as `constant`, types as
     # `parameterType`, defaults as plain `parameterValues`).
-    runner = tfx.orchestration.experimental.KubeflowV2DagRunner(
-        config=tfx.orchestration.experimental.KubeflowV2DagRunnerConfig(
+    runner = kubeflow_v2.KubeflowV2DagRunner(
+        config=kubeflow_v2.KubeflowV2DagRunnerConfig(
             default_image=image, default_commands=list(entrypoint.COMMAND), use_pipeline_spec_2_1=True),
         output_dir=os.path.dirname(os.path.abspath(output)),
         output_filename=os.path.basename(output))

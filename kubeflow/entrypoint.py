@@ -90,7 +90,7 @@ def fit_executor_input(argv: List[str]) -> List[str]:
     inputs spec declares, and the outputs that are not the component's left out."""
     where, invocation = _flag_value(argv, INVOCATION_FLAG)
     _, spec = _flag_value(argv, INPUTS_SPEC_FLAG)
-    if where is None:
+    if where is None or invocation is None:
         return list(argv)
     declared: Dict[str, Any] = json.loads(spec).get("artifacts", {}) if spec else {}
     executor_input = json.loads(invocation)

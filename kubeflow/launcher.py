@@ -123,8 +123,9 @@ def provision_outputs(component, release: Backend, run_root: str, task: str, sal
             artifact["uri"] += "-" + os.environ.get("KFP_RETRY_INDEX", "0")
         artifacts[name] = {"artifacts": [artifact]}
     output_file = OUTPUT_METADATA_FILEPATH
-    if release.output_names_and_task_root_file and local_path_for_uri(task_root):
-        output_file = posixpath.join(local_path_for_uri(task_root), "output_metadata.json")
+    task_local_root = local_path_for_uri(task_root)
+    if release.output_names_and_task_root_file and task_local_root:
+        output_file = posixpath.join(task_local_root, "output_metadata.json")
     outputs: Dict[str, Any] = {"outputFile": output_file}
     if artifacts:
         outputs["artifacts"] = artifacts

@@ -136,6 +136,8 @@ def submit(request: SubmitRequest) -> str:
             kfp_package(request, tmp), arguments=kfp_arguments(request),
             run_name=request.display_name, pipeline_root=request.pipeline_root or None,
             enable_caching=request.enable_caching, service_account=request.service_account or None)
+    if not run.run_id:  # the API's V2beta1Run leaves it optional
+        raise SubmitError(f"KFP at {request.host} answered the run's creation without a run id")
     return run.run_id
 
 

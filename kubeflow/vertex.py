@@ -24,9 +24,8 @@ def worker_pool_specs(vt: VertexTrainingConfig, image: str) -> List[Dict[str, An
 
 
 def vertex_custom_config(cfg: PipelineConfig, image: str) -> Dict[str, Any]:
-    from tfx import v1 as tfx
+    from tfx.v1.extensions import google_cloud_ai_platform as ext
 
-    ext = tfx.extensions.google_cloud_ai_platform
     vt = cfg.vertex_training
     return {
         ext.ENABLE_VERTEX_KEY: True,
@@ -39,11 +38,11 @@ def trainer_factory(cfg: PipelineConfig, image: str = "") -> Optional[Callable[.
     """None (the standard Trainer) unless vertex_training.enabled."""
     if not cfg.vertex_training.enabled:
         return None
-    from tfx import v1 as tfx
+    from tfx.v1.extensions import google_cloud_ai_platform as ext
 
     def make(**kwargs):
         custom = dict(kwargs.pop("custom_config") or {})
         custom.update(vertex_custom_config(cfg, image))
-        return tfx.extensions.google_cloud_ai_platform.Trainer(custom_config=custom, **kwargs)
+        return ext.Trainer(custom_config=custom, **kwargs)
 
     return make

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Optional, TextIO
+from typing import List, Optional, TextIO, cast
 
 from tfxline.local import runner
 from tfxline.local.process import logging_to
@@ -64,7 +64,8 @@ class ComponentRunner:
             if producer in self.components and not channel.get():
                 raise ValueError(f"{component_id} reads {key} from {producer}, which has not run since the "
                                  f"pipeline was built (use() builds it anew); run {producer} first")
-        beam_args = list(self.pipeline.beam_pipeline_args)  # the local run's (the FnApiRunner pinned)
+        # the local run's (the FnApiRunner pinned): strings, no placeholders (those are a compiled run's)
+        beam_args = cast(List[str], list(self.pipeline.beam_pipeline_args))
         started = time.monotonic()
         with logging_to(self.log_path, self.stream), executor_patches():
             result = self.context.run(component, beam_pipeline_args=beam_args)
@@ -74,10 +75,10 @@ class ComponentRunner:
 
     def cached(self, execution_id: int) -> bool:
         """Whether the context's cache served the execution (same inputs and settings as an earlier one)."""
-        from ml_metadata import metadata_store
+        from ml_metadata.metadata_store.metadata_store import MetadataStore
         from ml_metadata.proto import metadata_store_pb2
 
-        store = metadata_store.MetadataStore(self.context.metadata_connection_config)
+        store = MetadataStore(self.context.metadata_connection_config)
         [execution] = store.get_executions_by_id([execution_id])
         return execution.last_known_state == metadata_store_pb2.Execution.CACHED
 

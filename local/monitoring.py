@@ -86,7 +86,8 @@ def run_samples(cfg, summary, started: float, ended: float, error: Optional[Base
 def drift_samples(summary, error: Optional[BaseException]) -> List[Sample]:
     """The DriftGate's scores: a drift stop's travel in its error (TFX deleted the failed
     execution's output); a run it let through has them in its output."""
-    stopped = next((c.drift_samples for c in causes(error) if getattr(c, "drift_samples", None)), None)
+    carried = (getattr(c, "drift_samples", None) for c in causes(error))  # drift_gate.DriftStopped's
+    stopped = next((samples for samples in carried if samples), None)
     if stopped is not None:
         return list(stopped)
     gate = summary.component("DriftGate") if summary is not None else None

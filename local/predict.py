@@ -10,7 +10,7 @@ import csv
 import json
 import os
 import sys
-from typing import Dict, List, Optional, Sequence, TextIO
+from typing import Dict, List, Optional, Sequence, TextIO, Tuple
 
 import numpy as np
 
@@ -36,7 +36,8 @@ def load_serving_fn(model_dir: str):
     return tf.saved_model.load(model_dir).signatures[SERVING_SIGNATURE]
 
 
-def predict_rows(serve, rows: List[Dict[str, str]], cfg: PipelineConfig, schema, batch_size: int = 1024):
+def predict_rows(serve, rows: List[Dict[str, str]], cfg: PipelineConfig, schema,
+                 batch_size: int = 1024) -> Tuple[np.ndarray, Optional[np.ndarray]]:
     """(one output per row: P(positive) for binary, class probabilities, or the value; the
     served ``predicted_class`` per row, or None where the model serves none)."""
     import tensorflow as tf

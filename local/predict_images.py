@@ -11,7 +11,7 @@ whole input before anything is predicted, naming it.
 from __future__ import annotations
 
 import os
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -65,7 +65,7 @@ def read_images(files: List[str]) -> List[bytes]:
     return contents
 
 
-def predict_images(model_dir: str, contents: List[bytes], task) -> Tuple[np.ndarray, object]:
+def predict_images(model_dir: str, contents: List[bytes], task) -> Tuple[np.ndarray, Optional[np.ndarray]]:
     """(the model's outputs, the served predicted_class or None) for the encoded images."""
     import tensorflow as tf
 

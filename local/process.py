@@ -140,7 +140,8 @@ def signals_stop_run() -> Iterator[List[KeyboardInterrupt]]:
 
     def on_sigint(signum, frame):
         try:
-            previous_int(signum, frame)
+            if callable(previous_int):  # it is: on_sigint is installed only then
+                previous_int(signum, frame)
         except KeyboardInterrupt as e:
             _record(e)
             raise
@@ -172,7 +173,7 @@ def raise_stop_a_library_swallowed() -> None:
     stop still on its way up would already have ended the executor. Raised once per signal."""
     for seen in _SEEN:
         if seen and not getattr(seen[0], "raised_again", False):
-            seen[0].raised_again = True
+            seen[0].raised_again = True  # pyright: ignore[reportAttributeAccessIssue] - a mark on the exception
             raise _record(type(seen[0])())
 
 

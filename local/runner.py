@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 import time
-from typing import Optional, TextIO
+from typing import Optional, TextIO, cast
 
 from tfxline.local import beam_flags, monitoring, outcome, reuse
 from tfxline.local.lock import one_run_at_a_time
@@ -35,6 +35,7 @@ from tfxline.pipeline.config import TRAIN_SPLIT, PipelineConfig
 from tfxline.pipeline.data import images as image_folder
 from tfxline.pipeline.data import labels
 from tfxline.pipeline.data import source as data_source
+from tfxline.pipeline.data import texts as text_folder
 from tfxline.runs import files
 from tfxline.runs import store as store_lib
 from tfxline.runs import summary as summary_lib
@@ -77,13 +78,15 @@ def resolve_inputs(cfg: PipelineConfig, span: Optional[int] = None) -> LocalPath
     elif cfg.data.format == "images":
         image_folder.check(found.files, found.root, cfg.data.bad_images, cfg.features.image.source,
                            cfg.features.label.source)
+    elif cfg.data.format == "text":  # a class folder's .txt files: UTF-8, two classes or more, the label's
+        text_folder.check(found.files, found.root, cfg.features.label)
     else:
         data_source.check_tfrecords(found.files, schema, required=cfg.features.raw_columns)
     check_tflite(cfg, schema)
     check_window_splits(cfg, found.span)
     check_release(cfg)
     digest = (files.content_digest(found.files) if cfg.data.format == "csv" else
-              files.content_digest(found.files, root=found.root) if cfg.data.format == "images" else "")
+              files.content_digest(found.files, root=found.root) if cfg.data.format in ("images", "text") else "")
     return LocalPaths(found.root, found.pattern, found.files, schema_path, found.span, digest,
                       reuse.hyperparameters_uri(cfg))
 
@@ -149,10 +152,12 @@ def reads_line(cfg: PipelineConfig, paths: LocalPaths, span: Optional[int]) -> s
     tables = [f for f in paths.data_files if f.lower().endswith(".csv")]
     if cfg.data.format == "images" and tables:
         return f"the images listed in {', '.join(tables)}{which}"
-    if cfg.data.format == "images":
-        shown = sum(map(image_folder.is_image_name, paths.data_files))
+    if cfg.data.format in ("images", "text"):
+        images = cfg.data.format == "images"
+        shown = sum(map(image_folder.is_image_name if images else text_folder.is_text_name, paths.data_files))
         other = len(paths.data_files) - shown
-        return f"{shown} images{which} from {paths.data_root}" + (f" ({other} other files ignored)" if other else "")
+        return (f"{shown} {'images' if images else '.txt files'}{which} from {paths.data_root}"
+                + (f" ({other} other files ignored)" if other else ""))
     if len(paths.data_files) == 1:
         return paths.data_files[0] + which
     return f"{len(paths.data_files)} {cfg.data.format.upper()} files{which} from {paths.data_root}"
@@ -186,7 +191,7 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
     failed, after recording how far the run got. ``span``: ingest that span instead of the
     newest (a backfill: the run is the one that day would have had). ``paths``: what
     ``resolve_inputs`` found, when the caller ran the pre-flight check itself."""
-    stream = stream or sys.stdout
+    stream = stream or cast(TextIO, sys.stdout)  # typeshed: TextIO | MaybeNone
     # The pre-flight check first, before TFX and TensorFlow load (~6 s): a bad CSV is refused
     # in about a second (bench/preflight.py).
     paths = paths or resolve_inputs(cfg, span)
@@ -255,6 +260,7 @@ def run(cfg: PipelineConfig, stream: Optional[TextIO] = None,
         raise RunInterrupted(result, message, interruption_exit_code(error)) from None
     if error is not None:
         raise RunFailed(result, message) from error
+    assert result is not None  # without an error, a failure to record it raised above
     return result
 
 

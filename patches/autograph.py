@@ -14,16 +14,16 @@ is converted. There is no public API for this: the rules are AutoGraph's module 
 from __future__ import annotations
 
 import contextlib
-from typing import Iterator, Optional, Tuple
+from typing import Any, Iterator, Optional, Tuple
 
 from tfxline.patches import guard
 
 AUTOGRAPH_SKIPPED = ("tf_keras", "tensorflow_transform")
 
 
-def _rules_with_skips() -> Tuple[object, Optional[tuple]]:
-    """AutoGraph's config module and its rules with ``AUTOGRAPH_SKIPPED``'s added first (None:
-    they are there already)."""
+def _rules_with_skips() -> Tuple[Any, Optional[tuple]]:
+    """AutoGraph's config module (Any: its module global CONVERSION_RULES is set through it) and its
+    rules with ``AUTOGRAPH_SKIPPED``'s added first (None: they are there already)."""
     from tensorflow.python.autograph.core import config as autograph_config
 
     rules = tuple(autograph_config.CONVERSION_RULES)

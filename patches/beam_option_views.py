@@ -64,7 +64,7 @@ def shared_option_views() -> Iterator[None]:
 
     view_as.shares_views = True
     view_as.__doc__ = make_view.__doc__
-    PipelineOptions.view_as = view_as
+    PipelineOptions.view_as = view_as  # pyright: ignore[reportAttributeAccessIssue] - the patch itself
     try:
         yield
     finally:

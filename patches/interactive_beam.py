@@ -26,12 +26,13 @@ def interactive_beam_off() -> None:
         return
     from apache_beam.runners.interactive import interactive_environment as ie
 
-    logger, in_notebook = logging.getLogger(ie.__name__), ie.is_in_notebook
+    # is_in_notebook: the name ie imported from interactive_utils, replaced where ie reads it
+    logger, in_notebook = logging.getLogger(ie.__name__), ie.is_in_notebook  # pyright: ignore[reportPrivateImportUsage]
     level = logger.level
     logger.setLevel(logging.ERROR)
-    ie.is_in_notebook = lambda: False
+    ie.is_in_notebook = lambda: False  # pyright: ignore[reportPrivateImportUsage]
     try:
         ie.current_env()
     finally:
-        ie.is_in_notebook = in_notebook
+        ie.is_in_notebook = in_notebook  # pyright: ignore[reportPrivateImportUsage]
         logger.setLevel(level)

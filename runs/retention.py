@@ -180,7 +180,7 @@ def list_doomed(plan_: Plan, stream: TextIO) -> None:
         print(f"  {d.run_id}  {d.type_name:<14} {format_size(d.size):>9}  {d.artifact.uri}", file=stream)
 
 
-def format_size(n: int) -> str:
+def format_size(n: float) -> str:
     for unit in ("B", "KB", "MB", "GB"):
         if n < 1024 or unit == "GB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, List, Optional
 
-import ml_metadata as mlmd
+from ml_metadata.metadata_store.metadata_store import MetadataStore
 from ml_metadata.proto import metadata_store_pb2
 
 
@@ -42,11 +42,11 @@ def store_exists(store: Any) -> bool:
     return os.path.isfile(store) if isinstance(store, str) else True
 
 
-def open_store(store: Any, readonly: bool = True) -> mlmd.MetadataStore:
-    return mlmd.MetadataStore(connection_config(store, readonly=readonly))
+def open_store(store: Any, readonly: bool = True) -> MetadataStore:
+    return MetadataStore(connection_config(store, readonly=readonly))
 
 
-def run_ids(store: mlmd.MetadataStore, pipeline_name: str) -> List[str]:
+def run_ids(store: MetadataStore, pipeline_name: str) -> List[str]:
     """The pipeline's runs in the MLMD store, newest first."""
     runs = store.get_contexts_by_type("pipeline_run")
     pipeline_ctx = store.get_context_by_type_and_name("pipeline", pipeline_name)
@@ -57,7 +57,7 @@ def run_ids(store: mlmd.MetadataStore, pipeline_name: str) -> List[str]:
     return [r.name for r in sorted(runs, key=lambda r: (r.create_time_since_epoch, r.id), reverse=True)]
 
 
-def latest_run_id(store: mlmd.MetadataStore, pipeline_name: str) -> Optional[str]:
+def latest_run_id(store: MetadataStore, pipeline_name: str) -> Optional[str]:
     found = run_ids(store, pipeline_name)
     return found[0] if found else None
 

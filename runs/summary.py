@@ -5,7 +5,7 @@ import dataclasses
 import json
 from typing import Any, Dict, List, Optional
 
-import ml_metadata as mlmd
+from ml_metadata.metadata_store.metadata_store import MetadataStore
 from ml_metadata.proto import metadata_store_pb2
 
 from tfxline.components.tfma_results import overall_diff, read_evaluation, undefined_metrics
@@ -73,10 +73,10 @@ class RunSummary:
     baseline_version: Optional[int] = None  # the serving version the candidate was judged against
     spans: List[int] = dataclasses.field(default_factory=list)  # the spans trained on (else ExampleGen's)
     rows_without_label: Optional[int] = None  # rows ExampleGen left out, their label empty (data.missing_labels: drop)
-    image_files: str = ""  # an image folder's files left out: other files ignored, images that do not decode
+    image_files: str = ""  # a class folder's files left out: other files ignored, images that do not decode
     drift: str = ""               # what the DriftGate compared the data with (or why it could not)
     undefined: Dict[str, str] = dataclasses.field(default_factory=dict)  # overall metric -> why undefined
-    wall_seconds: float = 0.0
+    wall_seconds: Optional[float] = 0.0  # None: read back from MLMD with no recording of it (runs/history.py)
     step_profile: str = ""        # runtime.profile_steps: the Trainer's traced steps, in one line
     training: str = ""            # a training cut short at its cap while still improving (training_length_note)
     leans_on: List[List[Any]] = dataclasses.field(default_factory=list)  # [column, loss without it], the Trainer's
@@ -91,7 +91,7 @@ class RunSummary:
 
 
 def collect_run(metadata_store: Any, pipeline_name: str, run_id: Optional[str] = None,
-                store: Optional[mlmd.MetadataStore] = None) -> RunSummary:
+                store: Optional[MetadataStore] = None) -> RunSummary:
     """One run's summary; ``metadata_store`` as in ``PipelineConfig.metadata_store``."""
     store = store or open_store(metadata_store)
     run_id = run_id or latest_run_id(store, pipeline_name)
@@ -220,15 +220,15 @@ def _int_prop(artifact, name: str) -> int:
 
 
 def image_files_line(props) -> str:
-    """'' or what an image folder's ExampleGen left out (components/image_example_gen.py)."""
-    ignored, bad = props.get("ignored_files"), props.get("bad_images")
+    """'' or what a class folder's ExampleGen left out (components/folder_example_gen.py)."""
+    ignored, bad, kind = props.get("ignored_files"), props.get("bad_images"), props.get("folder_files")
     parts = []
     if bad is not None and bad.int_value:
         named = props["bad_image_files"].string_value.splitlines() if "bad_image_files" in props else []
         parts.append(f"{bad.int_value} image(s) that do not decode left out ({', '.join(named)}"
                      f"{' ...' if bad.int_value > len(named) else ''}; data.bad_images: fail refuses them)")
     if ignored is not None and ignored.int_value:
-        parts.append(f"{ignored.int_value} file(s) that are not images ignored")
+        parts.append(f"{ignored.int_value} file(s) that are not {kind.string_value if kind else 'images'} ignored")
     return "; ".join(parts)
 
 

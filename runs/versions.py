@@ -17,7 +17,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from tfxline.pipeline.config import PipelineConfig
 from tfxline.pipeline.pusher_settings import release_settings
@@ -92,7 +92,7 @@ def format_versions(serving_dir: str, server: str = "") -> str:
            f"labels in {serving_release.release_dir(serving_dir)}/{serving_release.MODELS_CONFIG}")
     lines = [f"{serving_dir} ({how})", format_columns(HEADER, rows)]
     if release.pending is not None:
-        lines.append(_pending_line(release, server))
+        lines.append(_pending_line(release, release.pending, server))
     moves = [r for r in release.history if r.get("event") != "push"][-5:]
     if moves:
         lines.append("release history (newest last):")
@@ -112,7 +112,7 @@ def describe_version(serving_dir: str, version: int) -> str:
     return f"version {version}" + (f" ({', '.join(details)})" if details else "")
 
 
-def _pending_line(release: serving_release.Release, server: str = "") -> str:
+def _pending_line(release: serving_release.Release, pending: Dict[str, Any], server: str = "") -> str:
     """What 'pending stable' / 'pending canary' mean, and the command that settles them: with
     ``server`` (serving.tf_serving_url) the one TF Serving reads the release, else either form."""
     stable, canary_version, percent = release.target
@@ -123,7 +123,7 @@ def _pending_line(release: serving_release.Release, server: str = "") -> str:
     else:
         how = f"('tfxline serving settle --server URL'), or at once with '{serving_release.NO_SERVER}' where no TF " \
               "Serving reads this release"
-    return (f"pending: {release.pending['event']} ({target}): predict and the next run use version {stable} already; "
+    return (f"pending: {pending['event']} ({target}): predict and the next run use version {stable} already; "
             f"the labels move once TF Serving has loaded {'it' if ',' not in waiting else 'them'} {how}")
 
 
@@ -134,7 +134,7 @@ def _release_lines(serving_dir: str, release: serving_release.Release, server: s
         stable += f" ({100 - release.canary_percent} %), canary: version {release.canary} ({release.canary_percent} %)"
     lines = [f"  {stable}"] if release.stable is not None else []
     if release.pending is not None:
-        lines.append(f"  {_pending_line(release, server)}")
+        lines.append(f"  {_pending_line(release, release.pending, server)}")
     return lines + [f"  written: {where}/{serving_release.MODELS_CONFIG} (TF Serving), "
                     f"{serving_release.KSERVE_FILE} (KServe: kubectl apply -f), {serving_release.BATCHING_FILE}, "
                     f"{serving_release.MONITORING_FILE}"]

@@ -38,10 +38,10 @@ def clipped_counts(run) -> Dict[str, Any]:
     ranged = [f for f in numeric if all(analyzers.analyzer_name(f, k) in values for k in ("negated_min", "max"))]
     if not ranged:
         return out
-    import tensorflow_transform as tft
+    from tensorflow_transform.output_wrapper import TFTransformOutput
     from tfx.types import artifact_utils
 
-    raw = tft.TFTransformOutput(transform.uri).raw_feature_spec()
+    raw = TFTransformOutput(transform.uri).raw_feature_spec()
     columns = {f.source: raw[f.source].dtype for f in ranged}
     read = {split: _read(artifact_utils.get_split_uri([examples], split), columns)
             for split in artifact_utils.decode_split_names(examples.split_names)}
@@ -71,7 +71,7 @@ def _read(split_uri: str, columns: Dict[str, Any]):
     rows = 0
     if files:
         for batch in tf.data.TFRecordDataset(files, compression_type="GZIP").take(MAX_ROWS).batch(8192):
-            rows += int(batch.shape[0])
+            rows += int(tf.shape(batch)[0])
             parsed = tf.io.parse_example(batch, spec)
             for c in columns:
                 found[c].append(parsed[c].values.numpy().astype(np.float64))

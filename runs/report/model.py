@@ -19,7 +19,7 @@ def training_section(run: RunArtifacts) -> Dict[str, Any]:
     deleted = model_run is not None and run.deleted(model_run)
     section: Dict[str, Any] = {"available": model_run is not None and not deleted, "deleted": deleted,
                                "curves": {}, "settings": {}, "logdir": model_run.uri if model_run else ""}
-    if not section["available"]:
+    if model_run is None or deleted:
         return section
     section["curves"] = tensorboard_scalars(model_run.uri)
     info_path = storage.join(model_run.uri, TRAINING_RUN_FILE)
@@ -83,7 +83,8 @@ def evaluation_section(run: RunArtifacts) -> Dict[str, Any]:
     section["baseline_diff"] = metrics.get("overall", {}).get("diff", {})
     baseline = run.input_artifact("Evaluator", "baseline_model")
     held = serving_baseline.describe_recorded(baseline) if baseline is not None else {}
-    if held.get("found"):  # the model serving when the run evaluated (a copy, and where it came from)
+    # the model serving when the run evaluated (a copy, and where it came from)
+    if baseline is not None and held.get("found"):
         section["baseline_uri"] = baseline.uri
         section["baseline_version"] = held.get("serving_version")
         section["baseline_model_uri"] = held.get("source_model_uri", "")

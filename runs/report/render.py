@@ -19,6 +19,7 @@ DATA_FILE = "report.json"
 SECTIONS = ("pipeline", "data", "tuning", "training", "evaluation", "serving", "lineage")  # in page order
 FRAGMENT_CLASS = "tfxline-report"  # a fragment's element, which its CSS is scoped to
 HISTOGRAM_WIDTH = 90  # a statistics table cell's histogram (three splits fit 1400 px)
+TEMPLATES = os.path.join(os.path.dirname(__file__), "templates")  # package data (setup.py)
 
 
 def _number(value: Any, digits: int = 4) -> str:
@@ -35,7 +36,7 @@ def _number(value: Any, digits: int = 4) -> str:
 
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(os.path.join(os.path.dirname(__file__), "templates")),
+        loader=jinja2.FileSystemLoader(TEMPLATES),
         autoescape=jinja2.select_autoescape(["html", "j2"]),
         undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
     env.filters["num"] = _number
@@ -121,7 +122,8 @@ def fragment(data: Dict[str, Any], sections: Sequence[str] = SECTIONS) -> str:
     # The class twice: a notebook's own style sheet reaches into outputs with two classes (JupyterLab
     # right-aligns their table cells with ':not(.jp-RenderedMarkdown).jp-RenderedHTMLCommon td');
     # as specific, the report's rules come later in the page and win.
-    css = scoped_css(env.loader.get_source(env, "report.css")[0], f".{FRAGMENT_CLASS}" * 2)
+    with open(os.path.join(TEMPLATES, "report.css"), encoding="utf-8") as f:
+        css = scoped_css(f.read(), f".{FRAGMENT_CLASS}" * 2)
     return env.get_template("fragment.html.j2").render(
         d=data, charts=charts(data), sections=list(sections), css=css, scope=FRAGMENT_CLASS)
 

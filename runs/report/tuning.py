@@ -48,7 +48,7 @@ def search_settings(record: Dict[str, Any]) -> Dict[str, Any]:
         ended = f"the max_minutes budget ({minutes:g} minutes) ran out after {count} finished trials"
     else:
         ended = f"max_trials: {count} of {record.get('max_trials')} trials finished"
-    better = {"max": "higher is better", "min": "lower is better"}.get(record.get("direction"), "")
+    better = {"max": "higher is better", "min": "lower is better"}.get(record.get("direction") or "", "")
     base = record.get("baseline") or {}
     rule = (f"A trial replaces the config's own values only when it beats their "
             f"{base.get('score', 0):.4f} by more than {record.get('margin_se', 2):g} x its noise "
