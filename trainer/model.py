@@ -86,10 +86,8 @@ def build_model(model_inputs: Sequence[ModelInput], head: Head, hidden_units: Se
                                dtype="int64" if mi.cardinality is not None else "float32")
               for mi in model_inputs}
     deep_parts, logits = [], []
-    for mi in texts:
-        vector, logit = text_lib.encode(inputs[mi.name], mi, text_encoder, text_dim, head.units, dropout)
-        deep_parts += [vector] if vector is not None else []
-        logits += [logit] if logit is not None else []
+    for mi in texts:  # each text's own logits (trainer/text.py): the table's columns keep the MLP
+        logits += text_lib.encode(inputs[mi.name], mi, text_encoder, text_dim, head.units, dropout)
     if categorical:
         cards = [mi.cardinality for mi in categorical]
         indices = layers["Stack"](dtype_name="int64", name="categorical_indices")(
@@ -101,16 +99,8 @@ def build_model(model_inputs: Sequence[ModelInput], head: Head, hidden_units: Se
         logits.append(layers["SumFeatures"](name="wide_logits")(wide))
     if numeric:
         deep_parts.append(layers["Stack"](name="numerics")([inputs[mi.name] for mi in numeric]))
-    deep = deep_parts[0] if len(deep_parts) == 1 else k.layers.Concatenate(name="deep_input")(deep_parts)
-    for i, units in enumerate(hidden_units):
-        deep = k.layers.Dense(units, use_bias=not batch_norm, name=f"deep_{i}")(deep)
-        if batch_norm:
-            deep = k.layers.BatchNormalization(name=f"deep_{i}_bn")(deep)
-        deep = k.layers.Activation("relu", name=f"deep_{i}_relu")(deep)
-        if dropout:
-            # A tf.random.Generator (stateful) so a resumed training continues its masks.
-            deep = k.layers.Dropout(dropout, rng_type="stateful", name=f"deep_{i}_dropout")(deep)
-    logits.insert(0, k.layers.Dense(head.units, name="deep_logits")(deep))
+    if deep_parts:
+        logits.insert(0, _deep_logits(k, deep_parts, head, hidden_units, dropout, batch_norm))
     logit = logits[0] if len(logits) == 1 else k.layers.Add(name="wide_and_deep")(logits)
     # The output layer computes in float32 (mixed precision keeps the rest in 16 bit).
     output = k.layers.Activation(task_types.get(head.task).activation, dtype="float32", name="prediction")(logit)
@@ -121,6 +111,20 @@ def build_model(model_inputs: Sequence[ModelInput], head: Head, hidden_units: Se
         low, high = widened(float(head.label_min), float(head.label_max))
         output = layers["ClipRange"](low, high, dtype="float32", name="label_range")(output)
     return k.Model(inputs=inputs, outputs=output, name="wide_and_deep")
+
+
+def _deep_logits(k, deep_parts, head: Head, hidden_units: Sequence[int], dropout: float, batch_norm: bool):
+    """The deep part: the embeddings and numerics through the MLP to the head's logits."""
+    deep = deep_parts[0] if len(deep_parts) == 1 else k.layers.Concatenate(name="deep_input")(deep_parts)
+    for i, units in enumerate(hidden_units):
+        deep = k.layers.Dense(units, use_bias=not batch_norm, name=f"deep_{i}")(deep)
+        if batch_norm:
+            deep = k.layers.BatchNormalization(name=f"deep_{i}_bn")(deep)
+        deep = k.layers.Activation("relu", name=f"deep_{i}_relu")(deep)
+        if dropout:
+            # A tf.random.Generator (stateful) so a resumed training continues its masks.
+            deep = k.layers.Dropout(dropout, rng_type="stateful", name=f"deep_{i}_dropout")(deep)
+    return k.layers.Dense(head.units, name="deep_logits")(deep)
 
 
 _PREDICTIONS: "weakref.WeakKeyDictionary[Any, Any]" = weakref.WeakKeyDictionary()

@@ -1,0 +1,86 @@
+"""A table of reviews (free text beside a number and a category) through `tfxline init`, `run` and
+`predict`, as the docs tell a new user (docs/text.md): one run, read by every test here (the run
+is what they check: the text scenario has no other; tests/conftest.py lists the suite's runs).
+
+The reviews' label is in phrases whose meaning is in their word order ("not good" against
+"good": tests/text_data.py), so the eval AUC the run must reach is only open to a model that reads
+2-grams."""
+import csv
+import json
+import os
+
+import pytest
+import tensorflow as tf
+
+from tests.conftest import tfxline
+from tests.text_data import write_reviews
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def text_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("text")
+    data = root / "reviews.csv"
+    write_reviews(str(data))
+    made = tfxline("init", "--data", str(data), "--label", "label", "--positive", "pos", "--dir", str(root / "p"))
+    assert made.returncode == 0, made.stderr
+    run = tfxline("run", "--config", str(root / "p" / "config.yaml"))
+    return root, made, run
+
+
+def test_init_reads_the_review_as_free_text(text_run):
+    root, made, _ = text_run
+    line = next(x for x in made.stdout.splitlines() if x.startswith("  review: "))
+    assert line.startswith("  review: text (") and "free text: " in line and "a bag of 1-2-grams" in line
+    config = (root / "p" / "config.yaml").read_text()
+    assert "{name: review, transform: text, top_k: " in config and "ngrams: 2" in config
+    schema = (root / "p" / "schema.pbtxt").read_text()
+    assert "natural_language_domain" in schema and "Honestly" not in schema  # no domain of documents
+
+
+def test_the_run_learns_the_word_order_and_is_pushed(text_run):
+    _, _, run = text_run
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "blessing: BLESSED" in run.stdout and "pushed to: " in run.stdout, run.stdout
+    eval_line = next(x for x in run.stdout.splitlines() if x.strip().startswith("eval (overall):"))
+    auc = float(eval_line.split("auc ", 1)[1].split(",")[0])
+    assert auc >= 0.85, eval_line  # 10% of the labels are flipped: 0.9 is about the most there is
+
+
+def test_the_pushed_model_serves_raw_text_and_predict_keeps_the_order(text_run, tmp_path):
+    root, _, run = text_run
+    pushed = next(x for x in run.stdout.splitlines() if "pushed to: " in x).split("pushed to: ", 1)[1].split(" (")[0]
+    model = tf.saved_model.load(pushed)
+    serve = model.signatures["serving_default"]
+
+    def example(text):
+        feature = {"review": tf.train.Feature(bytes_list=tf.train.BytesList(value=[text.encode()]))}
+        return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+    out = serve(examples=tf.constant([example("Honestly, not good. The plot was thin."),
+                                      example("Honestly, NOT BAD. The plot was thin."),
+                                      example("")]))
+    probabilities = out["probabilities"].numpy().reshape(-1)
+    assert probabilities[1] > 0.5 > probabilities[0], probabilities  # "not bad" over "not good"
+    rows = tmp_path / "rows.csv"
+    write_reviews(str(rows), rows=30, seed=7, with_label=False)
+    predictions = tmp_path / "predictions.jsonl"
+    done = tfxline("predict", "--config", str(root / "p" / "config.yaml"), "--input", str(rows),
+                   "--predictions", str(predictions))
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = [json.loads(x) for x in predictions.read_text().splitlines()]
+    with open(rows, newline="", encoding="utf-8") as f:
+        written = [r["review"] for r in csv.DictReader(f)]
+    assert [x["review"] for x in lines] == written  # one row per input, in order, the text as it was
+    assert all(0.0 <= x["probability"] <= 1.0 for x in lines)
+
+
+def test_the_trainer_records_the_text_input_and_what_it_leans_on(text_run):
+    root, _, run = text_run
+    runs = sorted((root / "p" / "output" / "pipeline_root" / "Trainer" / "model_run").iterdir(), key=os.path.getmtime)
+    info = json.loads((runs[-1] / "training_run.json").read_text())
+    text_input = next(mi for mi in info["model_inputs"] if mi[0] == "review_xf")
+    assert text_input[2] == 2 * text_input[3]  # [length, tokens]: 1- and 2-grams of max_tokens tokens
+    assert info["model"]["text_encoder"] == "bag"
+    assert info["leans_on"] and info["leans_on"][0][0] == "review"  # the text carries the label
