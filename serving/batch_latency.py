@@ -26,7 +26,7 @@ def eval_records(examples_uri: str, limit: int = max(BATCH_SIZES), split: str = 
     files = sorted(tf.io.gfile.glob(f"{examples_uri.rstrip('/')}/Split-{split}/*"))  # a URI too
     out: List[bytes] = []
     for record in tf.data.TFRecordDataset(files, compression_type="GZIP").take(limit):
-        out.append(record.numpy())
+        out.append(bytes(record.numpy()))  # a scalar string tensor's bytes
     return out
 
 

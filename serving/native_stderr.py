@@ -106,7 +106,7 @@ def stderr_noise_to_file(noise: "re.Pattern[str]", path: str) -> Iterator[None]:
                                stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=saved)
     except OSError:  # no filter to start: stderr as it is
         flt = None
-    if flt is None:
+    if flt is None or flt.stdin is None:  # stdin: a pipe, as asked
         os.close(saved)
         yield
         return

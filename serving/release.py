@@ -222,7 +222,8 @@ def render(serving_dir: str, release: Release, settings: Settings,
            metadata: Dict[int, Dict[str, Any]]) -> Dict[str, str]:
     """{file name: its text} for ``release`` (pure: no file is touched)."""
     stable = release.stable if release.stable is not None else release.target[0]
-    batching = tf_serving_files.batching_choice((metadata.get(stable) or {}).get("batching"), settings.batch_threads)
+    held = metadata.get(stable) if stable is not None else None
+    batching = tf_serving_files.batching_choice((held or {}).get("batching"), settings.batch_threads)
     target_stable, target_canary, percent = release.target
     return {
         STATE_FILE: state_text(release, settings, batching),

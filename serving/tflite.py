@@ -63,7 +63,7 @@ def build_module(model_dir: str, transform_dir: str, spec: F.FeatureSpec):
     """A tf.Module whose ``serve`` takes raw dense columns; its tables are tracked, so a
     SavedModel of it initializes them (TFLite's hash table builtins)."""
     import tensorflow as tf
-    import tensorflow_transform as tft
+    from tensorflow_transform.output_wrapper import TFTransformOutput
 
     from tfxline.transforms.analyzers import FrozenAnalyzers
     from tfxline.transforms.preprocessing import Present, make_preprocessing_fn
@@ -72,9 +72,15 @@ def build_module(model_dir: str, transform_dir: str, spec: F.FeatureSpec):
         from tfxline.serving import tflite_images
         return tflite_images.build_module(model_dir, spec, input_name(spec.image.source))
     frozen = FrozenAnalyzers.load(transform_dir, spec)
-    raw_spec = tft.TFTransformOutput(transform_dir).raw_feature_spec()
+    raw_spec = TFTransformOutput(transform_dir).raw_feature_spec()
     columns = list(spec.serving_columns)
-    module = tf.Module()
+
+    class TFLiteModule(tf.Module):  # what serve reads, tracked: a SavedModel of it initializes the tables
+        model: Any
+        tables: List[Any]
+        serve: Any
+
+    module = TFLiteModule()
     module.model = tf.saved_model.load(model_dir)
     module.tables = [frozen.table(f) for f in spec.inputs
                      if f.transform == "vocabulary" and raw_spec[f.source].dtype == tf.string]
@@ -104,8 +110,8 @@ def _present(values):
 
 def string_columns(transform_dir: str, spec: F.FeatureSpec) -> List[str]:
     import tensorflow as tf
-    import tensorflow_transform as tft
-    raw_spec = tft.TFTransformOutput(transform_dir).raw_feature_spec()
+    from tensorflow_transform.output_wrapper import TFTransformOutput
+    raw_spec = TFTransformOutput(transform_dir).raw_feature_spec()
     image = spec.image and spec.image.source  # decoded before the TFLite model: its input is pixels
     return [c for c in spec.serving_columns if raw_spec[c].dtype == tf.string and c != image]
 
@@ -185,17 +191,17 @@ def columns_from_examples(records: Sequence[bytes], spec: F.FeatureSpec, transfo
     """The TFLite model's inputs from serialized raw tf.Examples (a missing value as the
     model's missing marker)."""
     import tensorflow as tf
-    import tensorflow_transform as tft
+    from tensorflow_transform.output_wrapper import TFTransformOutput
 
     if spec.data_kind == F.IMAGE:
         from tfxline.serving import tflite_images
         return tflite_images.columns_from_examples(records, spec)
-    raw_spec = tft.TFTransformOutput(transform_dir).raw_feature_spec()
+    raw_spec = TFTransformOutput(transform_dir).raw_feature_spec()
     columns = list(spec.serving_columns)
     parsed = tf.io.parse_example(tf.constant(list(records)), {c: raw_spec[c] for c in columns})
     out = {}
     for c in columns:
-        dtype = raw_spec[c].dtype
+        dtype = tf.as_dtype(raw_spec[c].dtype)
         missing = b"" if dtype == tf.string else (np.nan if dtype.is_floating else INT64_MISSING)
         column = parsed[c]
         if isinstance(column, tf.SparseTensor):  # a VarLenFeature: may be missing

@@ -10,7 +10,7 @@ pixels in, as a phone's camera pipeline hands them over, the trained network ins
 """
 from __future__ import annotations
 
-from typing import Dict, Sequence
+from typing import Any, Dict, Sequence
 
 import numpy as np
 
@@ -23,7 +23,11 @@ def build_module(model_dir: str, spec: F.FeatureSpec, input_name: str):
     """A tf.Module whose ``serve`` takes one decoded image."""
     import tensorflow as tf
 
-    module = tf.Module()
+    class TFLiteImageModule(tf.Module):  # what serve reads, tracked for the SavedModel
+        model: Any
+        serve: Any
+
+    module = TFLiteImageModule()
     module.model = tf.saved_model.load(model_dir)
     image, task = spec.image, task_types.get(spec.task)
     name = F.transformed_name(image.name)

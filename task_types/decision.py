@@ -61,7 +61,8 @@ def choose_threshold(probabilities, labels, objective: str = DEFAULT_OBJECTIVE) 
     {threshold, objective, why, precision, recall, f1, predicted_positive_rate, rows}."""
     import numpy as np
 
-    kind, target = parse_objective(objective)
+    kind, objective_target = parse_objective(objective)
+    target = 0.0 if objective_target is None else objective_target  # None: f1's, which has none
     p = np.asarray(probabilities, np.float64).reshape(-1)
     y = np.asarray(labels, np.float64).reshape(-1)
     positives = float(y.sum())
