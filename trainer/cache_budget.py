@@ -18,7 +18,7 @@ def decompressed_bytes(file_patterns: Sequence[str], sample: int = 1000) -> int:
     the exact size on the taxi data, whose records shrink 10x)."""
     files = list_files(file_patterns)
     compressed = sum(tf.io.gfile.stat(f).length for f in files)
-    records = [r.numpy() for r in tf.data.TFRecordDataset(files[:1], compression_type="GZIP").take(sample)]
+    records = [bytes(r.numpy()) for r in tf.data.TFRecordDataset(files[:1], compression_type="GZIP").take(sample)]
     if not records:
         return 0
     with tempfile.TemporaryDirectory() as tmp:

@@ -28,12 +28,13 @@ from __future__ import annotations
 import atexit
 import gc
 import weakref
-from typing import Any, Callable, Dict, List, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Sequence, cast
 
 import tensorflow as tf
 
-# A batch of serialized tf.Examples -> the model's features and the label, by name.
-Decode = Callable[[tf.Tensor], Dict[str, tf.Tensor]]
+# A batch of serialized tf.Examples -> the model's features and the label, by name (dense, sparse or
+# ragged tensors, as parsing and the Transform graph give them).
+Decode = Callable[[tf.Tensor], Dict[str, Any]]
 
 
 def parser(feature_spec) -> Decode:
@@ -65,12 +66,12 @@ def transform_layer(tf_transform_output):
     bfloat16 / float16 values where it takes float32. One per Transform output: the train and
     validation datasets and the label's moments share it (each layer loads the Transform's
     SavedModel, about a second)."""
-    import tensorflow_transform as tft
+    from tensorflow_transform.output_wrapper import TransformFeaturesLayer
 
     from tfxline.trainer.precision import precision_policy
     if tf_transform_output not in _TRAINER_LAYERS:
         with precision_policy("float32"):
-            _TRAINER_LAYERS[tf_transform_output] = tft.TransformFeaturesLayer(tf_transform_output)
+            _TRAINER_LAYERS[tf_transform_output] = TransformFeaturesLayer(tf_transform_output)
     return _TRAINER_LAYERS[tf_transform_output]
 
 
@@ -86,16 +87,16 @@ def transformed_sample(transform_dir: str, file_patterns: Sequence[str], rows: i
     (``transformed_decoder``: parsed, then the Transform graph at ``transform_dir``), as
     (raw, transformed): column name -> one value per row (None where a row has no value, a list
     where it has several; text as str). What a notebook shows to check a ``preprocessing_fn``."""
-    import tensorflow_transform as tft
+    from tensorflow_transform.output_wrapper import TFTransformOutput
 
-    output = tft.TFTransformOutput(transform_dir)
+    output = TFTransformOutput(transform_dir)
     records = tf.data.TFRecordDataset(list_files(file_patterns), compression_type="GZIP").take(rows)
     serialized = tf.constant([r.numpy() for r in records], dtype=tf.string)
     raw = tf.io.parse_example(serialized, output.raw_feature_spec())
     return python_columns(raw), python_columns(transformed_decoder(output)(serialized))
 
 
-def python_columns(tensors: Dict[str, tf.Tensor]) -> Dict[str, list]:
+def python_columns(tensors: Mapping[str, Any]) -> Dict[str, list]:
     """A batch of tensors (dense, sparse or ragged), name -> one Python value per row."""
     def value(v):
         if isinstance(v, list):
@@ -215,8 +216,8 @@ DECODE_ROWS = 65536
 
 def concatenated(chunks: tf.data.Dataset) -> Dict[str, tf.Tensor]:
     """The columns of every element of ``chunks`` (dicts of tensors batched on axis 0), joined."""
-    initial = {k: tf.zeros([0] + [d or 0 for d in spec.shape.as_list()[1:]], spec.dtype)
-               for k, spec in chunks.element_spec.items()}
+    specs = cast(Dict[str, tf.TensorSpec], chunks.element_spec)  # a dict of dense columns (decoded)
+    initial = {k: tf.zeros([0] + [d or 0 for d in spec.shape.as_list()[1:]], spec.dtype) for k, spec in specs.items()}
     return reduced(chunks, initial, lambda acc, chunk: {k: tf.concat([acc[k], chunk[k]], 0) for k in acc})
 
 
@@ -238,14 +239,18 @@ def in_memory_batches(records: tf.data.Dataset, decode: Decode, label_key: str, 
     def epoch_batches(epoch, cols):
         rows = tf.shape(next(iter(cols.values())), out_type=tf.int64)[0]
         copies = (batch_size + rows - 1) // rows  # > 1 only when the split is smaller than a batch
-        ids = tf.tile(tf.range(rows), [copies])
-        ids = tf.random.experimental.stateless_shuffle(ids, seed=tf.stack([tf.constant(seed, tf.int64), epoch]))
+        ids = tf.tile(tf.range(rows), [copies])  # pyright: ignore[reportArgumentType] - multiples may be tensors
+        # not in TensorFlow's stubs (tf.random.experimental, TF 2.9 and later)
+        ids = tf.random.experimental.stateless_shuffle(  # pyright: ignore[reportAttributeAccessIssue]
+            ids, seed=tf.stack([tf.constant(seed, tf.int64), epoch]))
         batches = tf.size(ids, out_type=tf.int64) // batch_size
         ids = tf.reshape(ids[:batches * batch_size], [batches, batch_size])
         return tf.data.Dataset.from_tensor_slices(ids).map(
             lambda batch_ids: split_label({k: tf.gather(v, batch_ids) for k, v in cols.items()}, label_key))
 
-    return tf.data.Dataset.zip((tf.data.Dataset.range(1 << 62), columns)).flat_map(epoch_batches)
+    # the stubs' flat_map takes a one-argument function; a zipped dataset's gets its elements as arguments
+    return tf.data.Dataset.zip((tf.data.Dataset.range(1 << 62), columns)).flat_map(
+        epoch_batches)  # pyright: ignore[reportArgumentType]
 
 
 def decoded_once(records: tf.data.Dataset, decode: Decode, label_key: str, batch_size: int) -> tf.data.Dataset:
@@ -254,7 +259,7 @@ def decoded_once(records: tf.data.Dataset, decode: Decode, label_key: str, batch
     makes a new iterator for each validation pass, and instantiating a wide table's Transform
     graph for it was most of the Trainer's fit (300 columns: 18 of 21 s, docs/scale.md)."""
     columns = concatenated(records.batch(DECODE_ROWS).map(decode))
-    return tf.data.Dataset.from_tensor_slices(columns).batch(batch_size).map(
+    return tf.data.Dataset.from_tensor_slices(columns).batch(batch_size).map(  # pyright: ignore[reportArgumentType] - a dict of tensors is a nest
         lambda features: split_label(features, label_key))
 
 

@@ -78,7 +78,7 @@ def export(model, tf_transform_output, spec: F.FeatureSpec, serving_model_dir: s
     Every worker must call save (it runs collective ops), so the others write to a
     temporary directory that is removed afterwards. Returns the directory written.
     """
-    signatures = build_signatures(model, tf_transform_output, spec, chosen and chosen["threshold"])
+    signatures = build_signatures(model, tf_transform_output, spec, chosen["threshold"] if chosen else None)
     if strategy_lib.is_chief():
         target = serving_model_dir
     else:

@@ -111,7 +111,9 @@ def frozen_epochs(model, configured: int, epochs: int) -> int:
 
 
 def unfreeze(model) -> None:
-    _backbone(model).trainable = True
+    backbone = _backbone(model)
+    if backbone is not None:  # frozen_epochs froze one
+        backbone.trainable = True
 
 
 def phases(first_epoch: int, epochs: int, frozen: int):

@@ -10,6 +10,7 @@ set before TensorFlow is first imported, so it is set by the entry points (the C
 from __future__ import annotations
 
 import os
+import types
 
 ENV_VAR = "TF_USE_LEGACY_KERAS"
 
@@ -19,8 +20,9 @@ def select_legacy_keras() -> None:
     os.environ[ENV_VAR] = "1"
 
 
-def keras():
-    """Return ``tf.keras`` after checking it is tf_keras (Keras 2)."""
+def keras() -> types.ModuleType:
+    """Return ``tf.keras`` after checking it is tf_keras (Keras 2). Typed as a module (its names
+    are Any to a type checker): TensorFlow's stubs describe Keras 3's ``tf.keras``, not tf_keras."""
     import tensorflow as tf
 
     if not tf.keras.__name__.startswith("tf_keras"):

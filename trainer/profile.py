@@ -124,7 +124,7 @@ def load(path: str):
     import tensorflow as tf
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
-    space = xplane_pb2.XSpace()
+    space = xplane_pb2.XSpace()  # pyright: ignore[reportAttributeAccessIssue] - protoc's class, not in TF's stubs
     with tf.io.gfile.GFile(path, "rb") as f:
         space.ParseFromString(f.read())
     return space

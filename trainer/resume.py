@@ -138,7 +138,7 @@ class TrainingCheckpoint:
         logging.info("resuming the training after epoch %d from %s", state["epoch"], self.directory)
         return int(state["epoch"])
 
-    def save(self, epoch: int, logs: Dict[str, Any], stopped: bool) -> None:
+    def save(self, epoch: int, logs: Optional[Dict[str, Any]], stopped: bool) -> None:
         """After epoch ``epoch`` (0-based) finished: everything, then the state file."""
         for key, value in (logs or {}).items():
             self.history.setdefault(key, []).append(float(value))

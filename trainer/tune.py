@@ -101,8 +101,8 @@ def make_oracle(settings: TrainerSettings, tuning: T.TuningConfig):
 
     name, direction = T.objective(tuning, settings.features.task)
     space = tuning.space.resolved(settings.features.task, settings.training.batch_size)
-    common = dict(objective=kt.Objective(name, direction), hyperparameters=search_space(space),
-                  seed=settings.training.seed, tune_new_entries=False, allow_new_entries=False)
+    common: Dict[str, Any] = dict(objective=kt.Objective(name, direction), hyperparameters=search_space(space),
+                                  seed=settings.training.seed, tune_new_entries=False, allow_new_entries=False)
     if tuning.algorithm == "hyperband":
         oracle = kt.oracles.HyperbandOracle(max_epochs=trial_epochs(settings, tuning), factor=3, **common)
         oracle.max_trials = tuning.max_trials  # its bracket decides the trials; max_trials caps them
@@ -232,6 +232,7 @@ def fit_baseline(tuner) -> Optional[Dict[str, Any]]:
         progress("%sthe config's own values failed (%s): the best trial is used", T.PROGRESS, str(e).splitlines()[0])
         return None
     labels = fitted.validation_labels
+    assert labels is not None  # fit(..., labels=True) reads them
     baseline.update(rows=int(len(labels)), noise=float(task_types.get(tuner.settings.features.task).metric_noise(
         tuner.objective_name.removeprefix("val_"), baseline["score"], labels)))
     progress("%s", T.baseline_line(tuner.objective_name, baseline))

@@ -216,7 +216,7 @@ def tuning_record(tuning: TuningConfig, objective_name: str, direction: str, tri
             "max_trials": tuning.max_trials, "max_minutes": tuning.max_minutes, "seconds": round(seconds, 1),
             "ended_by": "max_minutes" if out_of_time else "max_trials", "trials": list(trials),
             "failed": list(failures), "baseline": dict(baseline) if baseline else None, "kept_config": kept,
-            "margin_se": MARGIN_SE, "best": dict(baseline) if kept else (ranked[0] if ranked else None)}
+            "margin_se": MARGIN_SE, "best": dict(baseline) if kept and baseline else (ranked[0] if ranked else None)}
 
 
 def summary_line(record: Mapping[str, Any]) -> str:
@@ -228,7 +228,7 @@ def summary_line(record: Mapping[str, Any]) -> str:
     head = f"{PROGRESS}{trials} trials in {record.get('seconds', 0):.0f}s{budget}"
     if not best:
         return f"{head}, none finished"
-    base = record.get("baseline")
+    base = record.get("baseline") or {}
     if record.get("kept_config"):
         return (f"{head}: none beat the config's own values ({record['objective']} {base['score']:.4f}) by more than "
                 f"{record.get('margin_se', MARGIN_SE):g} x its noise (±{base['noise']:.4f} on {base['rows']} "

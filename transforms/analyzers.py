@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Dict, List, Mapping, Protocol, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -161,8 +161,8 @@ class FrozenAnalyzers:
 
     @classmethod
     def load(cls, transform_output_dir: str, spec: F.FeatureSpec) -> "FrozenAnalyzers":
-        import tensorflow_transform as tft
-        output = tft.TFTransformOutput(transform_output_dir)
+        from tensorflow_transform.output_wrapper import TFTransformOutput
+        output = TFTransformOutput(transform_output_dir)
         values = feature_values(os.path.join(transform_output_dir, "transform_fn"), spec, needed(spec), optional(spec))
         vocabularies = {f.name: output.vocabulary_by_name(F.vocabulary_name(f.name))
                         for f in spec.inputs if f.transform == "vocabulary"}
@@ -248,7 +248,7 @@ def read_values(transform_fn_dir: str, names: List[str], optional_names: Sequenc
         return {}
     loaded = tf.saved_model.load(transform_fn_dir)
     pattern = re.compile(r"(?:^|/)(" + "|".join(map(re.escape, list(names) + list(optional_names))) + r")$")
-    found: Dict[str, np.ndarray] = {}
+    found: Dict[str, Optional[np.ndarray]] = {}  # None: no constant value found
     for cf in loaded.signatures.values():
         graph = cf.graph
         captured = {id(internal): external for external, internal in graph.captures}
@@ -268,7 +268,7 @@ def read_values(transform_fn_dir: str, names: List[str], optional_names: Sequenc
                     source = _follow_identities(node, nodes)
                     if isinstance(source, str) and source in args:
                         found.setdefault(m.group(1), _value(op.inputs[args.index(source)], captured))
-                    elif source is not None:
+                    elif source is not None and not isinstance(source, str):  # a Const node
                         found.setdefault(m.group(1), tf.make_ndarray(source.attr["value"].tensor))
     missing = [n for n in names if found.get(n) is None]
     if missing:
@@ -276,7 +276,7 @@ def read_values(transform_fn_dir: str, names: List[str], optional_names: Sequenc
             f"the Transform output {os.path.dirname(transform_fn_dir)} holds no value for {missing[0]} "
             f"({len(missing)} of {len(names)} missing): it was written before its analyzers were named; "
             "fix: run the pipeline again so the Transform re-runs (tfxline run)")
-    return {n: found[n] for n in list(names) + list(optional_names) if found.get(n) is not None}
+    return {n: value for n in list(names) + list(optional_names) if (value := found.get(n)) is not None}
 
 
 def _follow_identities(node, nodes):

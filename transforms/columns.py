@@ -11,7 +11,7 @@ buckets, range checks) runs once on the block (transforms/preprocessing.py; docs
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Sequence, Tuple
+from typing import Any, Callable, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
@@ -70,7 +70,7 @@ def presence(x: Any) -> tf.Tensor:
 
 
 def dense_block(columns: Sequence[Any], dtype: tf.DType, default: Any,
-                cast: Callable[[tf.Tensor], tf.Tensor] = None) -> Tuple[tf.Tensor, tf.Tensor]:
+                cast: Optional[Callable[[tf.Tensor], tf.Tensor]] = None) -> Tuple[tf.Tensor, tf.Tensor]:
     """([rows, k] values with ``default`` where absent, [rows, k] presence) of k single-valued
     columns, each one's values first passed through ``cast`` (default: ``tf.cast`` to ``dtype``).
     Sparse columns (what the Transform, the Evaluator and serving parse from tf.Example) are

@@ -32,7 +32,8 @@ def parse(text: str) -> Optional[Tuple[datetime.datetime, bool]]:
     if not m:
         return None
     try:
-        value = datetime.datetime(*(int(g or 0) for g in m.groups()))
+        year, month, day, hour, minute, second = (int(g or 0) for g in m.groups())
+        value = datetime.datetime(year, month, day, hour, minute, second)
     except ValueError:  # no such day or time
         return None
     return value, m.group(4) is not None

@@ -28,7 +28,8 @@ def decode_one(encoded: tf.Tensor, size: int) -> tf.Tensor:
     image = tf.cast(tf.io.decode_image(encoded, expand_animations=False), tf.float32)  # its own channels
     channels = tf.shape(image)[-1]
     color = tf.cond(channels < 3, lambda: tf.tile(image[..., :1], [1, 1, CHANNELS]), lambda: image[..., :CHANNELS])
-    alpha = tf.cond(channels % 2 == 0, lambda: image[..., -1:] / 255.0, lambda: tf.ones_like(image[..., :1]))
+    alpha = tf.cond(tf.math.floormod(channels, 2) == 0, lambda: image[..., -1:] / 255.0,
+                    lambda: tf.ones_like(image[..., :1]))
     image = color * alpha + 255.0 * (1.0 - alpha)
     image.set_shape([None, None, CHANNELS])
     return tf.image.resize(image, [size, size], antialias=True)

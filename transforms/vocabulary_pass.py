@@ -93,12 +93,12 @@ def write_vocabularies(found: Iterable[Tuple[int, List[bytes]]], names: Sequence
 
 def pass_outputs(found, names, is_text, folder) -> Iterable:
     """The Beam pass's tagged outputs: each feature's file path, then the combined file's."""
-    import apache_beam as beam
+    from apache_beam.pvalue import TaggedOutput
 
     paths, combined_path = write_vocabularies(found, names, is_text, folder)
     for index, path in enumerate(paths):
-        yield beam.pvalue.TaggedOutput(f"vocabulary_{index}", path.encode())
-    yield beam.pvalue.TaggedOutput("combined", combined_path.encode())
+        yield TaggedOutput(f"vocabulary_{index}", path.encode())
+    yield TaggedOutput("combined", combined_path.encode())
 
 
 @functools.lru_cache(maxsize=None)
@@ -117,11 +117,13 @@ def _pass_class():
 
         def expand(self, batches):
             top_ks, names, is_text = self.top_ks, self.names, self.is_text
+            if self.base_temp_dir is None:  # tf.Transform sets it before it expands an analyzer
+                raise RuntimeError("the vocabulary pass was expanded outside tf.Transform's analysis")
             folder = os.path.join(self.base_temp_dir, f"vocabularies-{uuid.uuid4().hex}")
             tags = [f"vocabulary_{i}" for i in range(len(names))] + ["combined"]
             paths = (batches
                      | "CountEachBatch" >> beam.FlatMap(count_batch)
-                     | "SumCounts" >> beam.CombinePerKey(sum)
+                     | "SumCounts" >> beam.CombinePerKey(sum)  # pyright: ignore[reportArgumentType] - Beam takes a callable
                      | "ByFeature" >> beam.MapTuple(lambda key, count: (key[0], (count, key[1])))
                      | "GroupByFeature" >> beam.GroupByKey()
                      | "TopK" >> beam.MapTuple(lambda index, counts: (index, top_values(counts, top_ks[index])))
@@ -136,13 +138,13 @@ def vocabulary_paths(names: Sequence[str], keys: Sequence[tf.Tensor],
                      top_ks: Sequence[int]) -> Tuple[List[tf.Tensor], tf.Tensor]:
     """One analyzer for all ``keys`` (rank-1 dense tensors, text or int64): (each one's vocabulary
     file path, an asset of the Transform output named ``names[i]``; the combined file's path)."""
-    import tensorflow_transform as tft
+    from tensorflow_transform.experimental.analyzers import ptransform_analyzer
 
     is_text = [k.dtype == tf.string for k in keys]
     # what a vocabulary holds while the graph is traced before the pass has run (tft's own
     # vocabulary starts from its dummy value too)
     defaults = [EMPTY_STRING_DUMMY if text else EMPTY_INTEGER_DUMMY for text in is_text]
-    outputs = tft.experimental.ptransform_analyzer(
+    outputs = ptransform_analyzer(
         inputs=list(keys), ptransform=_pass_class()(names, top_ks, is_text),
         output_dtypes=[tf.string] * (len(keys) + 1), output_shapes=[[]] * (len(keys) + 1),
         output_asset_default_values=defaults + [b"\n".join(combined_lines([[d] for d in defaults]))],
