@@ -40,10 +40,10 @@ notebook-strip:
 lint: setup
 	bash tools/lint.sh
 	python3 tools/measures.py
-	bash tools/typecheck.sh $(VENV)
+	TFXLINE_VENV=$(VENV) bash tools/typecheck.sh
 
 typecheck: setup
-	bash tools/typecheck.sh $(VENV)
+	TFXLINE_VENV=$(VENV) bash tools/typecheck.sh
 
 # The same test command on the current stack (TFX 1.21, Python 3.13) inside a Debian 13
 # root built with debootstrap (needs root; the root is cached in .roots/).

@@ -45,7 +45,7 @@ def _metric(class_name: str, threshold: Optional[tfma_pb2.MetricThreshold] = Non
 
 
 def _threshold(lower: Optional[float] = None, upper: Optional[float] = None,
-               direction=None, absolute: Optional[float] = None,
+               direction: Optional[int] = None, absolute: Optional[float] = None,
                relative: Optional[float] = None) -> Optional[tfma_pb2.MetricThreshold]:
     """A value threshold (lower / upper bound; None: no bound) and a change threshold against
     the baseline (absolute / relative; None: none); None when nothing is set."""
@@ -55,6 +55,8 @@ def _threshold(lower: Optional[float] = None, upper: Optional[float] = None,
     if upper is not None:
         t.value_threshold.upper_bound.value = upper
     if absolute is not None or relative is not None:
+        if direction is None:
+            raise ValueError("a change threshold needs its direction (HIGHER or LOWER)")
         t.change_threshold.direction = direction
         if absolute is not None:
             t.change_threshold.absolute.value = absolute

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # pyright (basic mode, pyproject.toml's [tool.pyright]) on every product folder, against the
 # project's venv: `make lint` runs it after ruff and the measures; docs/contributing.md says how to
-# read it and how an editor gets the same answers. Usage: tools/typecheck.sh [VENV] [PYRIGHT ARGS...]
+# read it and how an editor gets the same answers. Usage: tools/typecheck.sh [PYRIGHT ARGS...]
+# (the venv: $TFXLINE_VENV, default .venv, as the Makefile's VENV).
 # Pinned here and installed from npm beside ruff in .roots/pyright (a development tool, not part of
 # the product or its locks; needs Node.js >= 14 and npm). Before it runs, tools/proto_stubs.py
 # writes the protobuf modules' stubs from the venv into .roots/pyright-stubs (the config's
@@ -9,8 +10,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 PYRIGHT_VERSION=1.1.414
-VENV="${1:-${TFXLINE_VENV:-.venv}}"
-shift || true
+VENV="${TFXLINE_VENV:-.venv}"
 target=.roots/pyright
 stubs=.roots/pyright-stubs
 if [[ ! -x "$VENV/bin/python" ]]; then

@@ -24,7 +24,8 @@ def load_reporting_config(path: Optional[str] = None, overrides: Sequence[str] =
         values["output_root"] = output_root
     if isinstance(raw.get("monitoring"), Mapping):
         values["monitoring"] = from_yaml(MonitoringConfig, raw["monitoring"], "monitoring")
-    serving = raw.get("serving") if isinstance(raw.get("serving"), Mapping) else {}
+    found = raw.get("serving")
+    serving: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
     where = {key: from_yaml(str, serving[key], f"serving.{key}") for key in ("serving_root", "model_name")
              if key in serving}
     values["serving"] = dataclasses.replace(base.serving, **where)
