@@ -137,7 +137,8 @@ def submit(request: SubmitRequest) -> str:
             run_name=request.display_name, pipeline_root=request.pipeline_root or None,
             enable_caching=request.enable_caching, service_account=request.service_account or None)
     if not run.run_id:  # the API's V2beta1Run leaves it optional
-        raise SubmitError(f"KFP at {request.host} answered the run's creation without a run id")
+        raise SubmitError(f"KFP at {request.host} answered the run's creation without a run id; find the run "
+                          f"by its name, {request.display_name!r}, in the KFP UI")
     return run.run_id
 
 
