@@ -8,13 +8,13 @@ from tfxline.cli.common import EXIT_OK, BadInput, add_config_args, config_file, 
 
 
 def add_init(sub) -> None:
-    init = sub.add_parser("init", help="write a config and a schema for your CSV or image folder, decided from "
-                                       "the data")
+    init = sub.add_parser("init", help="write a config and a schema for your CSV, image folder or text "
+                                       "folder, decided from the data")
     init.add_argument("--data", required=True, metavar="CSV|FOLDER",
-                      help="the CSV (a file, .csv.gz, or a directory of them), or a folder of images with one "
-                           "sub-folder per class")
-    init.add_argument("--label", metavar="COLUMN", help="the column to predict (a CSV's; an image folder's classes "
-                                                        "are its sub-folders)")
+                      help="the CSV (a file, .csv.gz, or a directory of them), or a folder of images or .txt "
+                           "files with one sub-folder per class")
+    init.add_argument("--label", metavar="COLUMN", help="the column to predict (a CSV's; an image or text folder's "
+                                                        "classes are its sub-folders)")
     from tfxline.task_types import NAMES as TASKS  # no TensorFlow
 
     init.add_argument("--task", choices=TASKS,
@@ -22,7 +22,7 @@ def add_init(sub) -> None:
                            "multiclass; other numbers: regression)")
     init.add_argument("--positive", metavar="VALUE",
                       help="binary: the positive value as the data writes it (needed unless it is yes/no, true/false, "
-                           "y/n, 1/0 or positive/negative)")
+                           "y/n, 1/0 or positive/negative); a two-class text folder's positive sub-folder")
     init.add_argument("--dir", default=".", metavar="DIR", help="where config.yaml and schema.pbtxt go (default: here)")
     init.add_argument("--force", action="store_true", help="replace DIR's config.yaml and schema.pbtxt")
     init.add_argument("--tune", action="store_true",

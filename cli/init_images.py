@@ -18,10 +18,12 @@ import math
 import os
 from typing import Any, Dict, List, Optional, TextIO, Tuple
 
+from tfxline.cli.init_files import write_project
 from tfxline.cli.init_label import InitError
 from tfxline.kubeflow import names
 from tfxline.pipeline.data import images as image_folder
 from tfxline.pipeline.data import source as data_source
+from tfxline.pipeline.data.check import path_column
 from tfxline.transforms import image_files
 
 IMAGE_COLUMN, LABEL_COLUMN = "image", "label"
@@ -64,8 +66,9 @@ def refuse_flat_folder(path: str) -> None:
         raise InitError(f"{path} holds {len(loose)} images but no class folders; put each class's images in a "
                         "sub-folder named for the class (e.g. cats/1.jpg, dogs/2.png)")
     if _has_subfolders(path) and not any(f.lower().endswith((".csv", ".csv.gz")) for f in os.listdir(path)):
-        raise InitError(f"{path}'s sub-folders hold no images ({', '.join(image_folder.IMAGE_EXTENSIONS)}); put "
-                        "each class's images in a sub-folder named for the class, or pass a CSV with --label")
+        raise InitError(f"{path}'s sub-folders hold no images ({', '.join(image_folder.IMAGE_EXTENSIONS)}) and no .txt "
+                        "files; put each class's images or .txt files in a sub-folder named for the class, or pass a "
+                        "CSV with --label")
 
 
 def _has_subfolders(path: str) -> bool:
@@ -81,12 +84,7 @@ def image_column_of(path: str) -> Optional[str]:
     """A CSV's column of image paths: the first whose filled cells (most of them) name image files."""
     if not (os.path.isfile(path) and path.lower().endswith(".csv")):
         return None
-    header, columns = data_source.read_columns([path])
-    for name, cells in zip(header, columns):
-        filled = [c for c in cells if c]
-        if filled and sum(map(image_folder.is_image_name, filled)) >= 0.9 * len(filled):
-            return name
-    return None
+    return path_column(*data_source.read_columns([path]), image_folder.is_image_name)
 
 
 def plan(data_path: str, label: Optional[str] = None) -> ImagePlan:
@@ -218,18 +216,9 @@ def lines(p: ImagePlan) -> List[str]:
 def init(data_path: str, directory: str, config_path: str, schema_path: str, stream: TextIO,
          write_text, label: Optional[str] = None) -> Dict[str, Any]:
     """Decide, check the config loads, print the decisions, write both files."""
-    import yaml
-
-    from tfxline.pipeline.config.load import config_from_dict
-
     p = plan(data_path, label)
-    config = render_config(p, os.path.abspath(schema_path))
-    config_from_dict(yaml.safe_load(config))  # loads as written, before anything is
-    for line in lines(p):
-        print(line, file=stream)
-    write_text(schema_path, schema_text(p))
-    write_text(config_path, config)
-    print(f"wrote {config_path} and {schema_path}; next: tfxline run --config {config_path}", file=stream, flush=True)
+    write_project(render_config(p, os.path.abspath(schema_path)), schema_text(p), lines(p), config_path,
+                  schema_path, stream, write_text)
     return {"images": len(p.folder.images)}
 
 

@@ -24,16 +24,16 @@ pushes on the first try. The rules (docs/your-data.md states them):
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import re
 from typing import Any, Dict, List, Optional, TextIO, Tuple
 
 from tfxline.cli import column_profile as cp
-from tfxline.cli import init_balance, init_images
+from tfxline.cli import init_balance, init_images, init_text_folder
 from tfxline.cli.init_inputs import Decision, choose_inputs, feature_name, identifies_rows, out_specs
 from tfxline.cli.init_label import InitError, choose_label
 from tfxline.cli.init_leaks import find_leaks
+from tfxline.cli.init_sizing import sizing
 from tfxline.kubeflow import names
 from tfxline.pipeline.data import source as data_source
 from tfxline.runs import files
@@ -73,27 +73,6 @@ def tuning_budget(labelled: int) -> Dict[str, Any]:
     why = (f"{labelled} labelled rows: up to {trials} trials within {minutes} minutes (on 2 cores; raise "
            "max_minutes on a larger machine or for more trials)")
     return {"algorithm": "bayesian", "max_trials": trials, "max_minutes": minutes, "why": why}
-
-
-def sizing(labelled: int) -> Dict[str, Any]:
-    """The split, batch and training length for ``labelled`` rows: enough optimizer steps on
-    small data (about 2,000, at least 20 a pass), a validation split large enough to stop on."""
-    buckets = (6, 2, 2) if labelled < 5000 else (7, 1, 2)
-    total = sum(buckets)
-    train = max(1, labelled * buckets[0] // total)
-    validation = max(1, labelled * buckets[1] // total)
-    batch = 32
-    while batch < 512 and train / (batch * 2) >= 50:
-        batch *= 2
-    steps = max(1, math.ceil(train / batch))
-    epochs = int(min(200, max(10, math.ceil(2000 / steps))))
-    patience = 5 if labelled < 20_000 else 3
-    eval_steps = int(min(500, max(1, math.ceil(validation / batch))))
-    why = (f"{labelled} labelled rows: split {buckets[0]}:{buckets[1]}:{buckets[2]} (~{validation} validation rows); "
-           f"batch {batch} gives {steps} steps a pass, up to {epochs} passes (early stopping after {patience} "
-           f"without improvement); validation reads all of it ({eval_steps} batch{'' if eval_steps == 1 else 'es'})")
-    return {"buckets": buckets, "batch_size": batch, "epochs": epochs, "patience": patience,
-            "eval_steps": eval_steps, "why": why}
 
 
 def plan(data_path: str, label: str, task: Optional[str] = None, positive: Optional[str] = None,
@@ -250,9 +229,14 @@ def init(data_path: str, label: Optional[str], task: Optional[str], positive: Op
         raise InitError(f"{existing[0]} exists; pass --force to replace it, or another --dir")
     if not os.path.exists(data_path):
         raise InitError(f"data path {data_path} does not exist; pass a CSV file (or a directory of them) with "
-                        "--label, or a folder with one sub-folder of images per class")
-    if not label:
-        init_images.refuse_flat_folder(data_path)  # images without class folders: one line that says so
+                        "--label, or a folder with one sub-folder of images or .txt files per class")
+    if not label and init_text_folder.is_text_folder(data_path):  # .txt files, a sub-folder per class
+        flags = [f for f, given in (("--task", task), ("--tune", tune)) if given]
+        return init_text_folder.init(data_path, directory, config_path, schema_path, stream, files.write_text_atomic,
+                                     positive, flags)
+    if not label:  # .txt files or images without class folders: one line that says so
+        init_text_folder.refuse_flat_folder(data_path)
+        init_images.refuse_flat_folder(data_path)
     if init_images.is_image_folder(data_path):  # a folder of photos, a sub-folder per class
         if label or task or positive or tune:
             raise InitError("--label, --task, --positive and --tune apply to a CSV; an image folder's classes are its "
@@ -264,7 +248,7 @@ def init(data_path: str, label: Optional[str], task: Optional[str], positive: Op
         return 0
     if not label:
         raise InitError(f"--label is needed for a CSV: name the column to predict (or pass a folder with one "
-                        f"sub-folder of images per class); {data_path} is not such a folder")
+                        f"sub-folder of images or .txt files per class); {data_path} is not such a folder")
     p, header, columns = plan(data_path, label, task, positive, tune)
     import yaml
     from google.protobuf import text_format

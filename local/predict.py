@@ -16,7 +16,7 @@ import numpy as np
 
 from tfxline import task_types
 from tfxline.components.tfma_results import label_classes
-from tfxline.local import predict_images
+from tfxline.local import predict_images, predict_text
 from tfxline.pipeline.config import PipelineConfig
 from tfxline.pipeline.data import source as data_source
 from tfxline.pipeline.data.examples import read_csv_rows, serialize_rows
@@ -92,19 +92,22 @@ def describe_predictions(cfg: PipelineConfig, extra: List[Dict[str, object]]) ->
 def predict_csv(cfg: PipelineConfig, input_csv: str, output_path: str,
                 model_dir: Optional[str] = None, stream: Optional[TextIO] = None) -> int:
     """``input_csv``: raw rows, or for an image model a folder of images or a CSV of their paths
-    (local/predict_images.py)."""
+    (local/predict_images.py), or for a text model a folder of .txt files or a CSV of their paths
+    (local/predict_text.py)."""
     schema = data_source.load_schema(data_source.schema_path(cfg.data.schema))
     image = cfg.features.data_kind == "image"
     if image:
         rows, paths = predict_images.image_rows(input_csv, cfg)
-        contents = predict_images.read_images(paths)
+        contents, model_rows = predict_images.read_images(paths), rows
+    elif predict_text.reads_files(input_csv, cfg):  # .txt files: a folder, or a CSV of their paths
+        rows, model_rows = predict_text.document_rows(input_csv, cfg)
     else:
         data_source.check_csv(data_source.csv_files(input_csv), schema, required=cfg.features.serving_columns)
-        rows = list(read_csv_rows(input_csv))
+        rows = model_rows = list(read_csv_rows(input_csv))
     model_dir = model_dir or serving_version_dir(cfg.serving_dir)
     with stderr_filtered(TF_RUNTIME_NOISE):  # e.g. grappler's cost model on a multi-class model's softmax
         values, decided = (predict_images.predict_images(model_dir, contents, task_types.get(cfg.features.task))
-                           if image else predict_rows(load_serving_fn(model_dir), rows, cfg, schema))
+                           if image else predict_rows(load_serving_fn(model_dir), model_rows, cfg, schema))
     extra = output_columns(cfg, values, label_classes(model_dir), decided)
     if output_path == STDOUT:  # CSV on stdout, for a pipe; the summary line then goes to stderr
         write_predictions(sys.stdout, rows, extra, schema, jsonl=False, line_end="\n")

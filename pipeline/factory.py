@@ -11,24 +11,22 @@ from typing import Any, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 # TFX's own modules, not ``tfx.v1``: that package also imports the Google Cloud extensions
 # (google.cloud.aiplatform: ~3 s of a local run's start for nothing it uses).
-from tfx.components import ExampleValidator, ImportExampleGen, StatisticsGen, Trainer, Transform
+from tfx.components import ExampleValidator, StatisticsGen, Trainer, Transform
 from tfx.components.schema_gen.import_schema_gen.component import ImportSchemaGen
 from tfx.dsl.components.common.resolver import Resolver
 from tfx.dsl.input_resolution.strategies.span_range_strategy import SpanRangeStrategy
 from tfx.orchestration.pipeline import Pipeline
-from tfx.proto import example_gen_pb2, range_config_pb2, trainer_pb2, transform_pb2
+from tfx.proto import range_config_pb2, trainer_pb2, transform_pb2
 from tfx.types import standard_artifacts
 from tfx.types.channel import Channel
 
-from tfxline.components import csv_example_gen, image_example_gen
 from tfxline.components.anomalies_gate import AnomaliesGate
-from tfxline.components.csv_example_gen import CsvExampleGen
 from tfxline.components.drift_gate import SPAN_LEDGER, DriftGate
-from tfxline.components.image_example_gen import ImageExampleGen
 from tfxline.components.safe_pusher import SafePusher
 from tfxline.components.serving_baseline import GatedEvaluator, ServingBaseline
-from tfxline.pipeline.config import EVAL_SPLIT, TRAIN_SPLIT, VALIDATION_SPLIT, PipelineConfig, steps
+from tfxline.pipeline.config import EVAL_SPLIT, TRAIN_SPLIT, PipelineConfig, steps
 from tfxline.pipeline.eval_config import build_eval_config
+from tfxline.pipeline.example_gens import example_gen_component
 from tfxline.pipeline.pusher_settings import release_properties, tflite_properties
 from tfxline.pipeline.tuning import tuned_hyperparameters, tuning_component
 from tfxline.transforms import image_files
@@ -37,28 +35,6 @@ PREPROCESSING_FN = "tfxline.transforms.preprocessing.preprocessing_fn"
 RUN_FN = "tfxline.trainer.run.run_fn"
 BASELINE_ID = "ServingBaseline"
 WINDOW_ID = "SpanWindow"
-
-
-def example_gen_configs(cfg: PipelineConfig, data_pattern: str):
-    input_config = example_gen_pb2.Input(splits=[
-        example_gen_pb2.Input.Split(name="single_split", pattern=data_pattern)])
-    buckets = {TRAIN_SPLIT: cfg.data.train_buckets, VALIDATION_SPLIT: cfg.data.validation_buckets,
-               EVAL_SPLIT: cfg.data.eval_buckets}
-    split_config = example_gen_pb2.SplitConfig(splits=[
-        example_gen_pb2.SplitConfig.Split(name=name, hash_buckets=buckets[name]) for name in cfg.data.splits])
-    if cfg.data.split_key:  # a group column: its rows in one split (a oneof: set only when named)
-        split_config.partition_feature_name = cfg.data.split_key
-    output_config = example_gen_pb2.Output(split_config=split_config)
-    return input_config, output_config
-
-
-def span_range(span: Optional[int]) -> Optional[range_config_pb2.RangeConfig]:
-    """ExampleGen reads exactly ``span`` (the one the pre-flight check read), or the newest
-    span its driver finds when None."""
-    if span is None:
-        return None
-    return range_config_pb2.RangeConfig(static_range=range_config_pb2.StaticRange(
-        start_span_number=span, end_span_number=span))
 
 
 def span_window(example_gen, window: int):
@@ -179,22 +155,6 @@ def create_pipeline(
         metadata_connection_config=metadata_connection_config,
         beam_pipeline_args=list(beam_pipeline_args),
     )
-
-
-def example_gen_component(cfg: PipelineConfig, data_root: str, data_pattern: str, span: Optional[int],
-                          data_digest: str):
-    input_config, output_config = example_gen_configs(cfg, data_pattern)
-    example_gen_class = {"csv": CsvExampleGen,  # TFX's, reading headers as CSV (BOM, spaces, gzip)
-                         "tfrecord": ImportExampleGen, "images": ImageExampleGen}[cfg.data.format]
-    extra = {}
-    if cfg.data.format == "images":  # a class folder's files; bad images skipped or refused
-        extra["custom_config"] = image_example_gen.custom_config(
-            cfg.features.image.source, cfg.features.label.source, cfg.data.bad_images, data_digest)
-    if cfg.data.format == "csv":  # rows without a label: left out; the data's content: in the cache key
-        drop = cfg.features.label.source_columns if cfg.data.missing_labels == "drop" else ()
-        extra["custom_config"] = csv_example_gen.custom_config(drop, data_digest)
-    return example_gen_class(input_base=data_root, input_config=input_config,
-                             output_config=output_config, range_config=span_range(span), **extra)
 
 
 def data_components(cfg: PipelineConfig, *, data_root: str, data_pattern: str, schema_path: str,

@@ -125,7 +125,7 @@ def test_each_section_checks_its_own_values():
 
     cfg = load_config()
     assert list(cfg.problems()) == []
-    assert [tuple(p) for p in DataConfig(format="xml").problems()] == [("format", "'xml'", "use one of csv, tfrecord, images")]
+    assert [tuple(p) for p in DataConfig(format="xml").problems()] == [("format", "'xml'", "use one of csv, tfrecord, images, text")]
     labels = MonitoringConfig(labels={"job": "a"})
     assert [p.key for p in labels.problems()] == ["labels"] and list(labels.push_problems())
     bad = dataclasses.replace(cfg, training=dataclasses.replace(cfg.training, batch_size=0))

@@ -13,6 +13,7 @@ import pytest
 import tensorflow as tf
 import yaml
 
+from tests.example_gen_runs import run_example_gen
 from tests.image_data import TRUNCATED, digits_folder
 from tfxline.cli import main as cli
 from tfxline.pipeline.config import ConfigError
@@ -237,37 +238,6 @@ def test_a_new_days_folder_of_another_format_is_an_anomaly_against_the_schema_in
     assert not tfdv.validate_statistics(tfdv.generate_statistics_from_dataframe(same), schema).anomaly_info
 
 
-def run_image_example_gen(data_dir, out_dir, pattern, custom_config):
-    """ImageExampleGen's executor, as a local run calls it: {split: [tf.Example]}."""
-    from tfx.proto import example_gen_pb2
-    from tfx.types import standard_artifacts
-    from tfx.utils import proto_utils
-
-    from tfxline.components import image_example_gen
-    from tfxline.patches import tfx_packaging
-    from tfxline.pipeline.beam import stack_compat
-
-    examples = standard_artifacts.Examples()
-    examples.uri = str(out_dir)
-    splits = example_gen_pb2.Output(split_config=example_gen_pb2.SplitConfig(splits=[
-        example_gen_pb2.SplitConfig.Split(name=n, hash_buckets=b) for n, b in [("train", 7), ("eval", 3)]]))
-    props = {"input_base": str(data_dir), "output_config": proto_utils.proto_to_json(splits),
-             "input_config": proto_utils.proto_to_json(example_gen_pb2.Input(splits=[
-                 example_gen_pb2.Input.Split(name="single_split", pattern=pattern)])),
-             "custom_config": proto_utils.proto_to_json(custom_config)}
-    args = list(stack_compat.local_beam_args(["--direct_running_mode=in_memory", "--direct_num_workers=1"]))
-    executor = image_example_gen.Executor
-    with tfx_packaging.no_sdist_for_local_runners():
-        executor(executor.Context(beam_pipeline_args=args, tmp_dir=str(out_dir) + "-tmp")).Do(
-            {}, {"examples": [examples]}, props)
-    out = {}
-    for split in ("train", "eval"):
-        files = tf.io.gfile.glob(os.path.join(str(out_dir), f"Split-{split}", "*"))
-        out[split] = [tf.train.Example.FromString(r.numpy())
-                      for r in tf.data.TFRecordDataset(files, compression_type="GZIP")]
-    return out, examples
-
-
 def test_a_csv_of_image_paths_is_read_with_its_classes_and_other_columns(folder, tmp_path, capsys):
     """The CSV input: paths relative to the CSV's folder, a class column, another column kept as
     text; the truncated file left out and counted; init finds the path column."""
@@ -278,7 +248,7 @@ def test_a_csv_of_image_paths_is_read_with_its_classes_and_other_columns(folder,
     rows.append(f"{os.path.relpath(os.path.join(folder, '0', TRUNCATED), tmp_path)},even,cam0")
     (tmp_path / "photos.csv").write_text("\n".join(rows) + "\n")
     config = image_example_gen.custom_config("path", "kind")
-    out, examples = run_image_example_gen(tmp_path, tmp_path / "out", "photos.csv", config)
+    out, examples = run_example_gen(image_example_gen.Executor, tmp_path, tmp_path / "out", "photos.csv", config)
     got = [e for split in out.values() for e in split]
     assert len(got) == 30 and {e.features.feature["kind"].bytes_list.value[0] for e in got} == {b"odd", b"even"}
     assert {e.features.feature["source"].bytes_list.value[0] for e in got} == {b"cam0", b"cam1", b"cam2"}

@@ -28,6 +28,7 @@ from tools.measures import PACKAGES  # noqa: E402 - every product folder (the la
 USER_ERRORS = {
     "ConfigError": "bad config (exit 2)",
     "DataError": "bad input data (exit 2)",
+    "NotUtf8Error": "a .txt file that is not UTF-8 (exit 2: the pre-flight check; a compiled run's TextExampleGen)",
     "FeatureSpecError": "bad feature spec (exit 2)",
     "LabelError": "the label column cannot train the task (exit 2)",
     "BadInput": "bad command line (exit 2)",

@@ -122,6 +122,7 @@ class PipelineConfig:
             yield Problem("data.format", f"{self.data.format} with a {self.features.data_kind} feature spec",
                           "an image folder (format: images) needs one input with transform: image, which reads "
                           "an image folder or TFRecords of encoded images: `tfxline init --data FOLDER` writes both")
+        yield from self.text_folder_problems()
         dated = [f.name for f in self.features.inputs if f.transform == "datetime"]
         if dated and self.serving.tflite != "off":
             yield Problem("serving.tflite", f"{self.serving.tflite}: the datetime feature(s) {', '.join(dated)} parse "
@@ -134,6 +135,21 @@ class PipelineConfig:
                           "TFLite has only as Flex ops, which TF 2.20+ interpreters lack",
                           "fix: set serving.tflite: off (TF Serving and KServe serve the SavedModel), or remove the "
                           "text features")
+
+    def text_folder_problems(self) -> Iterator[Problem]:
+        """A folder of .txt files (format: text) holds a document and its class: the spec reads them as
+        one text input and a class label, no other input."""
+        if self.data.format != "text":
+            return
+        spec, fix = self.features, ("a folder of .txt files (format: text) holds each document's text and its "
+                                    "class: one input with transform: text and a class label (binary or "
+                                    "class_vocabulary); `tfxline init --data FOLDER` writes both")
+        if not spec.text_inputs or len(spec.inputs) > 1:
+            inputs = ", ".join(f"{f.name} ({f.transform})" for f in spec.inputs)
+            yield Problem("data.format", f"text with the inputs {inputs}", fix)
+        elif spec.label.transform not in ("binary", "class_vocabulary"):
+            yield Problem("data.format", f"text with a {spec.label.transform} label (the classes are folder "
+                          "names)", fix)
 
     def to_dict(self) -> Dict[str, Any]:
         out: Dict[str, Any] = {}

@@ -16,7 +16,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence
 import yaml
 
 from tfxline.pipeline.config import DEFAULT_CONFIG, ConfigError, PipelineConfig
-from tfxline.pipeline.data.source import PACKAGE_PREFIX, DataError, resolve_data_path
+from tfxline.pipeline.data.source import PACKAGE_PREFIX, DataError, input_kind, resolve_data_path
 from tfxline.typed_config.problems import check
 from tfxline.typed_config.read import from_yaml
 
@@ -96,8 +96,8 @@ def validate(cfg: PipelineConfig, data: bool = True) -> None:
         raise MissingDataError(str(e)) from None
     if data_path and not os.path.exists(data_path):
         raise MissingDataError(
-            f"data path {cfg.data.path} does not exist; pass an existing {cfg.data.format.upper()} "
-            "file or directory with --data (or data.path in the config)")
+            f"data path {cfg.data.path} does not exist; pass an existing {input_kind(cfg.data.format)} "
+            "with --data (or data.path in the config)")
 
 
 def _yaml_problem(e: Exception) -> str:

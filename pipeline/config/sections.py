@@ -44,12 +44,14 @@ class DataConfig:
     # Python package (located through the package, never downloaded).
     path: str = ""
     # csv (CsvExampleGen), tfrecord (ImportExampleGen: TFRecords of tf.Example, GZIP when
-    # the file name ends in .gz) or images (a folder with one sub-folder of photos per class:
-    # components/image_example_gen.py).
+    # the file name ends in .gz), images (a folder with one sub-folder of photos per class:
+    # components/image_example_gen.py) or text (a folder with one sub-folder of .txt files per
+    # class, read as the text input's column and the label's: components/text_example_gen.py).
     format: str = "csv"
     # For a directory: the files to read, a glob relative to it (default *.csv for csv,
-    # * for tfrecord). TFX's span placeholders make it daily data: {SPAN} (or {SPAN:4} for
-    # zero-padded, or the date specs {YYYY}{MM}{DD}) and optionally {VERSION}, e.g.
+    # * for tfrecord, */* (class/file) for images and text). TFX's span placeholders make it
+    # daily data: {SPAN} (or {SPAN:4} for zero-padded, or the date specs {YYYY}{MM}{DD}) and
+    # optionally {VERSION}, e.g.
     # "span-{SPAN}/*.csv"; each span is a partition that lands once (a new version replaces it).
     pattern: str = ""
     # Which spans a run trains on (a pattern with {SPAN}): "latest" (the newest span), or
@@ -99,9 +101,9 @@ class DataConfig:
             yield bad(self, "format", f"use one of {', '.join(FORMATS)}")
         if self.bad_images not in BAD_IMAGE_POLICIES:
             yield bad(self, "bad_images", f"use one of {', '.join(BAD_IMAGE_POLICIES)}")
-        if self.format == "images" and self.split_key:
-            yield bad(self, "split_key", "an image's split follows its bytes (copies of a file stay in one "
-                                         "split); remove data.split_key")
+        if self.format in ("images", "text") and self.split_key:
+            yield bad(self, "split_key", f"a {'document' if self.format == 'text' else 'image'}'s split follows its "
+                                         "bytes (copies of a file stay in one split); remove data.split_key")
         if self.missing_labels not in MISSING_LABELS:
             yield bad(self, "missing_labels", f"use one of {', '.join(MISSING_LABELS)}")
         if not _spans_ok(self.spans):

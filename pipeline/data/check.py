@@ -118,6 +118,16 @@ def read_columns(files: Sequence[str]) -> Tuple[List[str], List[List[str]]]:
     return header, columns
 
 
+def path_column(header: Sequence[str], columns: Sequence[Sequence[str]], is_member) -> Optional[str]:
+    """A CSV's column of file paths (``read_columns``'): the first whose filled cells, 90 % or more of
+    them, ``is_member`` takes for the files it reads (image names, ``.txt`` names); else None."""
+    for name, cells in zip(header, columns):
+        filled = [c for c in cells if c]
+        if filled and sum(map(is_member, filled)) >= 0.9 * len(filled):
+            return name
+    return None
+
+
 def check_csv(files: Sequence[str], schema: schema_pb2.Schema, required: Sequence[str],
               label: Optional["LabelValues"] = None) -> int:
     """Check header, required columns and numeric values; return the number of rows. ``label``:

@@ -1,10 +1,11 @@
 """Where the data and schema are; the fast pre-flight check of the input is pipeline/data/check.py
 (its functions are named here too, where the callers look for them).
 
-Input is CSV (CsvExampleGen) or TFRecord files of tf.Example (ImportExampleGen, GZIP when
-the name ends in .gz). ``data.path`` is a file, a directory (files matching
-``data.pattern``), or ``package:<package>/<path>`` for data shipped inside an installed
-Python package, located through the package and never downloaded. A pattern with TFX's span
+Input is CSV (CsvExampleGen), TFRecord files of tf.Example (ImportExampleGen, GZIP when
+the name ends in .gz), or a folder with one sub-folder per class of images or ``.txt`` files.
+``data.path`` is a file, a directory (files matching ``data.pattern``), or
+``package:<package>/<path>`` for data shipped inside an installed Python package, located through
+the package and never downloaded. A pattern with TFX's span
 placeholders ({SPAN}, {SPAN:N}, {YYYY}{MM}{DD}, {VERSION}) names daily partitions: TFX's own
 ExampleGen utilities find the newest span (and its newest version), and that span's files are
 what the pre-flight check reads and what ExampleGen ingests. A missing path or schema, or a
@@ -24,11 +25,19 @@ from tensorflow_metadata.proto.v0 import schema_pb2
 # the pre-flight check and its error, where the callers find them
 from tfxline.pipeline.data.check import DataError, check_csv, check_tfrecords, csv_lines, csv_reader, read_columns  # noqa: F401
 
-FORMATS = ("csv", "tfrecord", "images")
-# images: <class>/<file> under the folder (components/image_example_gen.py)
-DEFAULT_PATTERNS = {"csv": "*.csv", "tfrecord": "*", "images": "*/*"}
+FORMATS = ("csv", "tfrecord", "images", "text")
+# images, text: <class>/<file> under the folder (components/image_example_gen.py, text_example_gen.py)
+DEFAULT_PATTERNS = {"csv": "*.csv", "tfrecord": "*", "images": "*/*", "text": "*/*"}
+CLASS_FOLDER_EXAMPLES = {"images": "cats/1.jpg, dogs/2.png", "text": "pos/1.txt, neg/2.txt"}
 BAD_IMAGE_POLICIES = ("skip", "fail")
 PACKAGE_PREFIX = "package:"
+
+
+def input_kind(fmt: str) -> str:
+    """What ``data.path`` names for a format, in a refusal's words."""
+    if fmt in CLASS_FOLDER_EXAMPLES:
+        return f"folder with one sub-folder of {'images' if fmt == 'images' else '.txt files'} per class"
+    return f"{fmt.upper()} file or directory"
 
 
 def default_data_path() -> str:
@@ -78,8 +87,8 @@ def locate(path: str, fmt: str, pattern: str = "", span: Optional[int] = None) -
     """Where the ExampleGen reads, and the files it will read now: the newest span's, or
     ``span``'s (a backfill; its newest version)."""
     if not os.path.exists(path):
-        raise DataError(f"data path {path} does not exist; pass an existing {fmt.upper()} file or "
-                        "directory with --data (or data.path in the config)")
+        raise DataError(f"data path {path} does not exist; pass an existing {input_kind(fmt)} with --data (or "
+                        "data.path in the config)")
     if span is not None and not has_span_spec(pattern or DEFAULT_PATTERNS[fmt]):
         raise DataError(f"--span {span} picks a span, but data.pattern {pattern or DEFAULT_PATTERNS[fmt]!r} names "
                         "none; set data.pattern with TFX's {SPAN} (or {YYYY}{MM}{DD}) placeholder, e.g. "
@@ -95,6 +104,9 @@ def locate(path: str, fmt: str, pattern: str = "", span: Optional[int] = None) -
     if has_span_spec(pattern):
         resolved, found, version = newest_span(path, pattern, span)
     files = sorted(f for f in glob.glob(os.path.join(path, resolved)) if os.path.isfile(f))
+    if not files and fmt in CLASS_FOLDER_EXAMPLES and resolved == DEFAULT_PATTERNS[fmt]:
+        raise DataError(f"data directory {path} holds no class folders with files in them; put each class's files "
+                        f"in a sub-folder named for the class (e.g. {CLASS_FOLDER_EXAMPLES[fmt]})")
     if not files:
         raise DataError(f"data directory {path} holds no files matching {resolved!r}; point --data at "
                         f"a {fmt.upper()} file or a directory of them, or set data.pattern")

@@ -1,0 +1,28 @@
+"""``tfxline init``'s sizing of a first run from the number of labelled rows (a table's, or a text
+folder's documents): the split, the batch and the training length (docs/your-data.md, "Sizing").
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Dict
+
+
+def sizing(labelled: int) -> Dict[str, Any]:
+    """The split, batch and training length for ``labelled`` rows: enough optimizer steps on
+    small data (about 2,000, at least 20 a pass), a validation split large enough to stop on."""
+    buckets = (6, 2, 2) if labelled < 5000 else (7, 1, 2)
+    total = sum(buckets)
+    train = max(1, labelled * buckets[0] // total)
+    validation = max(1, labelled * buckets[1] // total)
+    batch = 32
+    while batch < 512 and train / (batch * 2) >= 50:
+        batch *= 2
+    steps = max(1, math.ceil(train / batch))
+    epochs = int(min(200, max(10, math.ceil(2000 / steps))))
+    patience = 5 if labelled < 20_000 else 3
+    eval_steps = int(min(500, max(1, math.ceil(validation / batch))))
+    why = (f"{labelled} labelled rows: split {buckets[0]}:{buckets[1]}:{buckets[2]} (~{validation} validation rows); "
+           f"batch {batch} gives {steps} steps a pass, up to {epochs} passes (early stopping after {patience} "
+           f"without improvement); validation reads all of it ({eval_steps} batch{'' if eval_steps == 1 else 'es'})")
+    return {"buckets": buckets, "batch_size": batch, "epochs": epochs, "patience": patience,
+            "eval_steps": eval_steps, "why": why}
