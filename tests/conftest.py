@@ -27,7 +27,8 @@ run only where the run itself is what it checks (then it says why in its module 
   blessed and pushed, no alert), test_concurrency (two at once on SQLite: the second waits),
   test_mariadb (two at once and a cached re-run on a MariaDB store: none waits; gc there),
   test_spans (a week of daily spans: backfill, cache, window, span drift, gc), test_e2e (too
-  few rows for the split), test_init_e2e (init's project), test_notebooks, test_interactive,
+  few rows for the split), test_init_e2e (init's project), test_text_folder_e2e (a folder of .txt
+  files: TextExampleGen), test_notebooks, test_interactive,
   test_containers (compiled runs in the image), test_bench_smoke (bench/e2e.py --smoke).
 """
 import os
