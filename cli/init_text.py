@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 import numpy as np
 
-TEXT_WORDS = 3          # a text column whose median value has at least this many words is free text
+TEXT_WORDS = 3          # a text column whose median value has at least this many words (``words``) is free text
 TEXT_DISTINCT = 0.3     # ... and at least this share of its present values distinct (or TEXT_MIN_DISTINCT)
 TEXT_MIN_DISTINCT = 200
 MAX_TOKENS = 512
@@ -49,10 +49,20 @@ def tokens(value: str) -> List[str]:
     return _PUNCTUATION.sub(r" \1 ", _MARKUP.sub(" ", value.lower())).split()
 
 
+_WORD = re.compile(r"\S*[^\W\d_]\S*")  # a white-space-separated piece with a letter in it
+
+
+def words(value: str) -> int:
+    """The words of ``value``: its white-space-separated pieces with a letter (``9/30/1990 0:00:00``
+    has none, ``B-737-300`` is one), markup removed."""
+    return len(_WORD.findall(_MARKUP.sub(" ", value)))
+
+
 def median_words(values: Sequence[str]) -> float:
-    """The median token count of (a sample of) ``values``: enough to tell text from a category."""
+    """The median word count of (a sample of) ``values``: enough to tell text from a category, a
+    code or a date written some other way than ISO."""
     sample = values[:: max(1, len(values) // 2000)]
-    return float(np.median([len(tokens(v)) for v in sample])) if sample else 0.0
+    return float(np.median([words(v) for v in sample])) if sample else 0.0
 
 
 def text_stats(values: Sequence[str]) -> TextStats:

@@ -70,18 +70,20 @@ def _layers():
         their count (``mean``) or its square root (``sqrt``); an empty document is zeros."""
 
         def __init__(self, cardinality: int, output_dim: int, pooling: str = "mean", initializer="uniform",
-                     **kwargs):
+                     drop: float = 0.0, **kwargs):
             super().__init__(**kwargs)
             self.cardinality, self.output_dim = int(cardinality), int(output_dim)
-            self.pooling, self.initializer = pooling, initializer
+            self.pooling, self.initializer, self.drop = pooling, initializer, float(drop)
 
         def build(self, input_shape):
             self.table = self.add_weight(name="table", shape=(self.cardinality, self.output_dim),
                                          initializer=k.initializers.get(self.initializer), trainable=True)
             super().build(input_shape)
 
-        def call(self, ids):
+        def call(self, ids, training=None):
             mask = present(ids, self.compute_dtype)
+            if training and self.drop:  # n-gram dropout: each of a training document's n-grams left out
+                mask = mask * tf.cast(tf.random.uniform(tf.shape(mask)) >= self.drop, mask.dtype)
             rows = tf.clip_by_value(ids, 0, self.cardinality - 1)
             vectors = tf.cast(gather_with_dense_gradient(tf.convert_to_tensor(self.table), rows), self.compute_dtype)
             total = tf.reduce_sum(vectors * mask[..., None], axis=1)
@@ -90,7 +92,7 @@ def _layers():
 
         def get_config(self):
             return dict(super().get_config(), cardinality=self.cardinality, output_dim=self.output_dim,
-                        pooling=self.pooling, initializer=self.initializer)
+                        pooling=self.pooling, initializer=self.initializer, drop=self.drop)
 
     class Tokens(k.layers.Layer):
         """The first ``tokens`` ids of the block: the document's 1-grams in order (transforms/text.py)."""
