@@ -1,7 +1,8 @@
 """``tfxline predict`` for an image model: a folder of images (searched through its sub-folders)
-or a CSV with a column of image paths (the image input's column name; relative paths are read
-from the CSV's folder), one output row per image, in order: the path (and the CSV's other
-columns), ``predicted_class`` and every class's probability.
+or a CSV with a column of image paths (the image input's column, or else the column whose cells
+name images, as init finds it; relative paths are read from the CSV's folder), one output row per
+image, in order: the path (and the CSV's other columns), ``predicted_class`` and every class's
+probability.
 
 The images go through the pushed model's ``serving_images`` signature as their files' bytes, the
 request TF Serving's REST API decodes from ``{"b64": ...}`` (trainer/export.py): the model decodes
@@ -16,7 +17,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from tfxline.pipeline.config import PipelineConfig
-from tfxline.pipeline.data.check import DataError
+from tfxline.pipeline.data.check import DataError, path_column, read_columns
 from tfxline.pipeline.data.examples import read_csv_rows
 from tfxline.transforms.image_files import IMAGE_EXTENSIONS, is_image_name
 
@@ -37,11 +38,13 @@ def image_rows(input_path: str, cfg: PipelineConfig) -> Tuple[List[Dict[str, str
     if not os.path.isfile(input_path):
         raise DataError(f"{input_path} does not exist; pass a folder of images or a CSV of image paths")
     rows = list(read_csv_rows(input_path))
-    if rows and column not in rows[0]:
-        raise DataError(f"{input_path} has no column {column!r} (the image input's); name its column of image "
-                        f"paths {column!r}, or pass a folder of images")
+    # the image input's column, or the one whose cells name images, as init finds it
+    found = column if not rows or column in rows[0] else path_column(*read_columns([input_path]), is_image_name)
+    if found is None:
+        raise DataError(f"{input_path} has no column of image paths (nor one named {column!r}, the image input's); "
+                        "add a column of image file names, or pass a folder of images")
     base = os.path.dirname(os.path.abspath(input_path))
-    return rows, [os.path.join(base, row[column]) for row in rows]
+    return rows, [os.path.join(base, row[found]) for row in rows]
 
 
 def read_images(files: List[str]) -> List[bytes]:

@@ -163,6 +163,22 @@ def test_init_on_a_csv_still_needs_a_label(tmp_path, capsys):
     assert code == 2 and "--label is needed for a CSV" in capsys.readouterr().err
 
 
+def test_predict_finds_a_csvs_column_of_image_paths_by_its_cells(folder, tmp_path):
+    """A CSV of paths is read as init reads one (issue #72, item 6): its path column need not be
+    named as the image input."""
+    from tfxline.local import predict_images
+
+    assert cli.main(["init", "--data", folder, "--dir", str(tmp_path / "p")]) == 0
+    cfg = load_config(str(tmp_path / "p" / "config.yaml"))
+    files = sorted(glob.glob(os.path.join(folder, "[0-9]", "*.png")))[:3]
+    (tmp_path / "new.csv").write_text("note,photo\n" + "".join(f"n{i},{f}\n" for i, f in enumerate(files)))
+    rows, paths = predict_images.image_rows(str(tmp_path / "new.csv"), cfg)
+    assert paths == files and [r["note"] for r in rows] == ["n0", "n1", "n2"]
+    (tmp_path / "none.csv").write_text("note\nx\n")
+    with pytest.raises(DataError, match="has no column of image paths \\(nor one named 'image'"):
+        predict_images.image_rows(str(tmp_path / "none.csv"), cfg)
+
+
 # ---- the models ----------------------------------------------------------------------------------
 
 def test_small_cnn_and_a_keras_applications_backbone_classify_decoded_pixels():
