@@ -27,7 +27,7 @@ BATCH = 64
 
 def image_rows(input_path: str, cfg: PipelineConfig) -> Tuple[List[Dict[str, str]], List[str]]:
     """(the output rows' input columns, each row's image file)."""
-    column = cfg.features.image.source
+    column = cfg.features.image.source if cfg.features.image else "image"  # an image model has one
     if os.path.isdir(input_path):
         files = sorted(os.path.join(d, f) for d, _, names in os.walk(input_path) for f in names
                        if is_image_name(f))
