@@ -86,3 +86,97 @@ def test_text_settings_belong_to_text_inputs():
            "inputs": [{"name": "stars", "transform": "zscore", "ngrams": 2}]}
     with pytest.raises(FeatureSpecError, match="ngrams applies to transform text: remove ngrams:"):
         FeatureSpec.from_dict(raw)
+
+
+# ---- init: which columns are free text, which are IDs ----------------------------------------
+
+def _init(tmp_path, rows, label, *extra):
+    import csv
+    import io
+    import contextlib
+
+    from tfxline.cli import main as cli
+
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / "data.csv"
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        csv.writer(f).writerows(rows)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = cli.main(["init", "--data", str(path), "--label", label, "--dir", str(tmp_path / "p"), *extra])
+    return code, out.getvalue(), path
+
+
+def test_init_tells_free_text_from_categories_codes_dates_and_ids(tmp_path):
+    """A review column (several words a value, many values) is text; a few phrases are a category; a
+    date written m/d/y and aircraft codes are no text; whole numbers rising with the row order (a
+    time-ordered message ID) and mostly empty ID-named columns (in_reply_to_user_id_str) are IDs. A
+    table whose only input is text trains (init used to refuse it: 'no column but the label')."""
+    from tests.text_data import imdb_sentences
+
+    sentences = imdb_sentences()
+    header = ["id_str", "posted", "review", "mood", "when", "atype", "in_reply_to_user_id_str", "score", "label"]
+    rows = [header] + [[str(5 * i + 3), str(10_000_000 + 37 * i + i % 3), sentences[i % len(sentences)], ["Very good", "Not so good"][i % 2],
+                        f"{i % 12 + 1}/{i % 28 + 1}/1990 0:00:00", ["B-737-300", "MD-80", "A-320"][i % 3],
+                        str(900 + i) if i % 7 == 0 else "", str(i % 5), "yes" if i % 3 else "no"]
+                       for i in range(400)]
+    code, out, _ = _init(tmp_path, rows, "label")
+    assert code == 0, out
+    lines = {line.split(":", 1)[0].strip(): line for line in out.splitlines() if line.startswith("  ")}
+    assert lines["review"].startswith("  review: text (") and "free text: " in lines["review"]
+    assert "vocabulary" in lines["mood"] and "vocabulary" in lines["when"] and "vocabulary" in lines["atype"]
+    assert "left out (an ID: whole numbers, 400 values in 400 rows, rising with the row order" in lines["posted"]
+    assert "left out (an ID by its name" in lines["id_str"]
+    assert "left out (an ID by its name" in lines["in_reply_to_user_id_str"]
+    only_text = [["review", "label"]] + [[r[2], r[-1]] for r in rows[1:]]
+    code, out, _ = _init(tmp_path / "only", only_text, "label")
+    assert code == 0 and "  review: text (" in out, out
+
+
+def test_a_new_days_reviews_are_no_anomaly_against_the_schema_init_wrote(tmp_path):
+    """init's schema gives the review column TFDV's natural_language_domain, not a string domain of
+    the 100 documents it saw: the next day's reviews validate (they were all 'unexpected string
+    values', and the AnomaliesGate stopped the first run)."""
+    import pandas as pd
+    import tensorflow_data_validation as tfdv
+    from google.protobuf import text_format
+    from tensorflow_metadata.proto.v0 import schema_pb2
+
+    from tests.text_data import imdb_sentences
+
+    sentences = imdb_sentences()
+    rows = [["review", "label"]] + [[" ".join(sentences[i:i + 3]), "yes" if i % 2 else "no"] for i in range(100)]
+    code, out, _ = _init(tmp_path, rows, "label")
+    assert code == 0, out
+    schema = text_format.Parse((tmp_path / "p" / "schema.pbtxt").read_text(), schema_pb2.Schema())
+    review = next(f for f in schema.feature if f.name == "review")
+    assert review.HasField("natural_language_domain") and not review.domain and len(schema.string_domain) == 1
+    frame = pd.DataFrame({"review": [" ".join(sentences[i:i + 2]) for i in range(200, 260)], "label": ["yes"] * 60})
+    anomalies = tfdv.validate_statistics(tfdv.generate_statistics_from_dataframe(frame), schema)
+    assert not anomalies.anomaly_info, anomalies
+
+
+def test_a_text_pipeline_compiles_for_kubeflow_and_refuses_a_phone_model(tmp_path):
+    from tfxline.kubeflow import compile as kfp_compile
+    from tfxline.kubeflow import spec as kfp_spec
+    from tfxline.pipeline.config import ConfigError
+    from tfxline.pipeline.config.load import load_config
+    from tfxline.pipeline.factory import trainer_custom_config
+    from tests.text_data import write_reviews
+
+    (tmp_path / "d").mkdir()
+    write_reviews(str(tmp_path / "d" / "reviews.csv"), rows=300)
+    from tfxline.cli import main as cli
+
+    assert cli.main(["init", "--data", str(tmp_path / "d" / "reviews.csv"), "--label", "label", "--positive", "pos",
+                     "--dir", str(tmp_path / "p")]) == 0
+    config = str(tmp_path / "p" / "config.yaml")
+    cfg = load_config(config)
+    job = kfp_compile.compile_pipeline(cfg, image="example/tfxline:test", pipeline_root="gs://bucket/root",
+                                       output=str(tmp_path / "pipeline.json"))
+    kfp_spec.check_open_source_kfp(job)
+    model = trainer_custom_config(cfg)["model"]
+    assert model["text_encoder"] == "bag" and "text_dim" in model  # read only where a text input is
+    assert "text_encoder" not in trainer_custom_config(load_config("taxi"))["model"]  # a table's cache key as before
+    with pytest.raises(ConfigError, match="serving.tflite: dynamic: the text feature\\(s\\) review are tokenised"):
+        load_config(config, ["serving.tflite=dynamic"])
