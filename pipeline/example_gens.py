@@ -4,9 +4,10 @@ them hashes into train / validation / eval and the span it reads.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Union
 
 from tfx.components import ImportExampleGen
+from tfx.orchestration.data_types import RuntimeParameter
 from tfx.proto import example_gen_pb2, range_config_pb2
 
 from tfxline.components import csv_example_gen, image_example_gen, text_example_gen
@@ -14,6 +15,9 @@ from tfxline.components.csv_example_gen import CsvExampleGen
 from tfxline.components.image_example_gen import ImageExampleGen
 from tfxline.components.text_example_gen import TextExampleGen
 from tfxline.pipeline.config import EVAL_SPLIT, TRAIN_SPLIT, VALIDATION_SPLIT, PipelineConfig
+
+# Where the data is: a path, or a compiled pipeline's runtime parameter (kubeflow/compile.py's data_root).
+DataRoot = Union[str, RuntimeParameter]
 
 
 def example_gen_configs(cfg: PipelineConfig, data_pattern: str):
@@ -38,7 +42,7 @@ def span_range(span: Optional[int]) -> Optional[range_config_pb2.RangeConfig]:
         start_span_number=span, end_span_number=span))
 
 
-def example_gen_component(cfg: PipelineConfig, data_root: str, data_pattern: str, span: Optional[int],
+def example_gen_component(cfg: PipelineConfig, data_root: DataRoot, data_pattern: str, span: Optional[int],
                           data_digest: str):
     input_config, output_config = example_gen_configs(cfg, data_pattern)
     example_gen_class = {"csv": CsvExampleGen,  # TFX's, reading headers as CSV (BOM, spaces, gzip)

@@ -26,7 +26,7 @@ from tfxline.components.safe_pusher import SafePusher
 from tfxline.components.serving_baseline import GatedEvaluator, ServingBaseline
 from tfxline.pipeline.config import EVAL_SPLIT, TRAIN_SPLIT, PipelineConfig, steps
 from tfxline.pipeline.eval_config import build_eval_config
-from tfxline.pipeline.example_gens import example_gen_component
+from tfxline.pipeline.example_gens import DataRoot, example_gen_component
 from tfxline.pipeline.pusher_settings import release_properties, tflite_properties
 from tfxline.pipeline.tuning import tuned_hyperparameters, tuning_component
 from tfxline.transforms import image_files
@@ -102,7 +102,7 @@ class DataComponents(NamedTuple):
 def create_pipeline(
     cfg: PipelineConfig,
     *,
-    data_root: str,
+    data_root: DataRoot,
     data_pattern: str,
     schema_path: str,
     span: Optional[int] = None,
@@ -144,9 +144,10 @@ def create_pipeline(
     components = [data.example_gen] + ([data.window] if data.window else []) + [
         data.statistics_gen, data.schema_gen, data.example_validator, data.anomalies_gate, data.drift_gate,
         transform] + ([tuner] if tuner else []) + [trainer, baseline, evaluator, pusher]
+    beam_args = component_beam_args or {}
     for component in components:
-        if component.id in (component_beam_args or {}):
-            component.with_beam_pipeline_args(list(component_beam_args[component.id]))
+        if component.id in beam_args:
+            component.with_beam_pipeline_args(list(beam_args[component.id]))
     return Pipeline(
         pipeline_name=cfg.name,
         pipeline_root=pipeline_root,
@@ -157,7 +158,7 @@ def create_pipeline(
     )
 
 
-def data_components(cfg: PipelineConfig, *, data_root: str, data_pattern: str, schema_path: str,
+def data_components(cfg: PipelineConfig, *, data_root: DataRoot, data_pattern: str, schema_path: str,
                     span: Optional[int], pipeline_root: str, serving_dir: str, run_metrics: Optional[dict],
                     data_digest: str) -> DataComponents:
     example_gen = example_gen_component(cfg, data_root, data_pattern, span, data_digest)

@@ -157,7 +157,7 @@ class PipelineConfig:
             value = getattr(self, f.name)
             if isinstance(value, FeatureSpec):
                 out[f.name] = value.to_dict()
-            elif dataclasses.is_dataclass(value):
+            elif dataclasses.is_dataclass(value) and not isinstance(value, type):  # a section, not a class
                 out[f.name] = _plain(dataclasses.asdict(value))
             else:
                 out[f.name] = value
