@@ -86,4 +86,4 @@ def test_the_trainer_records_the_text_input_and_what_it_leans_on(text_run):
     text_input = next(mi for mi in info["model_inputs"] if mi[0] == "review_xf")
     assert text_input[2] == 2 * text_input[3]  # [length, tokens]: 1- and 2-grams of max_tokens tokens
     assert info["model"]["text_encoder"] == "bag"
-    assert info["leans_on"] and info["leans_on"][0][0] == "review"  # the text carries the label
+    assert "review" in [column for column, _ in info["leans_on"][:2]]  # the text carries the label (and helpful)
