@@ -180,3 +180,46 @@ def test_a_text_pipeline_compiles_for_kubeflow_and_refuses_a_phone_model(tmp_pat
     assert "text_encoder" not in trainer_custom_config(load_config("taxi"))["model"]  # a table's cache key as before
     with pytest.raises(ConfigError, match="serving.tflite: dynamic: the text feature\\(s\\) review are tokenised"):
         load_config(config, ["serving.tflite=dynamic"])
+
+
+# ---- serving: a text dataset's raw strings ------------------------------------------------------
+
+def test_a_text_only_model_serves_raw_strings_as_tf_serving_rest_sends_them(tmp_path_factory):
+    """A spec whose one input is text exports ``serving_texts``: TF Serving REST's plain list of
+    strings ({"instances": ["...", "..."]}, checked by tests/tf_serving_rest.py's json_tensor rules),
+    giving what serving_default gives for the same text in tf.Examples."""
+    from tests import tf_serving_rest
+    from tfxline.trainer import export
+    from tfxline.trainer import model as model_lib
+
+    spec = FeatureSpec.from_dict({"label": {"name": "label", "transform": "binary", "positive": "pos"},
+                                  "inputs": [{"name": "review", "transform": "text", "top_k": 50, "max_tokens": 6}]})
+    raw = {"review": tf.io.VarLenFeature(tf.string), "label": tf.io.VarLenFeature(tf.string)}
+    metadata = dataset_metadata.DatasetMetadata(schema_utils.schema_from_feature_spec(raw))
+    output = str(tmp_path_factory.mktemp("transform_output"))
+    with tft_beam.Context(temp_dir=str(tmp_path_factory.mktemp("tft"))):
+        transform_fn = ([{"review": [r.encode()] if r else [], "label": [b"pos" if i % 2 else b"neg"]}
+                         for i, r in enumerate(REVIEWS)], metadata) | tft_beam.AnalyzeDataset(make_preprocessing_fn(spec))
+        _ = transform_fn | tft_beam.WriteTransformFn(output)
+    from tensorflow_transform.tf_metadata import metadata_io
+
+    metadata_io.write_metadata(metadata, f"{output}/{tft.TFTransformOutput.RAW_METADATA_DIR}")
+    tf_transform_output = tft.TFTransformOutput(output)
+    size = tf_transform_output.vocabulary_size_by_name(vocabulary_name("review"))
+    model = model_lib.build_model([model_lib.ModelInput("review_xf", size + 1, 12, 6)], model_lib.Head("binary"), [4])
+    target = str(tmp_path_factory.mktemp("model") / "m")
+    export.export(model, tf_transform_output, spec, target)
+    loaded = tf.saved_model.load(target)
+    texts = ["Great film!", "not good at all", ""]
+    out = tf_serving_rest.predict(loaded, {"signature_name": export.TEXTS_SIGNATURE, "instances": texts})
+
+    def example(text):
+        feature = {"review": tf.train.Feature(bytes_list=tf.train.BytesList(value=[text.encode()] if text else []))}
+        return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+    default = loaded.signatures["serving_default"](examples=tf.constant([example(t) for t in texts]))
+    np.testing.assert_allclose(np.asarray(out["probabilities"]).reshape(-1),
+                               default["probabilities"].numpy().reshape(-1), rtol=1e-6)
+    assert set(out) == set(default)  # the same outputs, class and all, as serving_default
+    with pytest.raises(tf_serving_rest.RestError):
+        tf_serving_rest.predict(loaded, {"signature_name": export.TEXTS_SIGNATURE, "instances": [{"b64": "no!"}]})

@@ -33,6 +33,7 @@ from tfxline.transforms import images
 SERVING_SIGNATURE = "serving_default"
 TRANSFORM_SIGNATURE = "transform_features"
 IMAGES_SIGNATURE, IMAGES_INPUT = "serving_images", "images"
+TEXTS_SIGNATURE, TEXTS_INPUT = "serving_texts", "texts"  # a text dataset's raw strings (TF Serving REST: a plain list)
 
 
 def build_signatures(model, tf_transform_output, spec: F.FeatureSpec, threshold: Optional[float] = None):
@@ -67,7 +68,27 @@ def build_signatures(model, tf_transform_output, spec: F.FeatureSpec, threshold:
             return task.serving_outputs(spec.label, outputs, threshold)
 
         signatures[IMAGES_SIGNATURE] = serve_images
+    if len(spec.inputs) == 1 and spec.inputs[0].is_text:  # a text dataset: the raw strings themselves
+        column = spec.inputs[0].source
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=TEXTS_INPUT)])
+        def serve_texts(texts):
+            transformed = model.tft_layer({column: raw_column(texts, serving_spec[column])})
+            outputs = tf.cast(model({n: transformed[n] for n in names}), tf.float32)
+            return task.serving_outputs(spec.label, outputs, threshold)
+
+        signatures[TEXTS_SIGNATURE] = serve_texts
     return signatures
+
+
+def raw_column(values: tf.Tensor, feature_spec) -> Any:
+    """A rank-1 batch of one value a row as ``tf.io.parse_example`` gives a column of ``feature_spec``
+    (a VarLenFeature's [rows, 1] SparseTensor, a FixedLenFeature's dense shape)."""
+    if isinstance(feature_spec, tf.io.VarLenFeature):
+        rows = tf.shape(values, out_type=tf.int64)[0]
+        indices = tf.stack([tf.range(rows), tf.zeros([rows], tf.int64)], axis=1)
+        return tf.SparseTensor(indices, values, tf.stack([rows, tf.constant(1, tf.int64)]))
+    return tf.reshape(values, [-1] + list(feature_spec.shape))
 
 
 def export(model, tf_transform_output, spec: F.FeatureSpec, serving_model_dir: str,
