@@ -35,7 +35,8 @@ GATES: Dict[str, Gate] = {
     "accuracy": Gate("evaluation.min_accuracy", "evaluation.max_accuracy_drop"),
     "accuracy_lift": Gate("evaluation.min_accuracy_lift", exclusive=True,
                           trivial="no better than always predicting the commonest class", chance=(0.0, 0.01)),
-    "r2": Gate("evaluation.min_r2", exclusive=True, trivial="no better than always predicting the mean", chance=(0.0, 0.02)),
+    "r2": Gate("evaluation.min_r2", exclusive=True, trivial="no better than always predicting the mean",
+               chance=(0.0, 0.02)),
     "rmse": Gate("evaluation.max_rmse", "evaluation.max_error_increase"),
     "mae": Gate("evaluation.max_mae"),
     # binary: the share of eval rows called positive at the model's threshold, strictly inside (0, 1);

@@ -144,7 +144,7 @@ def test_autograph_skip_rule_is_added_once():
 def test_embedding_gradient_is_dense_and_equals_the_plain_gather_gradient():
     """One segment sum, not IndexedSlices (XLA's sparse-update path measured ~200x slower);
     the values are those of tf.gather's own gradient, duplicates summed."""
-    from tfxline.trainer.model import gather_with_dense_gradient
+    from tfxline.trainer.embedding_ops import gather_with_dense_gradient
 
     table = tf.Variable(np.arange(12, dtype=np.float32).reshape(6, 2))
     rows = tf.constant([[0, 3], [3, 5]], tf.int64)

@@ -41,7 +41,7 @@ def model_inputs(spec: F.FeatureSpec, tf_transform_output) -> List[model_lib.Mod
         name = F.transformed_name(f.name)
         if f.is_text:  # [length] n-gram ids (transforms/text.py)
             vocab = tf_transform_output.vocabulary_size_by_name(F.vocabulary_name(f.name))
-            inputs.append(model_lib.ModelInput(name, F.text_cardinality(f, vocab), text_lib.length(f),
+            inputs.append(model_lib.ModelInput(name, text_lib.cardinality(f, vocab), text_lib.length(f),
                                                text_lib.setting(f, "max_tokens")))
             continue
         if not f.is_categorical:

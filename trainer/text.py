@@ -23,6 +23,7 @@ from typing import Any, List
 
 import tensorflow as tf
 
+from tfxline.trainer.embedding_ops import gather_with_dense_gradient
 from tfxline.trainer.keras_compat import keras
 
 TRANSFORMER_BLOCKS = 2
@@ -61,8 +62,6 @@ def present(ids: tf.Tensor, dtype) -> tf.Tensor:
 @functools.lru_cache(maxsize=None)
 def _layers():
     """The encoders' layers (defined on first use: Keras is chosen at the entry point)."""
-    from tfxline.trainer.model import gather_with_dense_gradient
-
     k = keras()
 
     class NgramBag(k.layers.Layer):
@@ -116,7 +115,8 @@ def _layers():
             heads = TRANSFORMER_HEADS if dim % TRANSFORMER_HEADS == 0 else 1
             self.embedding = k.layers.Embedding(self.cardinality + 1, self.dim, name="tokens")
             self.positions = k.layers.Embedding(self.tokens, self.dim, name="positions")
-            self.blocks = [(k.layers.MultiHeadAttention(heads, self.dim // heads, dropout=dropout, name=f"attention_{i}"),
+            self.blocks = [(k.layers.MultiHeadAttention(heads, self.dim // heads, dropout=dropout,
+                                                        name=f"attention_{i}"),
                             k.layers.LayerNormalization(epsilon=1e-6, name=f"attention_{i}_norm"),
                             k.layers.Dense(2 * self.dim, activation="relu", name=f"ffn_{i}_in"),
                             k.layers.Dense(self.dim, name=f"ffn_{i}_out"),

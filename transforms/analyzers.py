@@ -109,8 +109,7 @@ class TftAnalyzers:
         return ids
 
     def text_ids(self, feature, text):
-        """A text feature's [rows, length] n-gram ids in its own vocabulary, learnt here on the
-        training split (transforms/text.py)."""
+        """A text feature's [rows, length] n-gram ids in its vocabulary, learnt here (transforms/text.py)."""
         from tfxline.transforms import text as text_lib
 
         vocabulary = text_lib.learn_vocabulary(feature, text, F.vocabulary_name(feature.name))
@@ -209,8 +208,7 @@ class FrozenAnalyzers:
         return ids
 
     def text_ids(self, feature, text):
-        """No phone model reads text (its string ops are Flex-only): the config refuses
-        serving.tflite for a text input (pipeline/config/__init__.py) before this is reached."""
+        """No phone model reads text (Flex-only string ops): the config refuses it (pipeline/config)."""
         raise ValueError(f"feature {feature.name!r} is text: TFLite has no builtin string ops to tokenise it; "
                          "set serving.tflite: none")
 

@@ -90,3 +90,25 @@ def check_image_spec(spec: Any) -> None:
     if spec.label.transform not in IMAGE_LABELS:
         raise FeatureSpecError(f"features.label: an image model classifies; transform {spec.label.transform!r} "
                                f"is not a class label: use {' or '.join(IMAGE_LABELS)}")
+
+
+def check_crosses(spec: Any, seen: set) -> None:
+    """Each cross: a name no feature or label has (added to ``seen``), two or more categorical
+    inputs, two or more hash buckets."""
+    for c in spec.crosses:
+        if c.name in seen or c.name == spec.label.name:
+            raise FeatureSpecError(f"features: duplicate feature name {c.name!r}; "
+                                   "give the cross a name no feature or label has")
+        seen.add(c.name)
+        if len(c.inputs) < 2:
+            raise FeatureSpecError(f"features.crosses: {c.name!r} needs two or more inputs; "
+                                   "list at least two categorical inputs")
+        for name in c.inputs:
+            if name not in spec.input_names or not spec.input(name).is_categorical:
+                raise FeatureSpecError(
+                    f"features.crosses: {c.name!r} crosses {name!r}, which is not a "
+                    "categorical input; cross only inputs with transform vocabulary, identity, bucketize "
+                    "or datetime (hour, weekday, month)")
+        if c.hash_buckets < 2:
+            raise FeatureSpecError(f"features.crosses: {c.name!r} needs hash_buckets >= 2; "
+                                   "set hash_buckets to 2 or more")

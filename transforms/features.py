@@ -26,12 +26,9 @@ number and as quantile buckets):
 ``image``       encoded image bytes, passed through Transform as bytes; decoded to RGB and resized
                 to ``size`` x ``size`` pixels by the Trainer's input and the serving model
                 (transforms/images.py), ``augment``-ed in training: crop (default), flip_crop, none.
-``text``        free text (reviews, messages, notes): normalised, tokenised and looked up as
-                n-grams of 1 to ``ngrams`` tokens (default 2) in a vocabulary of the ``top_k``
-                most frequent seen at least ``min_count`` times (default 2) on the training
-                split, others in ``oov_buckets``; the first ``max_tokens`` tokens (default 256)
-                of each document are read (transforms/text.py). The model reads the ids with a
-                text encoder (``model.text_encoder``: trainer/text.py).
+``text``        free text: its first ``max_tokens`` tokens' n-grams of 1 to ``ngrams`` tokens in a
+                vocabulary of ``top_k`` seen in ``min_count`` documents (transforms/text.py), read
+                by a text encoder (``model.text_encoder``: trainer/text.py).
 ``datetime``    text of ISO dates or date-times (``2013-01-01``, ``2013-01-01 05:00:00``,
                 ``2013-01-01T05:00:00.5+01:00``; transforms/dates.py), one ``part`` of it:
                 ``hour`` (0-23), ``weekday`` (0 Monday to 6 Sunday) or ``month`` (0-11) is a
@@ -247,23 +244,7 @@ class FeatureSpec:
             if f.name in seen:
                 raise FeatureSpecError(f"features: duplicate feature name {f.name!r}; give each feature its own name")
             seen.add(f.name)
-        for c in self.crosses:
-            if c.name in seen or c.name == self.label.name:
-                raise FeatureSpecError(f"features: duplicate feature name {c.name!r}; "
-                                       "give the cross a name no feature or label has")
-            seen.add(c.name)
-            if len(c.inputs) < 2:
-                raise FeatureSpecError(f"features.crosses: {c.name!r} needs two or more inputs; "
-                                       "list at least two categorical inputs")
-            for name in c.inputs:
-                if name not in self.input_names or not self.input(name).is_categorical:
-                    raise FeatureSpecError(
-                        f"features.crosses: {c.name!r} crosses {name!r}, which is not a "
-                        "categorical input; cross only inputs with transform vocabulary, identity, bucketize "
-                        "or datetime (hour, weekday, month)")
-            if c.hash_buckets < 2:
-                raise FeatureSpecError(f"features.crosses: {c.name!r} needs hash_buckets >= 2; "
-                                       "set hash_buckets to 2 or more")
+        feature_checks.check_crosses(self, seen)
         if self.data_kind == IMAGE:
             feature_checks.check_image_spec(self)
         if self.label.name in self.input_names:
@@ -302,11 +283,6 @@ def index_bound(feature: InputFeature) -> int:
     if feature.transform == "vocabulary":
         return feature.top_k + max(feature.oov_buckets, 0)
     return categorical_cardinality(feature)
-
-
-def text_cardinality(feature: InputFeature, vocabulary_size: int) -> int:
-    """The ids a text feature's n-grams take: its vocabulary's and the out-of-vocabulary buckets."""
-    return vocabulary_size + feature.oov_buckets
 
 
 def transformed_name(name: str) -> str:

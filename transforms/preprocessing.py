@@ -25,6 +25,7 @@ import tensorflow as tf
 from tfxline import task_types
 from tfxline.transforms import dates, number_pass
 from tfxline.transforms import features as F
+from tfxline.transforms import text as text_lib
 from tfxline.transforms.analyzers import Analyzers, TftAnalyzers
 from tfxline.transforms.columns import (  # noqa: F401 - callers import them here
     MISSING_INT,
@@ -37,6 +38,7 @@ from tfxline.transforms.columns import (  # noqa: F401 - callers import them her
     to_dense,
     unstacked,
 )
+from tfxline.transforms.crosses import hashed_cross
 
 # A numeric input is clipped to its training range widened by this fraction of (max - min) on each
 # side (transforms/features.py); a regression model's output, to the label's (trainer/model.py)
@@ -84,7 +86,7 @@ def make_preprocessing_fn(spec: F.FeatureSpec, analyzers: Optional[Analyzers] = 
             elif feature.transform == F.IMAGE_TRANSFORM:  # its bytes, as stored: decoded where the pixels
                 built[feature.name] = to_dense(inputs[feature.source], "")  # are used (transforms/images.py)
             elif feature.is_text:  # [rows, length] n-gram ids in its vocabulary (transforms/text.py)
-                built[feature.name] = analyzers.text_ids(feature, text_column(feature, inputs[feature.source]))
+                built[feature.name] = analyzers.text_ids(feature, text_lib.raw_text(feature, inputs[feature.source]))
         outputs = {F.transformed_name(f.name): built[f.name] for f in spec.inputs}
         for cross in spec.crosses:
             outputs[F.transformed_name(cross.name)] = hashed_cross(
@@ -228,14 +230,6 @@ def datetime_part(feature: F.InputFeature, x: Any) -> tf.Tensor:
     return tf.where(parsed, parts[feature.part], tf.constant(feature.default, tf.int64))
 
 
-def text_column(feature: F.InputFeature, x: Any) -> tf.Tensor:
-    """A text feature's raw column as rank-1 text, a missing value the empty document."""
-    if x.dtype != tf.string:
-        raise ValueError(f"feature {feature.name!r}: transform text reads text, and column {feature.source!r} "
-                         f"holds {x.dtype.name}; fix: declare the column as text (BYTES) in the schema")
-    return to_dense(x, "")
-
-
 def clip_to_range(x: tf.Tensor, value_range: Optional[Tuple[tf.Tensor, tf.Tensor]]) -> tf.Tensor:
     """``x`` inside the widened ``value_range`` (None, or NaN for a column with no values: as is)."""
     if value_range is None:
@@ -250,29 +244,6 @@ def clip_to_range(x: tf.Tensor, value_range: Optional[Tuple[tf.Tensor, tf.Tensor
 def log1p_non_negative(x: Any) -> Any:
     """log(1 + max(x, 0)) of the present values, keeping the column's sparsity."""
     return map_values(lambda v: tf.math.log1p(tf.maximum(v, 0.0)), _as_float(x))
-
-
-# Knuth's multiplicative constant and the Mersenne prime 2^31 - 1: every product below stays
-# under 2^63, so int64 arithmetic never overflows
-_CROSS_MULTIPLIER = 2654435761
-_CROSS_PRIME = 2 ** 31 - 1
-
-
-def hashed_cross(indices, bounds, hash_buckets: int) -> tf.Tensor:
-    """The cell of the inputs' transformed indices in their product, folded into
-    ``hash_buckets``: exact (no two pairs share a bucket) when the product fits, else a
-    multiplicative hash of the cell. Integer arithmetic only, so a TFLite model computes it
-    with builtins (a string hash has none). ``bounds``: each index is below its bound."""
-    cell = tf.zeros_like(indices[0], tf.int64)
-    size = 1
-    for index, bound in zip(indices, bounds):
-        # +1: a missing or out-of-vocabulary index (-1 without OOV buckets) is a value too
-        index = tf.clip_by_value(tf.cast(index, tf.int64) + 1, 0, bound)
-        cell = tf.math.floormod(cell * (bound + 1) + index, _CROSS_PRIME)
-        size *= bound + 1
-    if size <= hash_buckets:
-        return cell
-    return tf.math.floormod(tf.math.floormod(cell * _CROSS_MULTIPLIER, _CROSS_PRIME), hash_buckets)
 
 
 def transform_label(label: F.Label, inputs: Mapping[str, Any]) -> tf.Tensor:

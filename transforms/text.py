@@ -50,6 +50,11 @@ def length(feature: Any) -> int:
     return setting(feature, "max_tokens") * setting(feature, "ngrams")
 
 
+def cardinality(feature: Any, vocabulary_size: int) -> int:
+    """The ids a text feature's n-grams take: its vocabulary's and the out-of-vocabulary buckets."""
+    return vocabulary_size + int(feature.oov_buckets)
+
+
 def normalized(text: tf.Tensor) -> tf.Tensor:
     """Rank-1 text, lower-cased, markup removed, punctuation set apart by spaces."""
     text = tf.strings.lower(text, encoding="utf-8")
@@ -71,6 +76,16 @@ def ngrams(tokens_: tf.RaggedTensor, width: int) -> tf.RaggedTensor:
 def document_ngrams(feature: Any, text: tf.Tensor) -> tf.RaggedTensor:
     """The n-grams of a text feature's rank-1 raw text (a missing value is an empty document)."""
     return ngrams(tokens(text, setting(feature, "max_tokens")), setting(feature, "ngrams"))
+
+
+def raw_text(feature: Any, x: Any) -> tf.Tensor:
+    """A text feature's raw column as rank-1 text, a missing value the empty document."""
+    from tfxline.transforms.columns import to_dense
+
+    if x.dtype != tf.string:
+        raise ValueError(f"feature {feature.name!r}: transform text reads text, and column {feature.source!r} "
+                         f"holds {x.dtype.name}; fix: declare the column as text (BYTES) in the schema")
+    return to_dense(x, "")
 
 
 def text_ids(feature: Any, text: tf.Tensor, vocabulary_file: str) -> tf.Tensor:
