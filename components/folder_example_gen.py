@@ -32,6 +32,7 @@ from tfx.types import artifact_utils, standard_component_specs
 from tfx.utils import proto_utils
 
 from tfxline.components import example_splits
+from tfxline.components.class_folders import class_of
 
 FILES_PER_BATCH = 256
 BAD_NAMES = "bad_files"  # the names of the files left out, written under the pieces folder
@@ -62,11 +63,6 @@ def matching_files(input_base: str, pattern: str) -> List[str]:
     (``.DS_Store``) skipped, as Python's glob skips them for the pre-flight check and init."""
     found = (os.fsdecode(p) for p in fileio.glob(os.path.join(input_base, pattern)))
     return sorted(p for p in found if not os.path.basename(p).startswith(".") and not fileio.isdir(p))
-
-
-def class_of(path: str) -> str:
-    """A file's class: the name of the folder it is in."""
-    return os.path.basename(os.path.dirname(path))
 
 
 def class_entries(found: Sequence[str], is_member: Callable[[str], bool]) -> Tuple[List[Entry], List[str]]:

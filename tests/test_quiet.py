@@ -158,3 +158,14 @@ print(path)
     for line in ("tensorflow info line", "absl warning line", "absl info after the run", "a library warning"):
         assert line in log
     assert "absl info inside the run" in (tmp_path / "run.log").read_text()
+
+
+def test_the_cli_commands_import_no_tensorflow_before_the_quiet_import():
+    """`tfxline init` and the pre-flight checks run before TensorFlow is imported quietly: a module
+    that pulls Beam or TensorFlow in at import (a text folder's check once imported the ExampleGen's
+    Beam module for one helper) printed cuFFT / cuDNN registration lines on every init."""
+    code = ("import sys; import tfxline.cli.main, tfxline.cli.init_project, tfxline.pipeline.data.texts, "
+            "tfxline.pipeline.data.images, tfxline.pipeline.data.check; "
+            "print(sorted(m for m in ('tensorflow', 'apache_beam') if m in sys.modules))")
+    result = run(code)
+    assert result.returncode == 0 and result.stdout.strip() == "[]", (result.stdout, result.stderr[-2000:])

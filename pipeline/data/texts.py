@@ -16,7 +16,7 @@ import dataclasses
 import os
 from typing import Dict, List, Sequence
 
-from tfxline.components.folder_example_gen import class_of
+from tfxline.components.class_folders import class_of
 from tfxline.components.text_files import TEXT_EXTENSION, NotUtf8Error, decode, is_text_name
 from tfxline.pipeline.data import labels
 from tfxline.pipeline.data.check import DataError
