@@ -47,15 +47,20 @@ class ColumnProfile:
         return self.kind in (INT, FLOAT)
 
     @property
+    def values(self) -> np.ndarray:
+        """The present numbers (none for a text or empty column)."""
+        return self.numbers if self.numbers is not None else np.zeros(0)
+
+    @property
     def whole(self) -> bool:
         """Every value is a whole number (an int column, or floats such as 81.0)."""
-        return self.numeric and bool(np.all(np.mod(self.numbers, 1) == 0))
+        return self.numeric and bool(np.all(np.mod(self.values, 1) == 0))
 
     @property
     def skew(self) -> float:
         """Sample skewness of the numbers (0 for a constant column)."""
-        x = self.numbers
-        std = float(np.std(x)) if x is not None and len(x) else 0.0
+        x = self.values
+        std = float(np.std(x)) if len(x) else 0.0
         return float(np.mean(((x - np.mean(x)) / std) ** 3)) if std > 0 else 0.0
 
     @property
@@ -65,7 +70,7 @@ class ColumnProfile:
     @property
     def consecutive(self) -> bool:
         """Whole numbers, each once, filling their range: a row number."""
-        x = self.numbers
+        x = self.values
         return (self.whole and self.distinct == self.present
                 and float(np.max(x) - np.min(x)) + 1 == self.distinct)
 

@@ -74,7 +74,7 @@ def balance(label_cells: Sequence[str], task: str, positive: Any, buckets: Tuple
                                            "(recall:R, precision:P or a number choose another)")
     else:
         average = total / len(counts)
-        rare = sorted((v for v, c in counts.items() if c < RARE_SHARE * average), key=counts.get)
+        rare = sorted((v for v, c in counts.items() if c < RARE_SHARE * average), key=lambda v: counts[v])
         if rare:
             shown = ", ".join(f"{v!r} {counts[v] / total:.1%}" for v in rare[:5]) + (" ..." if len(rare) > 5 else "")
             why = (f"class(es) far below the others ({shown}; an average class {average / total:.1%}): rows kept "
@@ -84,7 +84,7 @@ def balance(label_cells: Sequence[str], task: str, positive: Any, buckets: Tuple
             out.training["class_weight"] = ("none", "accuracy is gated: balanced (weights capped at "
                                             f"{MAX_CLASS_WEIGHT:g}x) favours rare classes' recall")
     smallest = min(buckets[1] or buckets[2], buckets[2]) / sum(buckets)
-    small = sorted((v for v, c in counts.items() if c * smallest < MIN_PER_SPLIT), key=counts.get)
+    small = sorted((v for v, c in counts.items() if c * smallest < MIN_PER_SPLIT), key=lambda v: counts[v])
     if small:
         shown = ", ".join(f"{v!r} ({counts[v]} rows)" for v in small[:5]) + (" ..." if len(small) > 5 else "")
         out.lines.append(

@@ -70,7 +70,8 @@ def choose_inputs(profiles: Sequence[ColumnProfile], label: str, taken: set,
         if p.name == label:
             continue
         out, why = input_for(p)
-        if out and p.name in (leaks or {}):
+        leaks = leaks or {}
+        if out and p.name in leaks:
             decisions.append(Decision(p.name, "left out", leaks[p.name], kept_as=[_named(s, set(taken)) for s in out]))
             continue
         if not out:
@@ -113,7 +114,7 @@ def code_input(p: ColumnProfile) -> Dict[str, Any]:
     """Small non-negative whole numbers (survey answers, category codes): each its own index, no
     vocabulary to learn (``identity``); one more index past the largest for a missing value or a
     code the data never held."""
-    top = int(max(p.numbers))
+    top = int(max(p.values))
     return {"column": p.name, "transform": "identity", "num_buckets": top + 2, "default": top + 1}
 
 
@@ -161,13 +162,13 @@ def input_for(p: ColumnProfile) -> Tuple[List[Dict[str, Any]], str]:
                     f"({p.rising:.1%} of steps): a counter or a time-ordered ID says nothing of rows to come")
     if p.whole and p.distinct <= MAX_CATEGORY_NUMBERS:
         written = " written as floats" if p.kind == cp.FLOAT else ""
-        if 0 <= float(min(p.numbers)) and float(max(p.numbers)) <= MAX_CODE:
+        if 0 <= float(min(p.values)) and float(max(p.values)) <= MAX_CODE:
             return [code_input(p)], f"{p.distinct} whole-number values{written}: codes{empty}"
         return ([{"column": p.name, "transform": "vocabulary", "top_k": p.distinct, "oov_buckets": 1}],
                 f"{p.distinct} whole-number values{written}: categories{empty}")
     specs: List[Dict[str, Any]] = []
     skew = p.skew
-    if float(min(p.numbers)) >= 0 and skew > cp.SKEWED:
+    if float(min(p.values)) >= 0 and skew > cp.SKEWED:
         specs.append({"column": p.name, "transform": "log_zscore"})
         why = f"skewed non-negative numbers (skew {skew:.1f})"
     else:
@@ -190,5 +191,6 @@ def date_inputs(p: ColumnProfile, empty: str) -> Tuple[List[Dict[str, Any]], str
     specs = [{"column": p.name, "name": f"{p.name}_{part}", "transform": "datetime", "part": part} for part in parts]
     kind = "date-times" if p.hours else "dates"
     parsed = "all parse" if p.dated == p.present else f"{p.present - p.dated} do not parse: missing"
-    return specs, (f"ISO {kind} from {p.date_range[0]} to {p.date_range[1]} ({parsed}): their parts, "
+    first, last = p.date_range or ("?", "?")  # set wherever a value parsed (column_profile.date_stats)
+    return specs, (f"ISO {kind} from {first} to {last} ({parsed}): their parts, "
                    f"not a vocabulary of {p.distinct} values{empty}")

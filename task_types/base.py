@@ -110,7 +110,7 @@ class TaskType:
         return 1
 
     def head_fields(self, classes: Callable[[], int],
-                    label_moments: Optional[Callable[[], Tuple[float, ...]]]) -> Dict[str, Any]:
+                    label_moments: Optional[Callable[[], Tuple[Optional[float], ...]]]) -> Dict[str, Any]:
         """trainer.model.Head's fields beside the task: ``classes()`` reads the label vocabulary's
         size, ``label_moments()`` the train split's label mean and standard deviation, then its min
         and max (None: no train files given)."""

@@ -2,11 +2,19 @@
 (trainer/model.py's categorical embeddings, trainer/text.py's n-gram bags)."""
 from __future__ import annotations
 
+from typing import cast
+
 import tensorflow as tf
 
 
+def gather_with_dense_gradient(params, rows) -> tf.Tensor:
+    """``tf.gather(params, rows)`` with a dense gradient (``_dense_gather``), typed as the tensor it is
+    (tf.custom_gradient's decorator types the function as its (value, gradient) pair)."""
+    return cast(tf.Tensor, _dense_gather(params, rows))
+
+
 @tf.custom_gradient
-def gather_with_dense_gradient(params, rows):
+def _dense_gather(params, rows):
     """``tf.gather(params, rows)`` whose gradient is a dense [table rows, dim] tensor (one
     segment sum) instead of IndexedSlices. The optimizers update every row of the table
     anyway (Adam decays all its moments), so the math is the same; but under XLA the

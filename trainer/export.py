@@ -44,9 +44,10 @@ def build_signatures(model, tf_transform_output, spec: F.FeatureSpec, threshold:
     task = task_types.get(spec.task)
 
     image = spec.image  # an image model's input: its bytes decoded to pixels, as in training
+    size = int(image.size or 0) if image else 0  # an image input has its size (feature_checks.check_image)
 
     def pixels(transformed):
-        return {n: images.decode_batch(transformed[n], image.size) if image else transformed[n] for n in names}
+        return {n: images.decode_batch(transformed[n], size) if image else transformed[n] for n in names}
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
     def serve(examples):
@@ -64,7 +65,7 @@ def build_signatures(model, tf_transform_output, spec: F.FeatureSpec, threshold:
     if image:
         @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name=IMAGES_INPUT)])
         def serve_images(encoded):
-            outputs = tf.cast(model({names[0]: images.decode_batch(encoded, image.size)}), tf.float32)
+            outputs = tf.cast(model({names[0]: images.decode_batch(encoded, size)}), tf.float32)
             return task.serving_outputs(spec.label, outputs, threshold)
 
         signatures[IMAGES_SIGNATURE] = serve_images

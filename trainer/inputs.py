@@ -7,7 +7,7 @@ import logging
 import math
 from typing import Any, Dict, Optional
 
-import tensorflow_transform as tft
+from tensorflow_transform.output_wrapper import TFTransformOutput
 
 from tfxline import task_types
 from tfxline.trainer import batch as batch_lib
@@ -39,7 +39,7 @@ class Sizes:
 def plan_sizes(fn_args, settings: TrainerSettings, strategy) -> Sizes:
     """The batch (training.batch_scaling) and the training length, from the train split's rows."""
     training = settings.training
-    tf_transform_output = tft.TFTransformOutput(fn_args.transform_output)
+    tf_transform_output = TFTransformOutput(fn_args.transform_output)
     replicas = strategy.num_replicas_in_sync
     accumulation = training.gradient_accumulation_steps
     budget = int(fn_args.train_steps or 0)

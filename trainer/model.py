@@ -90,7 +90,7 @@ def build_model(model_inputs: Sequence[ModelInput], head: Head, hidden_units: Se
     for mi in texts:  # each text's own logits (trainer/text.py): the table's columns keep the MLP
         logits += text_lib.encode(inputs[mi.name], mi, text_encoder, text_dim, head.units, dropout)
     if categorical:
-        cards = [mi.cardinality for mi in categorical]
+        cards = [int(mi.cardinality or 0) for mi in categorical]  # set: each is categorical
         indices = layers["Stack"](dtype_name="int64", name="categorical_indices")(
             [inputs[mi.name] for mi in categorical])
         dim = embedding_dim(max(cards), embedding_max_dim)

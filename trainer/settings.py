@@ -236,7 +236,7 @@ class TrainerSettings:
         unread = (() if self.features.data_kind == F.IMAGE else IMAGE_MODEL_KEYS) + \
             (() if self.features.text_inputs else TEXT_MODEL_KEYS)
         model = {k: v for k, v in model.items() if k not in unread}
-        out = {"features": self.features.to_dict(), "model": model, "training": plain(self.training),
+        out: Dict[str, Any] = {"features": self.features.to_dict(), "model": model, "training": plain(self.training),
                "runtime": plain(self.runtime)}
         if task_types.get(self.features.task).decides:
             out["threshold"] = self.threshold

@@ -85,7 +85,7 @@ def _layers():
                 mask = mask * tf.cast(tf.random.uniform(tf.shape(mask)) >= self.drop, mask.dtype)
             rows = tf.clip_by_value(ids, 0, self.cardinality - 1)
             vectors = tf.cast(gather_with_dense_gradient(tf.convert_to_tensor(self.table), rows), self.compute_dtype)
-            total = tf.reduce_sum(vectors * mask[..., None], axis=1)
+            total = tf.reduce_sum(vectors * tf.expand_dims(mask, -1), axis=1)
             count = tf.maximum(tf.reduce_sum(mask, axis=1, keepdims=True), 1.0)
             return total / (count if self.pooling == "mean" else tf.sqrt(count))
 

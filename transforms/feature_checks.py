@@ -74,9 +74,10 @@ def check_part(f: Any) -> None:
         raise FeatureSpecError(f"features.inputs: {f.name!r} has part {f.part!r} but transform "
                                f"{f.transform!r}; part applies to transform datetime: remove part: or "
                                "use transform: datetime")
-    if f.transform == "datetime" and f.is_categorical and not 0 <= f.default < DATETIME_PARTS[f.part]:
+    parts = DATETIME_PARTS.get(f.part or "") if f.transform == "datetime" else None  # a category part's count
+    if parts and not 0 <= f.default < parts:
         raise FeatureSpecError(f"features.inputs: {f.name!r} has default {f.default} outside its part's "
-                               f"categories; set default: between 0 and {DATETIME_PARTS[f.part] - 1}")
+                               f"categories; set default: between 0 and {parts - 1}")
 
 
 def check_image_spec(spec: Any) -> None:

@@ -91,7 +91,7 @@ class InputFeature:
     @property
     def is_categorical(self) -> bool:
         return self.transform in CATEGORICAL_TRANSFORMS or bool(self.transform == "datetime" and
-                                                                DATETIME_PARTS.get(self.part))
+                                                                DATETIME_PARTS.get(self.part or ""))
 
     @property
     def is_text(self) -> bool:
@@ -132,8 +132,8 @@ class Label:
 
     @property
     def source_columns(self) -> Tuple[str, ...]:
-        if self.transform == "ratio_threshold":
-            return (self.numerator, self.denominator)
+        if self.transform == "ratio_threshold":  # both set (validate: its label_fields)
+            return (self.numerator or "", self.denominator or "")
         return (self.source,)
 
 
@@ -272,8 +272,9 @@ def categorical_cardinality(feature: InputFeature, vocabulary_size: Optional[int
         return vocabulary_size + feature.oov_buckets
     if feature.transform in ("identity", "bucketize"):
         return feature.num_buckets
-    if feature.is_categorical and feature.transform == "datetime":
-        return DATETIME_PARTS[feature.part]
+    parts = DATETIME_PARTS.get(feature.part or "") if feature.transform == "datetime" else None
+    if parts:
+        return parts
     raise ValueError(f"{feature.name!r} is not categorical")
 
 

@@ -227,7 +227,7 @@ def datetime_part(feature: F.InputFeature, x: Any) -> tf.Tensor:
     """A category part of an ISO date(-time) text column, ``default`` where the value is missing
     or does not parse (the ``days`` part is a number: ``transform_input``)."""
     parts, parsed = parse_dates(feature, x)
-    return tf.where(parsed, parts[feature.part], tf.constant(feature.default, tf.int64))
+    return tf.where(parsed, parts[feature.part or ""], tf.constant(feature.default, tf.int64))
 
 
 def clip_to_range(x: tf.Tensor, value_range: Optional[Tuple[tf.Tensor, tf.Tensor]]) -> tf.Tensor:

@@ -162,7 +162,7 @@ def check_csv(files: Sequence[str], schema: schema_pb2.Schema, required: Sequenc
                     value = row[i].strip()
                     if value and not _parses(value, kind):
                         raise DataError(f"{path} line {line_no}: column {name!r} {_type_problem(value, kind)}")
-                if label_at is not None:
+                if label is not None and label_at is not None:
                     label.add(row[label_at])
                 file_rows += 1
         except csv.Error as e:
