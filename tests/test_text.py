@@ -223,3 +223,17 @@ def test_a_text_only_model_serves_raw_strings_as_tf_serving_rest_sends_them(tmp_
     assert set(out) == set(default)  # the same outputs, class and all, as serving_default
     with pytest.raises(tf_serving_rest.RestError):
         tf_serving_rest.predict(loaded, {"signature_name": export.TEXTS_SIGNATURE, "instances": [{"b64": "no!"}]})
+
+
+def test_the_ngrams_a_bag_leans_on_toward_each_class():
+    """trainer/text_weights.py: a binary bag's largest linear weights toward the positive class and
+    its most negative away from it; a multi-class one's weight against the other classes' mean (an
+    n-gram every class weighs alike tells none apart)."""
+    from tfxline.trainer import text_weights
+
+    one = text_weights.toward(np.array([[2.0], [-1.5], [0.1], [-0.2]]), ["great", "awful", "the", "a"],
+                              ["pos", "not pos"])
+    assert one == {"pos": ["great", "the"], "not pos": ["awful", "a"]}
+    three = text_weights.toward(np.array([[3.0, 0.0, 0.0], [0.0, 2.0, 0.0], [1.0, 1.0, 1.0]]),
+                                ["refund", "thanks", "the"], ["a", "b", "c"])
+    assert three == {"a": ["refund"], "b": ["thanks"], "c": []}

@@ -87,3 +87,18 @@ def test_the_trainer_records_the_text_input_and_what_it_leans_on(text_run):
     assert text_input[2] == 2 * text_input[3]  # [length, tokens]: 1- and 2-grams of max_tokens tokens
     assert info["model"]["text_encoder"] == "bag"
     assert "review" in [column for column, _ in info["leans_on"][:2]]  # the text carries the label (and helpful)
+
+
+def test_the_report_shows_eval_texts_and_the_ngrams_the_model_reads(text_run):
+    root, _, run = text_run
+    runs = sorted((root / "p" / "output" / "pipeline_root" / "Trainer" / "model_run").iterdir(), key=os.path.getmtime)
+    info = json.loads((runs[-1] / "training_run.json").read_text())
+    ngrams = next(t for t in info["text_ngrams"] if t["column"] == "review")["toward"]
+    assert set(ngrams) == {"pos", "not pos"}
+    # the phrases that carry the label are among what pushes toward each side (tests/text_data.py)
+    assert {"not bad", "really good", "loved it", "not boring", "well worth"} & set(ngrams["pos"]), ngrams
+    assert {"not good", "really bad", "hated it", "so boring", "not worth"} & set(ngrams["not pos"]), ngrams
+    report = next(x for x in run.stdout.splitlines() if "report: " in x).split("report: ", 1)[1].strip()
+    html = open(report, encoding="utf-8").read()
+    assert "<h3>Eval texts</h3>" in html and "<h3>What the model reads in review</h3>" in html
+    assert html.count('<tr class="ok">') + html.count('<tr class="bad">') == 12  # the first 12 eval rows

@@ -21,7 +21,7 @@ import tensorflow as tf
 from tfxline import task_types
 from tfxline.patches import autograph, tf_custom_gradients
 from tfxline.trainer import callbacks as callbacks_lib
-from tfxline.trainer import data, decision, export, images, importance, precision, resume, tuning_settings
+from tfxline.trainer import data, decision, export, images, importance, precision, resume, text_weights, tuning_settings
 from tfxline.trainer import model as model_lib
 from tfxline.trainer import optimizer as optimizer_lib
 from tfxline.trainer import profile as profile_lib
@@ -205,6 +205,8 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
     info["leans_on"] = importance.leaned_on(built.model, inputs.validation, inputs.validation_steps,
                                             settings.features, settings.training.seed) \
         if settings.features.data_kind == F.TABLE else []  # an image model reads one input
+    # a text input's n-grams the model leans on most, toward each class (the bag's linear weights)
+    info["text_ngrams"] = text_weights.leaned_on_ngrams(built.model, sizes.tf_transform_output, settings.features)
     if strategy_lib.is_chief():
         with tf.io.gfile.GFile(os.path.join(fn_args.model_run_dir, TRAINING_RUN_FILE), "w") as f:
             json.dump(info, f, indent=2)

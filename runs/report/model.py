@@ -8,7 +8,7 @@ from typing import Any, Dict, List
 from tfxline.components import gates, serving_baseline, task_metrics, tfma_metrics, tfma_results
 from tfxline.runs import store as store_lib
 from tfxline.runs import summary as summary_lib
-from tfxline.runs.report import gallery
+from tfxline.runs.report import gallery, text_examples
 from tfxline.runs.report.artifacts import RunArtifacts
 from tfxline.serving import storage
 from tfxline.trainer.settings import TRAINING_RUN_FILE
@@ -33,6 +33,7 @@ def training_section(run: RunArtifacts) -> Dict[str, Any]:
         # ("batch_scaling" in runs recorded before the key was renamed)
         section["settings"]["batch_reason"] = info.get("batch_reason") or info.get("batch_scaling")
         section["profile"] = info.get("profile")  # runtime.profile_steps
+        section["text_ngrams"] = info.get("text_ngrams") or []  # trainer/text_weights.py
     return section
 
 
@@ -92,6 +93,7 @@ def evaluation_section(run: RunArtifacts) -> Dict[str, Any]:
     model_dir = summary_lib.serving_model_dir(model.uri) if model is not None and not run.deleted(model) else ""
     section.update(task_charts_data(evaluation.uri, model_dir))
     section["gallery"] = gallery.eval_gallery(run, model_dir)  # an image model's eval images, predicted
+    section["texts"] = text_examples.eval_texts(run, model_dir)  # a text model's eval rows, predicted
     section["overall"].update(section.pop("class_recall"))
     if not section["confusion_matrix"]["classes"]:
         section["confusion_matrix"] = binary_confusion(section["overall"])
