@@ -10,6 +10,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
+# The train split's label mean and standard deviation, then its min and max (None: no rows read);
+# trainer/data.py's label_moments.
+LabelMoments = Tuple[float, float, Optional[float], Optional[float]]
 
 class LabelError(ValueError):
     """The label column cannot train the configured task."""
@@ -110,7 +113,7 @@ class TaskType:
         return 1
 
     def head_fields(self, classes: Callable[[], int],
-                    label_moments: Optional[Callable[[], Tuple[Optional[float], ...]]]) -> Dict[str, Any]:
+                    label_moments: Optional[Callable[[], LabelMoments]]) -> Dict[str, Any]:
         """trainer.model.Head's fields beside the task: ``classes()`` reads the label vocabulary's
         size, ``label_moments()`` the train split's label mean and standard deviation, then its min
         and max (None: no train files given)."""

@@ -70,7 +70,7 @@ class Regression(TaskType):
         if label_moments is None:
             return {}
         mean, std, *label_range = label_moments()
-        fields = {"label_mean": mean, "label_scale": std if std > 0 else 1.0}
+        fields: Dict[str, Any] = {"label_mean": mean, "label_scale": std if std > 0 else 1.0}
         if len(label_range) == 2 and None not in label_range:
             fields.update(label_min=label_range[0], label_max=label_range[1])
         return fields

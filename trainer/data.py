@@ -28,7 +28,7 @@ from __future__ import annotations
 import atexit
 import gc
 import weakref
-from typing import Any, Callable, Dict, List, Mapping, Sequence, cast
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, cast
 
 import tensorflow as tf
 
@@ -135,7 +135,8 @@ def count_records(file_patterns: Sequence[str], limit: int = 0) -> int:
     return int(reduced(ds, tf.constant(0, tf.int64), lambda n, _: n + 1))
 
 
-def label_moments(file_patterns: Sequence[str], label: str, decode: Decode, limit: int = 1_000_000):
+def label_moments(file_patterns: Sequence[str], label: str, decode: Decode,
+                  limit: int = 1_000_000) -> Tuple[float, float, Optional[float], Optional[float]]:
     """(mean, standard deviation, min, max) of a numeric label over the first ``limit`` records:
     one streaming pass (a regression head starts at the label's scale, and its output is bounded
     to the label's range)."""
