@@ -40,6 +40,7 @@ from tfxline.runs import files
 from tfxline.runs import store as store_lib
 from tfxline.runs import summary as summary_lib
 from tfxline.serving.native_stderr import stderr_to_file
+from tfxline.transforms.image_input import image_input
 from tfxline.typed_config.close_names import did_you_mean
 
 
@@ -76,7 +77,7 @@ def resolve_inputs(cfg: PipelineConfig, span: Optional[int] = None) -> LocalPath
         except labels.LabelError as e:
             raise data_source.DataError(str(e)) from None
     elif cfg.data.format == "images":
-        image_folder.check(found.files, found.root, cfg.data.bad_images, cfg.features.image.source,
+        image_folder.check(found.files, found.root, cfg.data.bad_images, image_input(cfg.features).feature.source,
                            cfg.features.label.source)
     elif cfg.data.format == "text":  # a class folder's .txt files: UTF-8, two classes or more, the label's
         text_folder.check(found.files, found.root, cfg.features.label)

@@ -36,6 +36,7 @@ import numpy as np
 from tfxline import task_types
 from tfxline.serving.tflite_parity import DEFAULT_TOLERANCE, Parity, parity, summary_line  # noqa: F401 - this module's API
 from tfxline.transforms import features as F
+from tfxline.transforms.image_input import image_input
 
 OFF = "off"
 MODES = ("none", "dynamic", "float16", "int8")
@@ -70,7 +71,7 @@ def build_module(model_dir: str, transform_dir: str, spec: F.FeatureSpec):
 
     if spec.data_kind == F.IMAGE:  # decoded pixels in: serving/tflite_images.py
         from tfxline.serving import tflite_images
-        return tflite_images.build_module(model_dir, spec, input_name(spec.image.source))
+        return tflite_images.build_module(model_dir, spec, input_name(image_input(spec).feature.source))
     frozen = FrozenAnalyzers.load(transform_dir, spec)
     raw_spec = TFTransformOutput(transform_dir).raw_feature_spec()
     columns = list(spec.serving_columns)

@@ -17,6 +17,7 @@ import numpy as np
 from tfxline import task_types
 from tfxline.transforms import features as F
 from tfxline.transforms import images
+from tfxline.transforms.image_input import image_input
 
 
 def build_module(model_dir: str, spec: F.FeatureSpec, input_name: str):
@@ -29,10 +30,10 @@ def build_module(model_dir: str, spec: F.FeatureSpec, input_name: str):
 
     module = TFLiteImageModule()
     module.model = tf.saved_model.load(model_dir)
-    image, task = spec.image, task_types.get(spec.task)
+    (image, size), task = image_input(spec), task_types.get(spec.task)
     name = F.transformed_name(image.name)
 
-    @tf.function(input_signature=[tf.TensorSpec([1, image.size, image.size, images.CHANNELS], tf.float32,
+    @tf.function(input_signature=[tf.TensorSpec([1, size, size, images.CHANNELS], tf.float32,
                                                 name=input_name)], autograph=False)
     def serve(pixels):
         outputs = tf.cast(module.model({name: pixels}), tf.float32)
@@ -46,8 +47,9 @@ def columns_from_examples(records: Sequence[bytes], spec: F.FeatureSpec) -> Dict
     """{image column: float32 [n, size, size, 3]}: the records' images decoded as serving decodes them."""
     import tensorflow as tf
 
-    image = spec.image
+    image, size = image_input(spec)
     parsed = tf.io.parse_example(tf.constant(list(records)), {image.source: tf.io.FixedLenFeature([], tf.string)})
-    decoded = [images.decode_batch(parsed[image.source][i:i + 256], image.size).numpy()
-               for i in range(0, len(records), 256)]
-    return {image.source: np.concatenate(decoded) if decoded else np.zeros([0, image.size, image.size, 3], np.float32)}
+    encoded = parsed[image.source]
+    assert isinstance(encoded, tf.Tensor)  # a FixedLenFeature's: dense
+    decoded = [images.decode_batch(encoded[i:i + 256], size).numpy() for i in range(0, len(records), 256)]
+    return {image.source: np.concatenate(decoded) if decoded else np.zeros([0, size, size, 3], np.float32)}

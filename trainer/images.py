@@ -35,6 +35,7 @@ from tfxline import task_types
 from tfxline.trainer.keras_compat import keras
 from tfxline.transforms import features as F
 from tfxline.transforms import images
+from tfxline.transforms.image_input import image_input
 
 # backbone -> (keras.applications constructor, the pixel scaling its weights expect)
 APPLICATIONS = {"mobilenet_v2": ("MobileNetV2", "minus_one_to_one"),
@@ -48,13 +49,13 @@ FINE_TUNE_RATE = 0.1  # the learning rate once a pretrained backbone is unfrozen
 def decoded(ds: tf.data.Dataset, spec: F.FeatureSpec, *, training: bool, seed: int) -> tf.data.Dataset:
     """(features, label) batches whose image bytes are decoded to [batch, size, size, 3] pixels
     (and, for training, augmented)."""
-    feature = spec.image
+    feature, size = image_input(spec)
     name = F.transformed_name(feature.name)
     augment = (feature.augment or "crop") if training else "none"
 
     def step(features, label):
         features = dict(features)
-        features[name] = images.decode_batch(features[name], feature.size, augment, seed if training else None)
+        features[name] = images.decode_batch(features[name], size, augment, seed if training else None)
         return features, label
 
     return ds.map(step, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True).prefetch(tf.data.AUTOTUNE)
@@ -74,8 +75,8 @@ def build_model(spec: F.FeatureSpec, head: Any, backbone: str = "small_cnn", wei
     """The image classifier: 0-255 RGB [batch, size, size, 3] under the transformed image's name ->
     the task's output (float32)."""
     k = keras()
-    size = spec.image.size
-    pixels = k.Input(shape=(size, size, images.CHANNELS), name=F.transformed_name(spec.image.name), dtype="float32")
+    image, size = image_input(spec)
+    pixels = k.Input(shape=(size, size, images.CHANNELS), name=F.transformed_name(image.name), dtype="float32")
     if backbone == "small_cnn":
         x = _layers()["Scale"]("minus_one_to_one", name="scale")(pixels)
         x = small_cnn(k, x)
@@ -94,7 +95,7 @@ def build_model(spec: F.FeatureSpec, head: Any, backbone: str = "small_cnn", wei
         x = k.layers.Dropout(dropout, name="top_dropout")(x)
     logits = k.layers.Dense(head.units, name="logits")(x)
     output = k.layers.Activation(task_types.get(head.task).activation, dtype="float32", name="prediction")(logits)
-    model = k.Model(inputs={F.transformed_name(spec.image.name): pixels}, outputs=output, name=f"image_{backbone}")
+    model = k.Model(inputs={F.transformed_name(image.name): pixels}, outputs=output, name=f"image_{backbone}")
     model.pretrained = backbone != "small_cnn" and weights not in ("none", "", None)
     return model
 

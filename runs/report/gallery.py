@@ -12,6 +12,7 @@ import os
 from typing import Any, Dict, List
 
 from tfxline.transforms.image_files import format_of
+from tfxline.transforms.image_input import image_input
 
 COUNT = 12
 MIME = {"JPEG": "image/jpeg", "PNG": "image/png", "GIF": "image/gif", "BMP": "image/bmp"}
@@ -36,9 +37,10 @@ def eval_gallery(run, model_dir: str) -> List[Dict[str, Any]]:
     records = [r.numpy() for r in tf.data.TFRecordDataset(files, compression_type="GZIP").take(COUNT)] if files else []
     if not records:
         return []
+    image = image_input(spec).feature
     parsed = tf.io.parse_example(records, {c: tf.io.FixedLenFeature([], tf.string)
-                                           for c in (spec.image.source, spec.label.source)})
-    encoded = parsed[spec.image.source].numpy().tolist()
+                                           for c in (image.source, spec.label.source)})
+    encoded = parsed[image.source].numpy().tolist()
     serve = tf.saved_model.load(model_dir).signatures[IMAGES_SIGNATURE]
     probabilities = serve(**{IMAGES_INPUT: tf.constant(encoded)})["probabilities"].numpy()
     classes = label_classes(model_dir)
