@@ -103,7 +103,7 @@ def plan(data_path: str, label: str, task: Optional[str] = None, positive: Optio
         elif d.column in found and d.what != "left out":
             d.why += f"; WARNING: {found[d.column].why}"
     labelled = sum(1 for c in label_cells if c)
-    size = sizing(labelled)
+    size = sizing(labelled, text=any(s["transform"] == "text" for s in inputs))
     # repeats as the model sees rows: a row number or an ID (left out) would make every row unique
     ids = {d.column for d in decisions if identifies_rows(d)}
     compared = [c for name, c in zip(header, columns) if name not in ids]

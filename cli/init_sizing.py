@@ -7,10 +7,16 @@ import math
 from typing import Any, Dict
 
 
-def sizing(labelled: int) -> Dict[str, Any]:
+TEXT_SPLIT_BELOW = 20_000  # a model with free text below this many rows splits 8:1:1
+
+
+def sizing(labelled: int, text: bool = False) -> Dict[str, Any]:
     """The split, batch and training length for ``labelled`` rows: enough optimizer steps on
-    small data (about 2,000, at least 20 a pass), a validation split large enough to stop on."""
-    buckets = (6, 2, 2) if labelled < 5000 else (7, 1, 2)
+    small data (about 2,000, at least 20 a pass), a validation split large enough to stop on.
+    With free text, 8:1:1 below ``TEXT_SPLIT_BELOW`` rows: a text model's n-grams learn from every
+    row they see, far more than a table's columns do (a 3,000-quote table: holdout accuracy 0.605
+    split 6:2:2, 0.660 split 8:1:1, against TF-IDF + logistic regression's 0.673 on all its rows)."""
+    buckets = (8, 1, 1) if text and labelled < TEXT_SPLIT_BELOW else (6, 2, 2) if labelled < 5000 else (7, 1, 2)
     total = sum(buckets)
     train = max(1, labelled * buckets[0] // total)
     validation = max(1, labelled * buckets[1] // total)
@@ -21,7 +27,9 @@ def sizing(labelled: int) -> Dict[str, Any]:
     epochs = int(min(200, max(10, math.ceil(2000 / steps))))
     patience = 5 if labelled < 20_000 else 3
     eval_steps = int(min(500, max(1, math.ceil(validation / batch))))
-    why = (f"{labelled} labelled rows: split {buckets[0]}:{buckets[1]}:{buckets[2]} (~{validation} validation rows); "
+    for_text = " (free text learns from every training row)" if text and buckets == (8, 1, 1) else ""
+    why = (f"{labelled} labelled rows: split {buckets[0]}:{buckets[1]}:{buckets[2]}{for_text} (~{validation} "
+           "validation rows); "
            f"batch {batch} gives {steps} steps a pass, up to {epochs} passes (early stopping after {patience} "
            f"without improvement); validation reads all of it ({eval_steps} batch{'' if eval_steps == 1 else 'es'})")
     return {"buckets": buckets, "batch_size": batch, "epochs": epochs, "patience": patience,

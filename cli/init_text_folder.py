@@ -94,7 +94,7 @@ def plan(data_path: str, positive: Optional[str] = None) -> TextFolderPlan:
     empty = f", {folder.empty} empty ({folder.empty / count:.1%})" if folder.empty else ""
     specs, text_why = init_text.text_input(TEXT_COLUMN, init_text.text_stats(present), empty)
     text = {"name": TEXT_COLUMN, **{k: v for k, v in specs[0].items() if k != "column"}}
-    size = sizing(count)
+    size = sizing(count, text=True)
     size["why"] = size["why"].replace("labelled rows", "documents", 1)
     balance = init_balance.balance(folder.classes, "binary" if label["transform"] == "binary" else "multiclass",
                                    label.get("positive"), size["buckets"], count, 0)

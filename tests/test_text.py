@@ -237,3 +237,25 @@ def test_the_ngrams_a_bag_leans_on_toward_each_class():
     three = text_weights.toward(np.array([[3.0, 0.0, 0.0], [0.0, 2.0, 0.0], [1.0, 1.0, 1.0]]),
                                 ["refund", "thanks", "the"], ["a", "b", "c"])
     assert three == {"a": ["refund"], "b": ["thanks"], "c": []}
+
+
+@pytest.mark.parametrize("encoder", ["bag", "transformer"])
+def test_the_text_encoders_compile_with_xla_under_mixed_precision_and_keep_a_float32_output(encoder):
+    """Each encoder's training step XLA-compiled (runtime.jit_compile) under mixed_bfloat16: the loss
+    falls on a batch it can learn, and the output is float32 whatever the policy."""
+    from tfxline.trainer import model as model_lib
+    from tfxline.trainer.keras_compat import keras
+    from tfxline.trainer.precision import precision_policy
+
+    k = keras()
+    ids = np.full((64, 12), -1, np.int64)
+    ids[:, 0] = np.arange(64) % 2  # the first token says the class
+    ids[:, 1:4] = 5
+    y = (np.arange(64) % 2).astype(np.float32)
+    with precision_policy("mixed_bfloat16"):
+        model = model_lib.build_model([model_lib.ModelInput("t_xf", 20, 12, 6)], model_lib.Head("binary"), [8],
+                                      text_encoder=encoder, text_dim=16)
+        model.compile(optimizer=k.optimizers.Adam(0.01), loss="binary_crossentropy", jit_compile=True)
+        history = model.fit({"t_xf": ids}, y, epochs=8, batch_size=16, verbose=0).history["loss"]
+        out = model({"t_xf": tf.constant(ids)})
+    assert out.dtype == tf.float32 and history[-1] < history[0], history

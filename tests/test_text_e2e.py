@@ -102,3 +102,42 @@ def test_the_report_shows_eval_texts_and_the_ngrams_the_model_reads(text_run):
     html = open(report, encoding="utf-8").read()
     assert "<h3>Eval texts</h3>" in html and "<h3>What the model reads in review</h3>" in html
     assert html.count('<tr class="ok">') + html.count('<tr class="bad">') == 12  # the first 12 eval rows
+
+
+def test_the_text_encoders_train_under_a_strategy_mixed_precision_and_xla(text_run, tmp_path):
+    """run_fn on the run's examples and Transform graph, as TFX's Trainer calls it: the transformer
+    encoder under MirroredStrategy over two logical CPUs and mixed_bfloat16; its output float32 and
+    its serving signature answering raw text. (XLA: test_text.py, on the default strategy; on a
+    CPU, XLA under MirroredStrategy reads one replica's variables from the other's device.)"""
+    import glob
+    import subprocess
+    import sys
+
+    from tfxline.pipeline.config.load import load_config
+    from tfxline.pipeline.factory import trainer_custom_config
+
+    root, _, _ = text_run
+    pipeline_root = root / "p" / "output" / "pipeline_root"
+    examples = sorted(glob.glob(str(pipeline_root / "CsvExampleGen" / "examples" / "*")))[-1]
+    cfg = load_config(str(root / "p" / "config.yaml"), overrides=[
+        "model.text_encoder=transformer", "model.text_dim=32", "training.epochs=1", "runtime.strategy=mirrored",
+        "runtime.precision=mixed_bfloat16"])
+    args = {"train_files": [os.path.join(examples, "Split-train", "*")],
+            "eval_files": [os.path.join(examples, "Split-validation", "*")],
+            "transform_output": sorted(glob.glob(str(pipeline_root / "Transform" / "transform_graph" / "*")))[-1],
+            "examples_uri": examples, "serving_model_dir": str(tmp_path / "serving"),
+            "model_run_dir": str(tmp_path / "model_run"), "train_steps": 0, "eval_steps": 2,
+            "custom_config": trainer_custom_config(cfg), "logical_cpus": 2}
+    (tmp_path / "args.json").write_text(json.dumps(args))
+    harness = os.path.join(os.path.dirname(os.path.abspath(__file__)), "trainer_harness.py")
+    done = subprocess.run([sys.executable, harness, str(tmp_path / "args.json")], capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    info = json.loads((tmp_path / "model_run" / "training_run.json").read_text())
+    assert (info["strategy"], info["replicas"], info["precision"]) == ("MirroredStrategy", 2, "mixed_bfloat16")
+    assert info["model"]["text_encoder"] == "transformer" and info["text_ngrams"] == []  # no per-n-gram weights
+    model = tf.saved_model.load(str(tmp_path / "serving"))
+    feature = {"review": tf.train.Feature(bytes_list=tf.train.BytesList(value=[b"Honestly, not bad."]))}
+    example = tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+    out = model.signatures["serving_default"](examples=tf.constant([example]))
+    assert out["probabilities"].dtype == tf.float32

@@ -183,7 +183,7 @@ def test_init_on_a_text_folder_says_each_decision_and_writes_a_config_that_loads
     assert lines[1] == "classes: complaint 40, praise 43, question 40"
     assert lines[2].startswith("label: 3 classes (the sub-folders): multi-class")
     assert lines[3].startswith("text: text (") and "free text: " in lines[3] and "a bag of 1-2-grams" in lines[3]
-    assert any(x.startswith("sizing: 123 documents: split 6:2:2") for x in lines)
+    assert any(x.startswith("sizing: 123 documents: split 8:1:1 (free text learns from every training row)") for x in lines)
     assert any(x.startswith("duplicates: 3 .txt file(s) repeat an earlier file's text") for x in lines)
     cfg = load_config(str(tmp_path / "p" / "config.yaml"))
     assert cfg.data.format == "text" and cfg.features.label.transform == "class_vocabulary"

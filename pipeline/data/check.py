@@ -72,7 +72,7 @@ def unreadable(path: str, error: csv.Error) -> DataError:
         fix = f"sed -e 's/\\r$//' -e 's/\\r/ /g' {path} > fixed.csv"
         return DataError(f"{path} line {first} has a carriage return inside an unquoted field ({count} such "
                          "carriage return(s) in the file, none followed by a new line), which a CSV reader takes for "
-                         f"a line end (CsvExampleGen's refuses the row). Replace them with spaces: {fix}, or quote "
+                         f"a line end (CsvExampleGen refuses the row). Replace them with spaces: {fix}, or quote "
                          "the fields that hold them")
     return DataError(f"{path} is not a readable CSV ({error}); fix the file")
 
