@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 from typing import Any, Dict
 
-
 TEXT_SPLIT_BELOW = 20_000  # a model with free text below this many rows splits 8:1:1
 
 
