@@ -236,3 +236,14 @@ def test_mysql_store_takes_its_password_from_the_environment(monkeypatch):
     assert describe_store(cfg.metadata_store) == "mysql://tfxline@db:3307/tfxline"
     assert "s3cret" not in str(cfg.to_dict())  # the config never holds the password
     assert load_config().metadata_store == load_config().metadata_path  # SQLite by default
+
+
+def test_an_unquoted_off_turns_the_phone_model_off():
+    """YAML 1.1 reads an unquoted ``off`` as the boolean false, and so does ``--set serving.tflite=off``:
+    the refusals' own fix ("set serving.tflite: off") was refused as 'false' (a new user's trial)."""
+    import yaml
+
+    assert load_config("taxi", ["serving.tflite=off"]).serving.tflite == "off"
+    assert yaml.safe_load("tflite: off") == {"tflite": False}  # what the reader is given
+    with pytest.raises(ConfigError, match="serving.tflite: 'true'; use off or a quantization"):
+        load_config("taxi", ["serving.tflite=true"])

@@ -99,6 +99,15 @@ def test_class_folders_without_txt_files_or_one_class_are_refused(tmp_path):
     (tmp_path / "a" / "1.txt").write_text("one document")
     with pytest.raises(DataError, match=r"holds one class folder \(a\); a classifier needs two or more"):
         texts.check(files_of(str(tmp_path)), str(tmp_path))
+    # a class folder left empty (or holding only a README) beside others: named, not silently dropped
+    # (a new user's literature/ folder vanished from the classes without a word)
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "2.txt").write_text("another document")
+    (tmp_path / "literature").mkdir()
+    (tmp_path / "poems").mkdir()
+    (tmp_path / "poems" / "README.md").write_text("to do")
+    with pytest.raises(DataError, match=r": class folder\(s\) literature, poems hold no .txt files; add the class's"):
+        texts.check(files_of(str(tmp_path)), str(tmp_path))
 
 
 def test_a_file_that_is_not_utf8_is_named_with_its_line_and_byte(tmp_path):

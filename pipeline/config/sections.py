@@ -14,7 +14,7 @@ from tfxline.serving.tflite import MODES as TFLITE_MODES
 from tfxline.serving.tflite import OFF as TFLITE_OFF
 from tfxline.task_types.decision import parse_objective
 from tfxline.typed_config.problems import ConfigError, Problem, bad
-from tfxline.typed_config.read import FROM_YAML
+from tfxline.typed_config.read import FROM_YAML, from_yaml
 
 # ExampleGen's split names (TFX's defaults for train and eval).
 TRAIN_SPLIT, VALIDATION_SPLIT, EVAL_SPLIT = "train", "validation", "eval"
@@ -208,6 +208,11 @@ class DriftConfig:
             yield bad(self, "features", "thresholds must be >= 0 and < 1 (0: not checked; the measure is at most 1)")
 
 
+
+def tflite_mode(raw: Any, where: str) -> str:
+    """serving.tflite as written, YAML's boolean false (an unquoted ``off``) read as off."""
+    return TFLITE_OFF if raw is False else from_yaml(str, raw, where)
+
 @dataclasses.dataclass(frozen=True)
 class ServingConfig:
     serving_root: str = ""         # empty means <output_root>/serving
@@ -229,7 +234,8 @@ class ServingConfig:
     # A TFLite model (model.tflite) beside each pushed SavedModel, for devices (docs/serving.md):
     # off, or its quantization: none (float32), dynamic (int8 weights), float16, int8 (weights and
     # activations, calibrated on train rows; models with string inputs cannot be calibrated)
-    tflite: str = "off"
+    # YAML 1.1 reads an unquoted off (and --set serving.tflite=off) as the boolean false: read as off
+    tflite: str = dataclasses.field(default="off", metadata={FROM_YAML: lambda raw, where: tflite_mode(raw, where)})
     # how far the TFLite model may stray from the SavedModel on the eval rows before the push is
     # refused; 0: the mode's default (none 1e-4, dynamic 0.1, float16 0.1: the largest output
     # difference; int8 0.02: the drop of auc / accuracy, or the relative rise of rmse)

@@ -66,6 +66,13 @@ def scan(files: Sequence[str]) -> TextFolder:
     return TextFolder(documents, texts, [class_of(p) for p in documents], ignored)
 
 
+def class_folders(root: str) -> List[str]:
+    """The sub-folders of a local folder (hidden ones left out); [] for an object store's path."""
+    if "://" in root or not os.path.isdir(root):
+        return []
+    return sorted(d for d in os.listdir(root) if not d.startswith(".") and os.path.isdir(os.path.join(root, d)))
+
+
 def check(files: Sequence[str], root: str, label=None) -> TextFolder:
     """The pre-flight check of a text folder (raises DataError, one line with the fix); ``label``,
     the config's (features.label), checked against the classes as a CSV's label column is."""
@@ -75,6 +82,10 @@ def check(files: Sequence[str], root: str, label=None) -> TextFolder:
         raise DataError(f"{root}'s sub-folders hold no {TEXT_EXTENSION} files{others}; put each class's documents "
                         f"in a sub-folder named for the class as {TEXT_EXTENSION} files (e.g. pos/1.txt, neg/2.txt)")
     counts = folder.counts
+    empty = [d for d in class_folders(root) if d not in counts]
+    if empty:  # would be no class at all: its examples, its recall and its name would all be missing
+        raise DataError(f"{root}: class folder(s) {', '.join(empty[:NAMED])} hold no {TEXT_EXTENSION} files; add the "
+                        f"class's documents as {TEXT_EXTENSION} files, or move the folder out of {root}")
     if len(counts) < 2:
         raise DataError(f"{root} holds one class folder ({next(iter(counts))}); a classifier needs two or more: add a "
                         f"sub-folder of {TEXT_EXTENSION} files for each other class")
