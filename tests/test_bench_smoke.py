@@ -115,7 +115,8 @@ def test_a_smoke_write_under_bench_results_is_refused_however_it_is_named(tmp_pa
 
 
 @pytest.mark.parametrize("script", ["e2e.py", "scale.py", "wide.py", "quality.py", "tflite.py", "trainer_bench.py",
-                                    "gpu_bench.py", "step_profile.py", "tables.py", "images.py"])
+                                    "gpu_bench.py", "step_profile.py", "tables.py", "images.py",
+                                    "text.py"])
 def test_a_smoke_run_refuses_bench_results_before_it_starts(script):
     name = {"trainer_bench.py": "trainer.json"}.get(script, script[:-3] + ".json")
     started = time.monotonic()
@@ -156,6 +157,22 @@ def test_images_smoke(tmp_path):
     assert q["exit"] == 0 and q["pushed"] and q["images"] == 300 and q["accuracy"] is not None
     assert 0 < q["trees_accuracy"] <= 1 and d["input_images_per_second"] > 0 and d["trainer"]
     assert "| 300 scikit-learn digits images, 10 classes, 32 px |" in rendered(str(tmp_path / "images.json"))["images"]
+
+
+@pytest.mark.e2e
+def test_text_smoke(tmp_path):
+    """300 generated reviews through init + run + predict (#72), scored with TF-IDF + LR and the
+    trees, and each text encoder's step."""
+    bench("text.py", "--smoke", "--results", str(tmp_path / "text.json"), "--work", str(tmp_path / "work"))
+    d = json.loads((tmp_path / "text.json").read_text())
+    s, (q,) = d["scale"], d["quality"]
+    assert s["documents"] == 300 and s["pushed"] and s["peak_rss_gb"] > 0 and s["epochs"] == 2
+    assert s["transform_tokens_per_second"] > 0 and "Transform" in s["components"]
+    assert q["metric"] == "auc" and q["text_columns"] == ["review"] and 0 < q["tfidf_lr"] <= 1 and 0 < q["trees"] <= 1
+    assert {(r["encoder"], r["xla"]) for r in d["encoders"]} >= {("bag", False), ("bag", True), ("transformer", False)}
+    tables = rendered(str(tmp_path / "text.json"))
+    assert set(tables) == {"text-scale", "text-speed", "text-quality"}
+    assert tables["text-quality"].splitlines()[2].startswith("| generated reviews | 300 / 100 |")
 
 
 @pytest.mark.e2e

@@ -486,6 +486,80 @@ def images_speed() -> str:
     return table(["what (" + d["machine"] + ")", "size", "precision", "images/s"], speed)
 
 
+# --- text (bench/text.py) -----------------------------------------------------------------------------
+
+SCHEMAS["text.json"] = {"machine": str, "scale": {
+    "documents": int, "tokens": int, "mean_tokens": NUM, "max_tokens": int, "top_k": int, "batch_size": int,
+    "text_encoder": Opt(str), "init_seconds": NUM, "run_seconds": NUM, "peak_rss_gb": NUM, "other_processes_cores": NUM,
+    "components": Map(NUM), "peak_rss_gb_by_component": Opt(Map(NUM)), "transform_tokens_per_second": NUM_OR_NULL,
+    "trainer_examples_per_second": NUM,
+    "epochs": int, "max_epochs": (int, None), "train_seconds": NUM, "held_out": int, "holdout_auc": NUM,
+    "pushed": bool, "goal_minutes": NUM, "goal_gb": NUM, "goal_met": bool},
+    "encoders": NonEmpty([{"encoder": str, "precision": str, "xla": bool, "examples_per_second": NUM,
+                           "first_call_seconds": NUM, "max_tokens": int, "cardinality": int, "batch": int}]),
+    "quality": [{"name": str, "train_rows": int, "holdout_rows": int, "label": str, "task": str,
+                 "positive": (str, None), "classes": int, "metric": str, "text_columns": [str],
+                 "other_columns": [str], "model": NUM, "tfidf_lr": NUM_OR_NULL, "tfidf_lr_c": NUM_OR_NULL,
+                 "trees": NUM_OR_NULL, "blessed": bool, "pushed": bool, "init_seconds": NUM, "run_seconds": NUM,
+                 "predict_seconds": NUM, "epochs": int, "text_encoder": str}],
+    "load_average_start": [NUM], "bench_seconds": Opt(NUM), "commit": Opt(str)}
+
+
+def text_scale() -> str:
+    """bench/text.py's generated table through init + run, against the goal."""
+    d = load("text.json")
+    s = d["scale"]
+    total = s["init_seconds"] + s["run_seconds"]
+    return table([f"{s['documents']:,} generated reviews ({d['machine']})", "value"], [
+        ["tokens (as the Transform tokenises them)", f"{s['tokens']:,} ({s['mean_tokens']:.0f} a document)"],
+        ["init: max_tokens, n-grams in the vocabulary, batch", f"{s['max_tokens']}, {s['top_k']:,}, {s['batch_size']}"],
+        ["wall: init / run / together", f"{s['init_seconds']:.0f} s / {s['run_seconds']:.0f} s / {total / 60:.1f} min"],
+        ["peak RSS of the run (process tree)", f"{s['peak_rss_gb']} GB"],
+        [f"goal: at most {s['goal_minutes']:g} min and {s['goal_gb']:g} GB", _yes(s["goal_met"])],
+        ["s: " + " / ".join(STAGES), _stages(s["components"])],
+        ["peak RSS in each, GB", _peaks(s.get("peak_rss_gb_by_component", {}))],
+        ["Transform: tokens/s (every document's tokens over its seconds)", rate(s["transform_tokens_per_second"])],
+        ["Trainer: examples/s, passes (of at most)",
+         f"{rate(s['trainer_examples_per_second'])}, {s['epochs']} ({s['max_epochs']}) in {s['train_seconds']:.0f} s"],
+        [f"AUC on {s['held_out']:,} held-out generated reviews (`predict`)", f"{s['holdout_auc']:.4f}"],
+        ["other processes' cores busy meanwhile (the machine is shared)", f"{s['other_processes_cores']:.2f}"],
+    ])
+
+
+def text_speed() -> str:
+    """bench/text.py: the text model's training step on held batches, each encoder and precision."""
+    d = load("text.json")
+    s = d["scale"]
+    rows = [[f"the run's Trainer ({s.get('text_encoder', 'bag')}: input and step)", "float32", s["max_tokens"],
+             f"{s['top_k'] + 1:,}", s["batch_size"],
+             rate(s["trainer_examples_per_second"]), None]]
+    rows += [[f"{r['encoder']}, step on held batches", r["precision"] + (" + XLA" if r["xla"] else ""),
+              r["max_tokens"], f"{r['cardinality']:,}", r["batch"], rate(r["examples_per_second"]),
+              f"{r['first_call_seconds']:.0f} s"] for r in d["encoders"]]
+    return table([f"what ({d['machine']})", "precision", "tokens", "n-gram ids", "batch", "examples/s",
+                  "first call (tracing, compile)"], rows)
+
+
+def text_quality() -> str:
+    """bench/text.py --table: a new user's init + run + predict, scored on the holdout, beside the yardsticks."""
+    rows = []
+    for r in load("text.json")["quality"]:
+        best = max(x for x in (r["tfidf_lr"], r["trees"]) if x is not None) if (r["tfidf_lr"], r["trees"]) != (
+            None, None) else None
+        task = f"binary (positive `{r['positive']}`)" if r["positive"] is not None else f"{r['classes']} classes"
+        rows.append([r["name"], f"{r['train_rows']:,} / {r['holdout_rows']:,}", f"`{r['label']}`: {task}",
+                     ", ".join(f"`{c}`" for c in r["text_columns"]), len(r["other_columns"]), r["metric"],
+                     f"{r['model']:.4f}",
+                     None if r["tfidf_lr"] is None else f"{r['tfidf_lr']:.4f} (C {r['tfidf_lr_c']:g})",
+                     None if r["trees"] is None else f"{r['trees']:.4f}",
+                     None if best is None else f"{r['model'] - best:+.4f}",
+                     None if best is None else _yes(r["model"] >= best - 0.01), "yes" if r["pushed"] else "**no**",
+                     f"{r['init_seconds']:.0f} s / {r['run_seconds']:.0f} s / {r['predict_seconds']:.0f} s"])
+    return table(["table", "rows: train / holdout", "label", "text (init)", "other inputs", "metric",
+                  "model (holdout)", "TF-IDF + LR", "trees on the other inputs", "model − best yardstick",
+                  "at least best − 0.01", "pushed on the first run", "init / run / predict"], rows)
+
+
 def _stages(components: Dict[str, float]) -> str:
     return " / ".join(f"{components.get(s, 0):.0f}" for s in STAGES)
 
@@ -567,6 +641,7 @@ SOURCES: Dict[str, str] = {
     "step-profile-cpu": "step_profile.json", "step-profile-h100": "step_profile_h100.json",
     "trainer-input": "trainer.json", "e2e": "e2e.json", "scale": "scale.json", "wide": "wide.json",
     "tflite": "tflite.json", "images": "images.json", "images-speed": "images.json",
+    "text-scale": "text.json", "text-speed": "text.json", "text-quality": "text.json",
 }
 TABLES: Dict[str, Callable[[], str]] = {
     "quality": quality, "quality-setup": quality_setup, "tables": tables, "tables-tuning": tables_tuning,
@@ -576,7 +651,7 @@ TABLES: Dict[str, Callable[[], str]] = {
     "gpu-bench-h100-before": gpu_bench_h100_before, "fused-optimizer": fused_optimizer,
     "step-profile-cpu": step_profile_cpu, "step-profile-h100": step_profile_h100,
     "trainer-input": trainer_input, "e2e": e2e, "scale": scale, "wide": wide, "tflite": tflite, "images": images,
-    "images-speed": images_speed,
+    "images-speed": images_speed, "text-scale": text_scale, "text-speed": text_speed, "text-quality": text_quality,
 }
 
 
