@@ -61,12 +61,12 @@ def test_ids_are_a_fixed_block_unigrams_first_padded(analyzed):
     vocabulary = output.vocabulary_by_name(vocabulary_name("review"))
     size = len(vocabulary)
     index = {v: i for i, v in enumerate(vocabulary)}
-    not_good = np.asarray(out[4][name])  # "Not good": not, good, then the 2-gram, then padding
-    assert list(not_good[:3]) == [index[b"not"], index[b"good"], index[b"not good"]]
-    assert list(not_good[3:]) == [text_lib.PAD] * 9
+    not_good = np.asarray(out[4][name])  # "Not good": its tokens, padded; then its 2-gram, padded
+    assert list(not_good[:6]) == [index[b"not"], index[b"good"]] + [text_lib.PAD] * 4  # the tokens' segment
+    assert list(not_good[6:]) == [index[b"not good"]] + [text_lib.PAD] * 5  # a sequence encoder reads none of it
     assert list(np.asarray(out[3][name])) == [text_lib.PAD] * 12  # a missing review: an empty document
     unseen = np.asarray(out[7][name])
-    assert list(unseen[:4]) == [size] * 4 and unseen[4] == size  # out of vocabulary: the one OOV bucket
+    assert list(unseen[:4]) == [size] * 4 and unseen[6] == size  # out of vocabulary: the one OOV bucket
     long = np.asarray(out[1][name])  # 7 tokens read as 6 (max_tokens): 6 unigrams and 5 bigrams
     assert (long != text_lib.PAD).sum() == 11
 
@@ -277,3 +277,12 @@ def test_the_text_encoders_compile_with_xla_under_mixed_precision_and_keep_a_flo
         history = model.fit({"t_xf": ids}, y, epochs=8, batch_size=16, verbose=0).history["loss"]
         out = model({"t_xf": tf.constant(ids)})
     assert out.dtype == tf.float32 and history[-1] < history[0], history
+
+
+def test_permutation_importance_passes_are_sized_by_a_text_inputs_ids():
+    """trainer/importance.py measures many columns in one forward pass of up to 8,192 rows; a text
+    row of 704 ids counts as 11 (a 25,000-document bench's Trainer peaked at 3.1 GB on 7,323 rows)."""
+    from tfxline.trainer import importance
+
+    assert importance.row_cost({"a_xf": np.zeros(10), "b_xf": np.zeros(10)}) == 1
+    assert importance.row_cost({"a_xf": np.zeros(10), "review_xf": np.zeros((10, 704), np.int64)}) == 11

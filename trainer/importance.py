@@ -23,6 +23,9 @@ TOP = 5
 # rows in one forward pass: a wide table's columns are measured many at a time (one eager call per
 # column was 4 s of a 100-column table's Trainer)
 MAX_PASS_ROWS = 8192
+# ... counted in ids for a text input: a row of 704 n-gram ids gathers [704, 64] embeddings, and
+# 7,323 such rows in one pass took 1.3 GB (a 25,000-document bench's Trainer peaked at 3.1 GB)
+IDS_PER_ROW = 64
 
 
 def leaned_on(model, validation, steps: int, spec: F.FeatureSpec, seed: int = 0) -> List[Tuple[str, float]]:
@@ -55,7 +58,7 @@ def leaned_on(model, validation, steps: int, spec: F.FeatureSpec, seed: int = 0)
         return []
     order = np.random.default_rng(seed).permutation(len(y))
     by_column = list(_features_by_column(spec).items())
-    per_pass = max(1, MAX_PASS_ROWS // len(y))   # columns measured in one forward pass
+    per_pass = max(1, MAX_PASS_ROWS // (len(y) * row_cost(columns)))   # columns measured in one forward pass
     drops = []
     for start in range(0, len(by_column), per_pass):
         chunk = by_column[start:start + per_pass]
@@ -63,6 +66,12 @@ def leaned_on(model, validation, steps: int, spec: F.FeatureSpec, seed: int = 0)
         drops += [(column, (base - value) if task.higher_is_better else (value - base))
                   for (column, _), value in zip(chunk, values)]
     return sorted(((c, round(float(d), 4)) for c, d in drops if d > 0), key=lambda cd: -cd[1])[:TOP]
+
+
+def row_cost(columns: Dict[str, np.ndarray]) -> int:
+    """A row's cost in a forward pass, in rows of a table: 1, or a text input's ids per ``IDS_PER_ROW``."""
+    ids = sum(int(np.prod(x.shape[1:])) for x in columns.values() if x.ndim > 1)
+    return max(1, -(-ids // IDS_PER_ROW))
 
 
 def _features_by_column(spec: F.FeatureSpec) -> Dict[str, List[str]]:

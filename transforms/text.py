@@ -13,10 +13,11 @@ A text input (``transform: text``) is, in order:
    hashed into one of ``oov_buckets`` out-of-vocabulary ids). Its memory is the vocabulary's
    counts, flat in the number of documents.
 
-The output is a dense [rows, ``length``] int64 block of ids, padded with ``PAD`` (-1) after the
-document's last n-gram: 1-grams first in document order (what a sequence encoder reads), then
-2-grams, and so on. ``length`` is ``max_tokens`` times ``ngrams`` (each width holds at most
-``max_tokens`` n-grams).
+The output is a dense [rows, ``length``] int64 block of ids: one segment of ``max_tokens`` ids
+for each n-gram width, each padded with ``PAD`` (-1) after its last n-gram: the 1-grams in
+document order first (what a sequence encoder reads: the first ``max_tokens`` ids are always the
+document's tokens, however short it is), then the 2-grams, and so on. ``length`` is
+``max_tokens`` times ``ngrams``.
 
 TFLite has no builtin for any string op used here (StringSplitV2, RegexReplace, StringLower and
 the hash-table lookup are Flex-only: tensorflow/lite/delegates/flex/allowlisted_flex_ops.cc), so
@@ -67,9 +68,14 @@ def tokens(text: tf.Tensor, max_tokens: int) -> tf.RaggedTensor:
     return tf.strings.split(normalized(text))[:, :max_tokens]
 
 
-def ngrams(tokens_: tf.RaggedTensor, width: int) -> tf.RaggedTensor:
-    """[rows, (n-grams)]: every 1-gram in order, then every 2-gram, ... up to ``width``."""
-    grams = [tokens_] + [tf.strings.ngrams(tokens_, n, separator=NGRAM_SEPARATOR) for n in range(2, width + 1)]
+def ngram_widths(tokens_: tf.RaggedTensor, width: int) -> list:
+    """[[rows, (n-grams of n tokens)] for n in 1..``width``], each in document order."""
+    return [tokens_] + [tf.strings.ngrams(tokens_, n, separator=NGRAM_SEPARATOR) for n in range(2, width + 1)]
+
+
+def ngrams(tokens_: tf.RaggedTensor, width: int) -> Any:
+    """[rows, (n-grams)] (ragged): every 1-gram in order, then every 2-gram, ... up to ``width``."""
+    grams = ngram_widths(tokens_, width)
     return tf.concat(grams, axis=1) if len(grams) > 1 else grams[0]
 
 
@@ -93,9 +99,11 @@ def text_ids(feature: Any, text: tf.Tensor, vocabulary_file: str) -> tf.Tensor:
     vocabulary), out-of-vocabulary ones in its ``oov_buckets``, padded with ``PAD``."""
     import tensorflow_transform as tft
 
-    grams = document_ngrams(feature, text)
-    ids = tft.apply_vocabulary(grams, vocabulary_file, num_oov_buckets=int(feature.oov_buckets))
-    return tf.cast(ids, tf.int64).to_tensor(default_value=PAD, shape=[None, length(feature)])
+    max_tokens = setting(feature, "max_tokens")
+    widths = ngram_widths(tokens(text, max_tokens), setting(feature, "ngrams"))
+    segments = [tf.cast(tft.apply_vocabulary(grams, vocabulary_file, num_oov_buckets=int(feature.oov_buckets)),
+                        tf.int64).to_tensor(default_value=PAD, shape=[None, max_tokens]) for grams in widths]
+    return tf.concat(segments, axis=1) if len(segments) > 1 else segments[0]
 
 
 def learn_vocabulary(feature: Any, text: tf.Tensor, vocabulary_filename: str):
