@@ -104,7 +104,7 @@ def test_the_report_shows_eval_texts_and_the_ngrams_the_model_reads(text_run):
     assert html.count('<tr class="ok">') + html.count('<tr class="bad">') == 12  # the first 12 eval rows
 
 
-def test_the_text_encoders_train_under_a_strategy_mixed_precision_and_xla(text_run, tmp_path):
+def test_the_transformer_trains_under_a_strategy_and_mixed_precision(text_run, tmp_path):
     """run_fn on the run's examples and Transform graph, as TFX's Trainer calls it: the transformer
     encoder under MirroredStrategy over two logical CPUs and mixed_bfloat16; its output float32 and
     its serving signature answering raw text. (XLA: test_text.py, on the default strategy; on a
