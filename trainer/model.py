@@ -66,8 +66,9 @@ def embedding_dim(cardinality: int, max_dim: int) -> int:
 def build_model(model_inputs: Sequence[ModelInput], head: Head, hidden_units: Sequence[int],
                 dropout: float = 0.0, embedding_max_dim: int = 16, batch_norm: bool = False,
                 text_encoder: str = "bag", text_dim: int = 64):
-    """Wide (a linear weight per category) + deep (embeddings and numerics into an MLP), with each
-    text input's encoder (``text_encoder``, ``text_dim`` wide: trainer/text.py) in both parts.
+    """Wide (a linear weight per category) + deep (embeddings and numerics into an MLP), plus each
+    text input's encoder (``text_encoder``, ``text_dim`` wide: trainer/text.py) adding its own
+    logits, not through the MLP.
 
     Shaped for few, large kernels (a GPU runs one per op): the categorical indices go in as
     one [batch, features] block through one table for all features (per-feature row offsets:
