@@ -1,4 +1,4 @@
-"""The Evaluation section's gallery for an image model: the first ``COUNT`` images of the eval
+"""The Evaluation section's gallery for an image model: the first ``eval_rows.COUNT`` images of the eval
 split, each with its true class and the pushed candidate's prediction (its ``serving_images``
 signature on the stored bytes, as TF Serving would be asked), embedded in the report as data URIs
 so the page stays one self-contained file. Empty for a table model, or when the run's examples or
@@ -6,37 +6,27 @@ model are gone (tfxline gc)."""
 from __future__ import annotations
 
 import base64
-import glob
-import json
-import os
 from typing import Any, Dict, List
 
+from tfxline.runs.report.eval_rows import eval_rows
 from tfxline.transforms.image_files import format_of
 from tfxline.transforms.image_input import image_input
 
-COUNT = 12
 MIME = {"JPEG": "image/jpeg", "PNG": "image/png", "GIF": "image/gif", "BMP": "image/bmp"}
 
 
 def eval_gallery(run, model_dir: str) -> List[Dict[str, Any]]:
-    execution, examples = run.execution("Transform"), run.artifact(run.example_gen_id(), "examples")
-    if not model_dir or execution is None or examples is None or run.deleted(examples):
-        return []
     from tfxline.transforms import features as F
 
-    config = json.loads(execution.custom_properties["custom_config"].string_value or "{}")
-    spec = F.FeatureSpec.from_dict(config["features"]) if "features" in config else None
-    if spec is None or spec.data_kind != F.IMAGE:
+    found = eval_rows(run, model_dir, lambda spec: spec.data_kind == F.IMAGE)
+    if found is None:
         return []
+    spec, records = found
     import tensorflow as tf
 
     from tfxline.components.tfma_results import label_classes
     from tfxline.trainer.export import IMAGES_INPUT, IMAGES_SIGNATURE
 
-    files = sorted(glob.glob(os.path.join(examples.uri, "Split-eval", "*")))
-    records = [r.numpy() for r in tf.data.TFRecordDataset(files, compression_type="GZIP").take(COUNT)] if files else []
-    if not records:
-        return []
     image = image_input(spec).feature
     parsed = tf.io.parse_example(records, {c: tf.io.FixedLenFeature([], tf.string)
                                            for c in (image.source, spec.label.source)})
