@@ -20,9 +20,9 @@ import shutil
 import numpy as np
 import pytest
 
+from tests import tf_serving_rest
 from tests.conftest import tfxline
 from tests.image_data import TRUNCATED, digits_folder
-from tests import tf_serving_rest
 
 pytestmark = pytest.mark.e2e
 
@@ -67,7 +67,7 @@ def test_the_first_run_is_blessed_and_pushed_with_a_tflite_model(image_run):
     out = image_run["run"]
     assert "blessing: BLESSED" in out and "pushed to: " in out, out
     assert "tflite: model.tflite (none" in out and "TFLite builtins only" in out, out
-    assert f"1 image(s) that do not decode left out (" in out and TRUNCATED in out, out
+    assert "1 image(s) that do not decode left out (" in out and TRUNCATED in out, out
     assert "too good to be true" not in out  # an image model reads no column that could leak the label
 
 
@@ -168,33 +168,20 @@ def test_transfer_learning_from_a_weights_file_in_two_phases_mirrored_and_mixed(
     """run_fn on the run's examples and Transform graph, as TFX's Trainer calls it: MobileNetV2 from a
     weights file this test saves (no download), its backbone frozen for the first epoch and then
     trained, under MirroredStrategy over two logical CPUs and mixed_bfloat16."""
-    import subprocess
-    import sys
-
     import tensorflow as tf
 
+    from tests.trainer_harness import run_fn_in_a_process
     from tfxline.pipeline.config.load import load_config
     from tfxline.pipeline.factory import trainer_custom_config
     from tfxline.trainer.keras_compat import keras
 
     saved = pretrained_like(keras(), tmp_path)
     weights = str(tmp_path / "mobilenet_v2_no_top.h5")
-    output = image_run["output"]
-    root = output / "pipeline_root"
-    examples = sorted(glob.glob(str(root / "ImageExampleGen" / "examples" / "*")))[-1]
     cfg = load_config(str(image_run["root"] / "project" / "config.yaml"), overrides=[
         "model.backbone=mobilenet_v2", f"model.weights={weights}", "model.frozen_epochs=1", "training.epochs=2",
         "training.batch_size=32", "runtime.strategy=mirrored", "runtime.precision=mixed_bfloat16"])
-    args = {"train_files": [os.path.join(examples, "Split-train", "*")],
-            "eval_files": [os.path.join(examples, "Split-validation", "*")],
-            "transform_output": sorted(glob.glob(str(root / "Transform" / "transform_graph" / "*")))[-1],
-            "examples_uri": examples, "serving_model_dir": str(tmp_path / "serving"),
-            "model_run_dir": str(tmp_path / "model_run"), "train_steps": 0, "eval_steps": 2,
-            "custom_config": trainer_custom_config(cfg), "logical_cpus": 2}
-    (tmp_path / "args.json").write_text(json.dumps(args))
-    harness = os.path.join(os.path.dirname(os.path.abspath(__file__)), "trainer_harness.py")
-    done = subprocess.run([sys.executable, harness, str(tmp_path / "args.json")], capture_output=True, text=True,
-                          timeout=600)
+    done = run_fn_in_a_process(image_run["output"] / "pipeline_root", "ImageExampleGen", trainer_custom_config(cfg),
+                               tmp_path)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     info = json.loads((tmp_path / "model_run" / "training_run.json").read_text())
     assert info["frozen_epochs"] == 1 and info["epochs"] == 2 and info["replicas"] == 2

@@ -109,29 +109,16 @@ def test_the_transformer_trains_under_a_strategy_and_mixed_precision(text_run, t
     encoder under MirroredStrategy over two logical CPUs and mixed_bfloat16; its output float32 and
     its serving signature answering raw text. (XLA: test_text.py, on the default strategy; on a
     CPU, XLA under MirroredStrategy reads one replica's variables from the other's device.)"""
-    import glob
-    import subprocess
-    import sys
-
+    from tests.trainer_harness import run_fn_in_a_process
     from tfxline.pipeline.config.load import load_config
     from tfxline.pipeline.factory import trainer_custom_config
 
     root, _, _ = text_run
-    pipeline_root = root / "p" / "output" / "pipeline_root"
-    examples = sorted(glob.glob(str(pipeline_root / "CsvExampleGen" / "examples" / "*")))[-1]
     cfg = load_config(str(root / "p" / "config.yaml"), overrides=[
         "model.text_encoder=transformer", "model.text_dim=32", "training.epochs=1", "runtime.strategy=mirrored",
         "runtime.precision=mixed_bfloat16"])
-    args = {"train_files": [os.path.join(examples, "Split-train", "*")],
-            "eval_files": [os.path.join(examples, "Split-validation", "*")],
-            "transform_output": sorted(glob.glob(str(pipeline_root / "Transform" / "transform_graph" / "*")))[-1],
-            "examples_uri": examples, "serving_model_dir": str(tmp_path / "serving"),
-            "model_run_dir": str(tmp_path / "model_run"), "train_steps": 0, "eval_steps": 2,
-            "custom_config": trainer_custom_config(cfg), "logical_cpus": 2}
-    (tmp_path / "args.json").write_text(json.dumps(args))
-    harness = os.path.join(os.path.dirname(os.path.abspath(__file__)), "trainer_harness.py")
-    done = subprocess.run([sys.executable, harness, str(tmp_path / "args.json")], capture_output=True, text=True,
-                          timeout=900)
+    done = run_fn_in_a_process(root / "p" / "output" / "pipeline_root", "CsvExampleGen", trainer_custom_config(cfg),
+                               tmp_path, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     info = json.loads((tmp_path / "model_run" / "training_run.json").read_text())
     assert (info["strategy"], info["replicas"], info["precision"]) == ("MirroredStrategy", 2, "mixed_bfloat16")

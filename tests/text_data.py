@@ -5,23 +5,9 @@ so a model that reads single words alone cannot tell them apart, and one that re
 Beside the text, a number and a category with a weak signal of their own, markup, mixed case,
 quoted new lines and empty cells, as real review tables have."""
 import csv
-import importlib.util
-import os
 import random
-import re
 
-POSITIVE = ("not bad", "really good", "loved it", "not boring", "well worth it")
-NEGATIVE = ("not good", "really bad", "hated it", "so boring", "not worth it")
-
-
-def imdb_sentences():
-    """The sample's sentences (markup kept inside them)."""
-    path = os.path.join(os.path.dirname(importlib.util.find_spec("tfx").origin),
-                        "examples", "imdb", "data", "imdb_small_with_labels.txt")
-    with open(path, newline="", encoding="utf-8") as f:
-        reviews = [row["text"] for row in csv.DictReader(f)]
-    sentences = [s.strip() for r in reviews for s in re.split(r"(?<=[.!?])\s+", r) if len(s.split()) >= 4]
-    return sorted(set(sentences))
+from bench.text import NEGATIVE, POSITIVE, imdb_sentences  # the bench's phrases and sentences, not a copy
 
 
 def write_reviews(path, rows=1500, seed=0, with_label=True):
@@ -33,7 +19,7 @@ def write_reviews(path, rows=1500, seed=0, with_label=True):
     with open(path, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(["review", "helpful", "platform"] + (["label"] if with_label else []))
-        for i in range(rows):
+        for _ in range(rows):
             positive = rng.random() < 0.4
             phrase = rng.choice(POSITIVE if positive else NEGATIVE)
             if rng.random() < 0.5:

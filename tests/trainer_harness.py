@@ -40,5 +40,27 @@ def main(path):
     run_fn(FnArgs(**args))
 
 
+def run_fn_in_a_process(pipeline_root, example_gen: str, custom_config, work, timeout: int = 600):
+    """run_fn in a fresh process over two logical CPUs, on a finished run's newest examples (of
+    ``example_gen``) and Transform graph under ``pipeline_root``: its model and training_run.json
+    land in ``work``/serving and ``work``/model_run. Returns the finished process."""
+    import glob
+    import subprocess
+
+    examples = sorted(glob.glob(os.path.join(str(pipeline_root), example_gen, "examples", "*")))[-1]
+    args = {"train_files": [os.path.join(examples, "Split-train", "*")],
+            "eval_files": [os.path.join(examples, "Split-validation", "*")],
+            "transform_output": sorted(glob.glob(os.path.join(str(pipeline_root), "Transform", "transform_graph",
+                                                              "*")))[-1],
+            "examples_uri": examples, "serving_model_dir": os.path.join(str(work), "serving"),
+            "model_run_dir": os.path.join(str(work), "model_run"), "train_steps": 0, "eval_steps": 2,
+            "custom_config": custom_config, "logical_cpus": 2}
+    path = os.path.join(str(work), "args.json")
+    with open(path, "w") as f:
+        json.dump(args, f)
+    return subprocess.run([sys.executable, os.path.abspath(__file__), path], capture_output=True, text=True,
+                          timeout=timeout)
+
+
 if __name__ == "__main__":
     main(sys.argv[1])
