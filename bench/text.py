@@ -427,11 +427,14 @@ def parse_table(value: str) -> Tuple[str, str, str, Optional[str]]:
 
 
 def commit() -> str:
-    """The checkout's commit (``+`` where its tracked files differ from it)."""
+    """The checkout's commit (``+`` where its tracked files differ from it; empty without git)."""
     import subprocess
 
     def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+        try:
+            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+        except FileNotFoundError:  # no git on the machine (CI's Debian 13 root): no commit to record
+            return ""
 
     head = git("rev-parse", "--short", "HEAD")
     return head + ("+" if head and git("status", "--porcelain", "--untracked-files=no") else "")
