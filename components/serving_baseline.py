@@ -41,7 +41,7 @@ from tfx.types import standard_artifacts, standard_component_specs
 from tfx.types.component_spec import ChannelParameter, ExecutionParameter
 from tfx.utils import io_utils, path_utils, proto_utils
 
-from tfxline.components import decision_threshold
+from tfxline.components import decision_threshold, evaluator_models
 from tfxline.serving import push as serving_push
 from tfxline.serving import release as serving_release
 from tfxline.trainer import decision as trainer_decision
@@ -131,6 +131,8 @@ class EvaluatorExecutor(evaluator_executor.Executor):
         models = {decision_threshold.CANDIDATE: input_dict[standard_component_specs.MODEL_KEY][0]}
         if baseline:
             models[decision_threshold.BASELINE] = baseline[0]
+        # a trees model's ops, where TFMA loads it (components/evaluator_models.py)
+        exec_properties = dict(exec_properties, custom_eval_shared_model=evaluator_models.FUNCTION)
         if exec_properties.get(standard_component_specs.EVAL_CONFIG_KEY):
             exec_properties = dict(exec_properties, **{standard_component_specs.EVAL_CONFIG_KEY: _at_thresholds(
                 exec_properties[standard_component_specs.EVAL_CONFIG_KEY], models)})

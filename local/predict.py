@@ -31,8 +31,10 @@ from tfxline.task_types.decision import PREDICTED_CLASS
 def load_serving_fn(model_dir: str):
     import tensorflow as tf
 
+    from tfxline.trainer import trees_ops
     from tfxline.trainer.export import SERVING_SIGNATURE
 
+    trees_ops.load_inference_ops()  # a trees model's ops (none needed by a network)
     return tf.saved_model.load(model_dir).signatures[SERVING_SIGNATURE]
 
 

@@ -35,10 +35,12 @@ def measure(model_dir: str, records: Sequence[bytes], batch_sizes: Sequence[int]
     import numpy as np
     import tensorflow as tf
 
+    from tfxline.trainer import trees_ops
     from tfxline.trainer.export import SERVING_SIGNATURE
 
     if not records:
         return {}
+    trees_ops.load_inference_ops()  # a trees model's ops (none needed by a network)
     serve = tf.saved_model.load(model_dir).signatures[SERVING_SIGNATURE]
     latency = {}
     for b in batch_sizes:

@@ -21,8 +21,12 @@ TFLITE_CONVERTER_NOISE = re.compile(
 # logging): grappler's cost model cannot price an op whose input has an unknown rank (the
 # Softmax of every multi-class model, each time a graph of it is optimized: the Evaluator,
 # the Pusher's checks, predict); and absl's notice before its first such line.
+# And YDF's C++ side (a trees model: trainer/trees.py), which logs in its own format on each model
+# load and learner's start, whatever ydf.verbose says ("[INFO 26-12-02 07:38:19.2615 UTC
+# kernel.cc:1233] Loading model from path ..."): its INFO and WARNING lines; its errors still show.
 TF_RUNTIME_NOISE = re.compile(
-    r"op_level_cost_estimator\.cc:\d+\] Error in PredictCost\(\)|All log messages before absl::InitializeLog")
+    r"op_level_cost_estimator\.cc:\d+\] Error in PredictCost\(\)|All log messages before absl::InitializeLog"
+    r"|^\[(INFO|WARNING) \d\d-\d\d-\d\d [\d:.]+ UTC [\w.]+:\d+\] ")
 
 
 # What libjpeg and libpng write to stderr about a damaged file, when a decode is only a check

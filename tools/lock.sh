@@ -20,7 +20,12 @@ case "$STACK" in
     # apache-beam 2.59.0 is the version TFX 1.16 was tested with (its RELEASE table); the
     # newest Beam (2.74) breaks TFT's deep-copy optimisation that the Transform executor
     # switches on.
-    REQS=("tfx[kfp]==1.16.0" "apache-beam[gcp]==2.59.0" dill)
+    # model.family trees (trainer/trees.py): YDF trains on both stacks; on TF 2.16 its TensorFlow
+    # export runs on TF-DF's inference ops (ydf 0.9.0's model/export_tf.py imports
+    # tensorflow_decision_forests). TF-DF 1.9.2 pins tensorflow 2.16.2; ydf 0.9.0 is the newest that
+    # takes protobuf 3.20 (0.11+ need protobuf >= 5.29).
+    REQS=("tfx[kfp]==1.16.0" "apache-beam[gcp]==2.59.0" dill
+          tensorflow-decision-forests==1.9.2 ydf==0.9.0)
     TITLE="TFX 1.16.0 on Python 3.10 (the newest TFX whose wheels install on glibc 2.36)" ;;
   1.21)
     LOCK="$ROOT/requirements/tfx-1.21-py313.lock.txt"
@@ -28,7 +33,9 @@ case "$STACK" in
     # tensorboard: TF 2.21 no longer depends on it, and tf.summary (the Trainer's TensorBoard
     # callback) raises TBNotInstalledError without it. kfp: TFX 1.21's kfp extra is limited
     # to Python < 3.12, but kfp 2.17 installs beside it (protobuf 6) and gives kfp.Client.
-    REQS=("tfx==1.21.0" kfp kfp-pipeline-spec tensorboard)
+    # ydf + ydf-tf: model.family trees (trainer/trees.py), its TensorFlow export's inference ops
+    # (there is no TF-DF for TF 2.21).
+    REQS=("tfx==1.21.0" kfp kfp-pipeline-spec tensorboard ydf ydf-tf)
     TITLE="TFX 1.21.0 on Python 3.13 (needs glibc >= 2.39: Debian 13, Ubuntu 24.04)" ;;
   *) echo "error: unknown stack '$STACK'; use 1.16 or 1.21" >&2; exit 2 ;;
 esac

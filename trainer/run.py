@@ -22,14 +22,18 @@ from tfxline import task_types
 from tfxline.patches import autograph, tf_custom_gradients
 from tfxline.trainer import callbacks as callbacks_lib
 from tfxline.trainer import data, decision, export, images, importance, precision, resume, text_weights, tuning_settings
+from tfxline.trainer import family as family_lib
 from tfxline.trainer import model as model_lib
 from tfxline.trainer import optimizer as optimizer_lib
 from tfxline.trainer import profile as profile_lib
 from tfxline.trainer import strategy as strategy_lib
-from tfxline.trainer.inputs import Inputs, Sizes, input_data, plan_sizes
+from tfxline.trainer import trees as trees_lib
+from tfxline.trainer.inputs import Inputs, Sizes, input_data, input_dataset, plan_sizes
 from tfxline.trainer.keras_compat import keras
+from tfxline.trainer.run_record import training_info
 from tfxline.trainer.settings import TRAINING_RUN_FILE, TrainerSettings
 from tfxline.trainer.train_step import training_model
+from tfxline.trainer.trees_settings import NETWORK, TREES, families
 from tfxline.transforms import features as F
 from tfxline.transforms import text as text_lib
 
@@ -173,14 +177,18 @@ def fit(built: Built, inputs: Inputs, sizes: Sizes, cbs: callbacks_lib.Callbacks
     return time.monotonic() - started
 
 
-def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str, Any]:
-    tf.keras.utils.set_random_seed(settings.training.seed)
-    sizes = plan_sizes(fn_args, settings, strategy)
-    # A killed Trainer, started again on the same inputs, continues the same training.
-    resumable = not isinstance(strategy, tf.distribute.experimental.ParameterServerStrategy)
-    backup = backup_dir(fn_args)
-    state = resume.read_state(backup, sizes.global_batch) if resumable else {}
-    inputs = input_data(fn_args, settings, sizes, state)
+@dataclasses.dataclass
+class NetworkRun:
+    """The trained network and how its fit went."""
+    built: Built
+    callbacks: callbacks_lib.Callbacks
+    seconds: float
+    history: Dict[str, Any]
+    step_profile: Optional[Dict[str, Any]]
+
+
+def train_network(fn_args, settings: TrainerSettings, strategy, policy: str, sizes: Sizes, inputs: Inputs,
+                  backup: str, resumable: bool, state: Dict[str, Any]) -> NetworkRun:
     built = build(fn_args, settings, sizes, strategy, policy)
     cbs = callbacks_lib.make_callbacks(
         fn_args.model_run_dir, settings, strategy, built.model, built.optimizer, inputs.validation,
@@ -189,73 +197,61 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
     seconds = fit(built, inputs, sizes, cbs, state)
     step_profile = profile_lib.summarize_run(cbs.profiler, cbs.log_dir, sizes.device) if cbs.profiler else None
     history = cbs.checkpoint.history if cbs.checkpoint else built.trainable.history.history
-    chosen = decision.choose(built.model, inputs.validation, inputs.validation_steps, settings.features.task,
-                             settings.threshold)
-    export.export(built.model, sizes.tf_transform_output, settings.features, fn_args.serving_model_dir, chosen)
-    if not strategy_lib.is_chief():
-        tf.io.gfile.rmtree(cbs.log_dir)
-    elif cbs.checkpoint and tf.io.gfile.exists(backup):
+    return NetworkRun(built, cbs, seconds, history, step_profile)
+
+
+def train_trees(fn_args, settings: TrainerSettings, sizes: Sizes, inputs: Inputs):
+    """The decision forest on the train split read once (trainer/trees.py), early-stopped on the
+    validation rows; the model and its seconds."""
+    spec, tfo = settings.features, sizes.tf_transform_output
+    once = input_dataset(fn_args, settings, fn_args.train_files, tfo, sizes.batch.per_replica * sizes.replicas,
+                         shuffle=False, cache=False, repeat=False)
+    names = [mi.name for mi in model_inputs(spec, tfo)]
+    units = make_head(spec, tfo).units
+    return family_lib.timed(lambda: trees_lib.fit(
+        trees_lib.read_columns(once), trees_lib.read_columns(inputs.validation, inputs.validation_steps), spec,
+        settings.model.trees, units, names, settings.training.seed))
+
+
+def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str, Any]:
+    tf.keras.utils.set_random_seed(settings.training.seed)
+    sizes = plan_sizes(fn_args, settings, strategy)
+    # A killed Trainer, started again on the same inputs, continues the same training.
+    resumable = not isinstance(strategy, tf.distribute.experimental.ParameterServerStrategy)
+    backup = backup_dir(fn_args)
+    state = resume.read_state(backup, sizes.global_batch) if resumable else {}
+    inputs = input_data(fn_args, settings, sizes, state)
+    spec, trained = settings.features, families(settings.features, settings.model.family)
+    candidates, net, forest = [], None, None
+    if NETWORK in trained:
+        net = train_network(fn_args, settings, strategy, policy, sizes, inputs, backup, resumable, state)
+        candidates.append(family_lib.Candidate(NETWORK, net.built.model, net.seconds))
+    if TREES in trained:
+        forest, seconds = train_trees(fn_args, settings, sizes, inputs)
+        candidates.append(family_lib.Candidate(TREES, forest, seconds))
+    # the best on the validation rows of the network, the trees and their average (model.family: auto)
+    model, family_info = family_lib.choose(candidates, inputs.validation, inputs.validation_steps, spec,
+                                           settings.model.family)
+    chosen = decision.choose(model, inputs.validation, inputs.validation_steps, spec.task, settings.threshold)
+    export.export(model, sizes.tf_transform_output, spec, fn_args.serving_model_dir, chosen)
+    if net and not strategy_lib.is_chief():
+        tf.io.gfile.rmtree(net.callbacks.log_dir)
+    elif net and net.callbacks.checkpoint and tf.io.gfile.exists(backup):
         tf.io.gfile.rmtree(backup)  # finished: nothing left to resume
-    info = training_info(settings, strategy, policy, sizes, inputs, built, cbs, resumable, seconds, history,
-                         step_profile)
+    info = training_info(settings, strategy, policy, sizes, inputs, net, resumable)
+    info["family"] = family_info  # which family was kept, and the candidates' validation scores
+    info["trees"] = trees_lib.describe(forest) if forest is not None else None
     # the Tuner's (or reused) values the model was trained with, laid over the config's
     info["tuned"] = tuning_settings.best_values(getattr(fn_args, "hyperparameters", None)) or None
     info["decision"] = chosen  # binary: the threshold chosen on validation, and what it gives there
     # the columns the model leans on most: [column, the main metric's loss on validation when shuffled]
-    info["leans_on"] = importance.leaned_on(built.model, inputs.validation, inputs.validation_steps,
-                                            settings.features, settings.training.seed) \
-        if settings.features.data_kind == F.TABLE else []  # an image model reads one input
+    info["leans_on"] = importance.leaned_on(model, inputs.validation, inputs.validation_steps,
+                                            spec, settings.training.seed) \
+        if spec.data_kind == F.TABLE else []  # an image model reads one input
     # a text input's n-grams the model leans on most, toward each class (the bag's linear weights)
-    info["text_ngrams"] = text_weights.leaned_on_ngrams(built.model, sizes.tf_transform_output, settings.features)
+    info["text_ngrams"] = text_weights.leaned_on_ngrams(model, sizes.tf_transform_output, spec)
     if strategy_lib.is_chief():
         with tf.io.gfile.GFile(os.path.join(fn_args.model_run_dir, TRAINING_RUN_FILE), "w") as f:
             json.dump(info, f, indent=2)
     logging.info("training finished: %s", {k: v for k, v in info.items() if k != "history"})
     return info
-
-
-def training_info(settings: TrainerSettings, strategy, policy: str, sizes: Sizes, inputs: Inputs, built: Built,
-                  cbs: callbacks_lib.Callbacks, resumable: bool, seconds: float, history: Dict[str, Any],
-                  step_profile: Optional[Dict[str, Any]]) -> Dict[str, Any]:
-    """What training_run.json records."""
-    epochs_run = len(next(iter(history.values()), []))
-    return {
-        "strategy": strategy_lib.strategy_kind(strategy),
-        "replicas": sizes.replicas,
-        "precision": policy,
-        "jit_compile": built.xla,
-        "steps_per_execution": built.per_call,
-        "mode": sizes.mode,
-        "reader": settings.training.reader,
-        "cached": inputs.cache,
-        "train_data_bytes": inputs.data_bytes,
-        "device": sizes.device,
-        "batch_size": sizes.batch.per_replica,
-        "configured_batch_size": settings.training.batch_size,
-        "batch_reason": sizes.batch.reason,  # why this batch (training.batch_scaling's rule)
-        "class_weight": {str(k): round(v, 4) for k, v in (inputs.class_weight or {}).items()} or None,
-        "learning_rate": sizes.batch.learning_rate,
-        "gradient_accumulation_steps": sizes.accumulation,
-        "frozen_epochs": built.frozen_epochs,  # an image backbone from a weights file: epochs it stayed frozen
-        "global_batch": sizes.global_batch,
-        "train_examples": sizes.train_examples,
-        "steps_per_epoch": sizes.steps_per_epoch,
-        "resumed_at_epoch": cbs.first_epoch,
-        "resumable": resumable,
-        "steps": sizes.steps_per_epoch * epochs_run,
-        "epochs": epochs_run,
-        "max_epochs": sizes.epochs,
-        "best_epoch": (cbs.early_stopping.best_epoch + 1) if cbs.early_stopping else epochs_run,
-        "early_stopping": cbs.early_stopping_info,  # what it watched, and why when not the usual metric
-        "train_seconds": round(seconds, 2),
-        "examples_per_second": round(sizes.steps_per_epoch * (epochs_run - cbs.first_epoch) * sizes.global_batch
-                                     / max(seconds, 1e-9), 1),
-        "history": {k: [float(x) for x in v] for k, v in history.items()},
-        "profile": step_profile,  # runtime.profile_steps: the traced steps, summarised
-        # What bench/gpu_bench.py needs to rebuild this model without tft or the config.
-        "label": settings.features.label.name,
-        "head": dataclasses.asdict(built.head),
-        "model_inputs": [[mi.name, mi.cardinality] + ([mi.length, mi.tokens] if mi.is_text else [])
-                         for mi in built.inputs],
-        "model": dataclasses.asdict(settings.model),
-    }

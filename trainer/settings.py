@@ -14,6 +14,7 @@ import dataclasses
 from typing import Any, Dict, Iterator, Mapping, Tuple
 
 from tfxline import task_types
+from tfxline.trainer.trees_settings import NETWORK, TreesConfig, family_problems
 from tfxline.transforms import features as F
 from tfxline.typed_config.problems import Problem, bad
 from tfxline.typed_config.read import FROM_YAML, from_yaml
@@ -33,6 +34,7 @@ IMAGE_BACKBONES = ("small_cnn", "mobilenet_v2", "efficientnet_b0", "resnet50")  
 IMAGE_MODEL_KEYS = ("backbone", "weights", "frozen_epochs")  # the model section's keys only an image model reads
 TEXT_ENCODERS = ("bag", "transformer")  # trainer/text.py builds them
 TEXT_MODEL_KEYS = ("text_encoder", "text_dim")  # ... and those only a model with a text input reads
+TREES_MODEL_KEYS = ("family", "trees")  # ... and those only a model that may be trees reads
 # The keys TFX's Google Cloud extension adds to the custom_config it passes through to the job it
 # starts (runner.py:154-200 sends the whole exec_properties to the workers' run_executor): the
 # Vertex Trainer's (extensions/google_cloud_ai_platform/trainer/executor.py:30-61, constants.py:17-27)
@@ -69,8 +71,15 @@ class ModelConfig:
     # embeddings with positions through a small Transformer encoder: word order counts)
     text_encoder: str = "bag"
     text_dim: int = 64             # the width of a text input's n-gram (token) embeddings
+    # network | trees | auto: which model family a table trains (trainer/trees_settings.py);
+    # `tfxline init` writes auto for a table, which trains both and keeps the better on validation
+    family: str = NETWORK
+    # the decision forest's settings (model.family trees or auto: trainer/trees.py)
+    trees: TreesConfig = TreesConfig()
 
     def problems(self) -> Iterator[Problem]:
+        yield from family_problems(self.family, self)
+        yield from (problem.within("trees") for problem in self.trees.problems())
         if self.text_encoder not in TEXT_ENCODERS:
             yield bad(self, "text_encoder", f"use one of {', '.join(TEXT_ENCODERS)}")
         if not self.text_dim >= 2:
@@ -234,7 +243,8 @@ class TrainerSettings:
         model = plain(self.model)
         # a table model's keys as before (its cache key unchanged): an image's and text's only where read
         unread = (() if self.features.data_kind == F.IMAGE else IMAGE_MODEL_KEYS) + \
-            (() if self.features.text_inputs else TEXT_MODEL_KEYS)
+            (() if self.features.text_inputs else TEXT_MODEL_KEYS) + \
+            (() if self.model.family != NETWORK else TREES_MODEL_KEYS)
         model = {k: v for k, v in model.items() if k not in unread}
         out: Dict[str, Any] = {"features": self.features.to_dict(), "model": model, "training": plain(self.training),
                "runtime": plain(self.runtime)}
@@ -244,6 +254,10 @@ class TrainerSettings:
 
 
 def plain(section: Any) -> Dict[str, Any]:
-    """A section's fields as JSON-shaped data (tuples as lists)."""
-    return {f.name: list(v) if isinstance(v := getattr(section, f.name), tuple) else v
-            for f in dataclasses.fields(section)}
+    """A section's fields as JSON-shaped data (tuples as lists, a section within it as a mapping)."""
+    def value(v):
+        if dataclasses.is_dataclass(v) and not isinstance(v, type):
+            return plain(v)
+        return list(v) if isinstance(v, tuple) else v
+
+    return {f.name: value(getattr(section, f.name)) for f in dataclasses.fields(section)}

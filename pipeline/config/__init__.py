@@ -34,6 +34,7 @@ from tfxline.pipeline.config.sections import (
 
 # The sections the Trainer reads live with the model code (trainer/ never imports pipeline/).
 from tfxline.trainer.settings import ModelConfig, TrainerRuntime, TrainerSettings, TrainingConfig
+from tfxline.trainer.trees_settings import trained_family, trees_problem
 from tfxline.trainer.tuning_settings import TuningConfig
 from tfxline.transforms.features import FeatureSpec
 from tfxline.typed_config.problems import ConfigError, Problem, bad, section_problems
@@ -95,7 +96,9 @@ class PipelineConfig:
         """What the Trainer reads (its custom_config): the feature spec, model, training, the
         Trainer's runtime settings and the threshold objective; no Beam or Transform setting."""
         runtime = TrainerRuntime(**{f.name: getattr(self.runtime, f.name) for f in dataclasses.fields(TrainerRuntime)})
-        return TrainerSettings(self.features, self.model, self.training, runtime, self.evaluation.threshold)
+        # auto with a TFLite export trains the network alone (trainer/trees_settings.py trained_family)
+        model = dataclasses.replace(self.model, family=trained_family(self.model.family, self.serving.tflite != "off"))
+        return TrainerSettings(self.features, model, self.training, runtime, self.evaluation.threshold)
 
     def problems(self) -> Iterator[Problem]:
         """The top-level keys' rules, each section's in field order, then those that span
@@ -128,6 +131,10 @@ class PipelineConfig:
             yield Problem("serving.tflite", f"{self.serving.tflite}: the datetime feature(s) {', '.join(dated)} parse "
                           "text with TensorFlow string ops, which TFLite has no builtins for",
                           "fix: set serving.tflite: off, or remove the datetime features")
+        trees = trees_problem(self.features, self.model.family, self.serving.tflite != "off")
+        if trees:
+            yield Problem("model.family", f"trees: {trees}",
+                          "fix: set model.family: network (or auto, which trains trees only where they can serve)")
         texts = [f.name for f in self.features.text_inputs]
         if texts and self.serving.tflite != "off":  # transforms/text.py: the ops TFLite lacks, cited
             yield Problem("serving.tflite", f"{self.serving.tflite}: the text feature(s) {', '.join(texts)} are "

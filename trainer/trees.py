@@ -1,0 +1,146 @@
+"""The decision-forest family (``model.family: trees``, or a candidate of ``auto``): YDF's learners
+on both stacks (ydf 0.9 on TFX 1.16, 0.16 on 1.21: the same API), trained on the Transform's outputs
+and wrapped as a Keras model with the network's inputs and output, so everything after training
+(the decision threshold, permutation importance, the export with the Transform graph inside, the
+Evaluator, ``predict``) takes either family unchanged.
+
+What the trees read: every table input as the Transform gives it. The numeric transforms (z-score,
+log then z-score) keep each column's order, so a tree splits them where it would split the raw
+values; a vocabulary's or an identity column's indices are categories (YDF's categorical
+splits); buckets and datetime parts are ordered numbers. Crosses are left out (a tree finds its
+own interactions) and text has no tree encoding here (trainer/family.py keeps text and images on
+the network).
+
+The exported trees are YDF's TensorFlow function (``to_tensorflow_function``) on the inference op
+``SimpleMLInferenceOpWithHandle``: TF-DF's op library on TF 2.16 (ydf 0.9's model/export_tf.py),
+ydf-tf's on TF 2.21; trainer/trees_ops.py loads it wherever a saved model is loaded.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Any, Dict, List, Sequence, Tuple
+
+import numpy as np
+import tensorflow as tf
+
+from tfxline.trainer import trees_ops
+from tfxline.trainer.keras_compat import keras
+from tfxline.trainer.trees_settings import FOREST, TreesConfig
+from tfxline.transforms import features as F
+
+LABEL = "__label__"  # the label's column in the training table (no transformed feature has this name)
+CATEGORICAL = ("vocabulary", "identity")  # the transforms whose indices are categories, not an order
+DEFAULT_DEPTH = {"boosted": 6, "forest": 16}  # max_depth 0: the algorithm's usual depth
+
+
+def tree_inputs(spec: F.FeatureSpec) -> List[Tuple[str, bool]]:
+    """(transformed name, categorical) of each input the trees read: the table's, not text or crosses."""
+    return [(F.transformed_name(f.name), f.transform in CATEGORICAL) for f in spec.inputs if not f.is_text]
+
+
+def read_columns(dataset, steps: int = 0) -> Tuple[Dict[str, np.ndarray], np.ndarray]:
+    """A finite (features, label) dataset's batches as whole numpy columns (``steps``: its first ones)."""
+    chunks: Dict[str, List[np.ndarray]] = {}
+    labels: List[np.ndarray] = []
+    for features, label in (dataset.take(steps) if steps else dataset):
+        for name, value in features.items():
+            chunks.setdefault(name, []).append(np.asarray(value))
+        labels.append(np.reshape(np.asarray(label), [-1]))
+    return {n: np.concatenate(v) for n, v in chunks.items()}, np.concatenate(labels)
+
+
+def learner(config: TreesConfig, task: str, inputs: Sequence[Tuple[str, bool]], seed: int):
+    import ydf
+
+    ydf.verbose(0)  # the Trainer's own lines say what trained (trainer/family.py)
+    kind = ydf.Task.REGRESSION if task == "regression" else ydf.Task.CLASSIFICATION
+    features = [ydf.Feature(name, ydf.Semantic.CATEGORICAL if categorical else ydf.Semantic.NUMERICAL)
+                for name, categorical in inputs]
+    common = dict(label=LABEL, task=kind, features=features, include_all_columns=False, random_seed=seed,
+                  num_trees=config.num_trees, max_depth=config.max_depth or DEFAULT_DEPTH[config.algorithm],
+                  min_examples=config.min_examples, categorical_algorithm=config.categorical.upper())
+    if config.algorithm == FOREST:
+        return ydf.RandomForestLearner(**common)
+    return ydf.GradientBoostedTreesLearner(shrinkage=config.shrinkage, **common)
+
+
+def fit(train: Tuple[Dict[str, np.ndarray], np.ndarray], validation: Tuple[Dict[str, np.ndarray], np.ndarray],
+        spec: F.FeatureSpec, config: TreesConfig, units: int, names: Sequence[str], seed: int = 0):
+    """The trained forest as a Keras model over ``names`` (the network's inputs: the transformed
+    features, every one, read or not) giving the network head's output: [batch, ``units``]
+    (binary: P(positive); multi-class: each class's probability in label-index order; regression:
+    the value in the learnt space). Boosted trees stop early on ``validation`` (YDF keeps the
+    number of trees with the lowest validation loss); a forest ignores it."""
+    inputs = tree_inputs(spec)
+    read = [name for name, _ in inputs]
+
+    def table(columns: Dict[str, np.ndarray], labels: np.ndarray) -> Dict[str, np.ndarray]:
+        return {**{n: columns[n] for n in read}, LABEL: labels}
+
+    trees_ops.import_export_library()
+    trained = learner(config, spec.task, inputs, seed).train(table(*train), valid=table(*validation), verbose=0)
+    function = trained.to_tensorflow_function(**({} if spec.task == "regression" else
+                                                 {"squeeze_binary_classification": False}))
+    classes = [] if spec.task == "regression" else list(trained.label_classes())
+    layer = output_layer(function, read, class_columns(classes, units), name="trees_output")
+    k = keras()
+    model_inputs = {n: k.Input(shape=(), name=n, dtype="int64" if _is_int(train[0][n]) else "float32") for n in names}
+    model = k.Model(inputs=model_inputs, outputs=layer(model_inputs), name="trees")
+    model.ydf_model = trained  # not saved: for importances() while the Trainer runs
+    model.ydf_columns = {F.transformed_name(f.name): f.name for f in spec.inputs}
+    logging.info("trees: %s trained, %d trees", config.algorithm, trained.num_trees())
+    return model
+
+
+def _is_int(values: np.ndarray) -> bool:
+    return np.issubdtype(values.dtype, np.integer)
+
+
+def class_columns(classes: Sequence[str], units: int) -> List[int]:
+    """For each of the head's outputs, its column in YDF's output (which orders classes as the
+    label values' strings: '10' before '2'); ``len(classes)``, a zero column, for a class the train
+    split never had. Binary (one unit): the positive class's (index 1). Regression: none."""
+    if not classes:
+        return []
+    index = {c: i for i, c in enumerate(classes)}
+    wanted = [1] if units == 1 else list(range(units))
+    return [index.get(str(i), len(classes)) for i in wanted]
+
+
+def output_layer(function, read: Sequence[str], columns: Sequence[int], **kwargs):
+    """YDF's TensorFlow function as the head's output: the classes' columns in label-index order
+    (the class is defined on first use: Keras is chosen at the entry point)."""
+    k = keras()
+
+    class TreesOutput(k.layers.Layer):
+        def __init__(self, **kw):
+            super().__init__(trainable=False, **kw)
+            self.function, self.read, self.columns = function, list(read), list(columns)
+
+        def call(self, inputs):
+            out = tf.cast(self.function({n: inputs[n] for n in self.read}), tf.float32)
+            if not self.columns:  # regression: [batch] values
+                return tf.reshape(out, [-1, 1])
+            padded = tf.concat([out, tf.zeros_like(out[:, :1])], axis=1)
+            return tf.gather(padded, self.columns, axis=1)
+
+    return TreesOutput(**kwargs)
+
+
+def importances(model, top: int = 20) -> List[Tuple[str, float]]:
+    """What the trees lean on: each input column's share of the splits' summed loss reduction
+    (YDF's SUM_SCORE), the largest first; [] where the model has none."""
+    trained = getattr(model, "ydf_model", None)
+    if trained is None:
+        return []
+    scores = trained.variable_importances().get("SUM_SCORE", [])
+    total = sum(score for score, _ in scores) or 1.0
+    columns = getattr(model, "ydf_columns", {})
+    return [(columns.get(name, name), round(score / total, 4)) for score, name in scores[:top]]
+
+
+def describe(model) -> Dict[str, Any]:
+    """What training_run.json records of the trained forest."""
+    trained = getattr(model, "ydf_model", None)
+    return {"trees": int(trained.num_trees()) if trained is not None else None,
+            "importance": importances(model)}
