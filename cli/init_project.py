@@ -64,6 +64,14 @@ class Plan:
     suspects: Dict[str, str] = dataclasses.field(default_factory=dict)  # column: why it gives the label away
     tuning: Optional[Dict[str, Any]] = None  # --tune: tuning_budget's
 
+    @property
+    def family(self) -> Tuple[str, str]:
+        """model.family as init writes it, and why (trainer/trees_settings.py families)."""
+        if any(s["transform"] == "text" for s in self.inputs):
+            return "network", "a text input: the network reads its n-grams (trees have no text encoding here)"
+        return "auto", ("the network and gradient-boosted trees both train on the same split; the better on "
+                        "validation (or their average) is kept")
+
 
 def tuning_budget(labelled: int) -> Dict[str, Any]:
     """--tune: trials and a wall budget for ``labelled`` rows. A trial is about one training of the
@@ -181,6 +189,9 @@ def render_config(p: Plan, schema_path: str) -> str:
         "  seed: 42",
         *[f"  {key}: {value}   # {why}" for key, (value, why) in p.balance.training.items()],
         "",
+        "model:",
+        f"  family: {p.family[0]}   # {p.family[1]}",
+        "",
         "evaluation:",
         "  # the defaults gate the task: the model must beat the trivial one (docs/your-data.md, \"Gates\")",
         f"  slices: [{', '.join(_quote(s) for s in p.slices)}]   # reported per value (low-cardinality text columns)",
@@ -264,6 +275,7 @@ def init(data_path: str, label: Optional[str], task: Optional[str], positive: Op
     for d in p.decisions:
         print(d.line(), file=stream)
     print(f"sizing: {p.sizing_why}", file=stream)
+    print(f"model: {p.family[0]} ({p.family[1]})", file=stream)
     for line in p.balance.lines:
         print(line, file=stream)
     print(f"slices: {', '.join(p.slices) or 'none (no text column with 2-10 values)'}", file=stream)

@@ -114,6 +114,8 @@ def format_summary(summary: RunSummary, tf_serving_url: str = "") -> str:
         lines.append("  trainer step profile: " + summary.step_profile)
     if summary.training:
         lines.append("  training: " + summary.training)
+    if summary.model_family:
+        lines.append("  model: " + summary.model_family)
     if summary.metrics:
         lines.append("  eval (overall): " + format_metrics(summary.metrics, summary.task))
     worst = worst_slices(summary)

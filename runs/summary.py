@@ -21,6 +21,7 @@ from tfxline.runs.store import (
     open_store,
     spans_of,
 )
+from tfxline.runs.training_notes import family_line, step_profile_line, training_length_note
 from tfxline.serving import storage
 from tfxline.trainer.settings import TRAINING_RUN_FILE
 from tfxline.transforms.features import FeatureSpec, FeatureSpecError
@@ -78,6 +79,7 @@ class RunSummary:
     undefined: Dict[str, str] = dataclasses.field(default_factory=dict)  # overall metric -> why undefined
     wall_seconds: Optional[float] = 0.0  # None: read back from MLMD with no recording of it (runs/history.py)
     step_profile: str = ""        # runtime.profile_steps: the Trainer's traced steps, in one line
+    model_family: str = ""        # model.family trees or auto: what trained and which was kept, in one line
     training: str = ""            # a training cut short at its cap while still improving (training_length_note)
     leans_on: List[List[Any]] = dataclasses.field(default_factory=list)  # [column, loss without it], the Trainer's
     tuning: Dict[str, Any] = dataclasses.field(default_factory=dict)  # runs/tuning.tuning_of
@@ -137,6 +139,7 @@ def collect_run(metadata_store: Any, pipeline_name: str, run_id: Optional[str] =
             info = training_run(outputs["model_run"][0].uri)
             summary.step_profile, summary.training = step_profile_line(info), training_length_note(info)
             summary.leans_on = info.get("leans_on") or []
+            summary.model_family = family_line(info)
         if node_id == "ServingBaseline" and outputs.get("baseline_model"):
             # from MLMD, not the artifact's baseline.json: retention may have deleted the copy
             version = _str_prop(outputs["baseline_model"][0], "serving_version")
@@ -157,32 +160,6 @@ def training_run(model_run_uri: str) -> Dict[str, Any]:
     """The Trainer's training_run.json (trainer/run.py training_info); {} when it wrote none (it failed)."""
     path = storage.join(model_run_uri, TRAINING_RUN_FILE)
     return storage.read_json(path) if storage.isfile(path) else {}
-
-
-def step_profile_line(info: Dict[str, Any]) -> str:
-    """'6.02 ms per step over 50 steps traced; compute-bound ...' from the Trainer's
-    training_run.json when it profiled (runtime.profile_steps), else ''."""
-    profile = info.get("profile")
-    if not profile:
-        return ""
-    return f"{profile['ms_per_step']:g} ms per step over {profile['steps']} steps traced; {profile['verdict']}"
-
-
-def training_length_note(info: Dict[str, Any]) -> str:
-    """From training_run.json: a training that ran to its cap (epochs == max_epochs) with the metric
-    early stopping watches best at that last epoch was still improving when it stopped; the note says
-    so and names the key that raises the cap (training.epochs; in steps mode training.train_steps,
-    where training.epochs only splits the budget into rounds). '' otherwise, and without early
-    stopping, whose best epoch is the last by definition."""
-    cap, watched = info.get("max_epochs"), info.get("early_stopping") or "off"
-    if not cap or watched == "off" or not info.get("epochs") == info.get("best_epoch") == cap:
-        return ""
-    metric = watched.split(",")[0]
-    if info.get("mode") == "steps":
-        return (f"still improving when training stopped: {metric} was best at round {cap} of {cap}, the end of the "
-                f"step budget ({info.get('steps')} steps); raise training.train_steps (--train-steps) to train longer")
-    return (f"still improving when training stopped: {metric} was best at epoch {cap}, the last that "
-            f"training.epochs ({cap}) allows; raise training.epochs to train longer")
 
 
 def describe_drift(compared_with: str, cached_from: Optional[str] = None) -> str:

@@ -1,0 +1,182 @@
+"""The trees family (issue #73): which families a spec trains (trainer/trees_settings.py), the forest
+trained by YDF and wrapped as the network's Keras shape (trainer/trees.py), the choice among network,
+trees and their average (trainer/family.py), its config checks and the summary line."""
+import dataclasses
+
+import numpy as np
+import pytest
+
+from tfxline.pipeline.config import ConfigError
+from tfxline.pipeline.config.load import load_config
+from tfxline.runs.training_notes import family_line
+from tfxline.trainer import trees_settings as T
+from tfxline.transforms import features as F
+
+
+def spec_of(task="binary", text=False):
+    label = {"name": "y", "transform": "binary" if task == "binary" else
+             "class_vocabulary" if task == "multiclass" else "regression"}
+    inputs = [{"name": "x", "transform": "zscore"}, {"name": "c", "transform": "vocabulary"}]
+    if text:
+        inputs.append({"name": "review", "transform": "text"})
+    return F.FeatureSpec.from_dict({"label": label, "inputs": inputs})
+
+
+def test_which_families_a_spec_trains():
+    table, text = spec_of(), spec_of(text=True)
+    assert T.families(table, "network") == ("network",)
+    assert T.families(table, "trees") == ("trees",)
+    assert T.families(table, "auto") == ("network", "trees")
+    assert T.families(text, "auto") == ("network",)  # text keeps the network
+    assert T.trained_family("auto", tflite=True) == "network" and T.trained_family("auto", tflite=False) == "auto"
+    assert T.trees_problem(table, "trees") == "" and T.trees_problem(table, "auto") == ""
+    assert "text feature(s) review" in T.trees_problem(text, "trees")
+    assert "TFLite has no decision-forest ops" in T.trees_problem(table, "trees", tflite=True)
+
+
+def test_trees_with_tflite_or_a_bad_value_is_refused_in_one_line():
+    with pytest.raises(ConfigError) as e:
+        load_config(overrides=["model.family=trees", "serving.tflite=dynamic"])
+    message = str(e.value)
+    assert "\n" not in message and "model.family" in message and "set model.family: network" in message
+    with pytest.raises(ConfigError, match=r"model.family: 'forest'; use one of network, trees, auto"):
+        load_config(overrides=["model.family=forest"])
+    with pytest.raises(ConfigError, match=r"model.trees.algorithm: 'xgboost'; use one of boosted, forest"):
+        load_config(overrides=["model.family=trees", "model.trees.algorithm=xgboost"])
+    # auto with a TFLite export trains the network alone, and says nothing of trees to the Trainer
+    cfg = load_config(overrides=["model.family=auto", "serving.tflite=dynamic"])
+    assert cfg.trainer_settings.model.family == "network"
+    assert "family" not in cfg.trainer_settings.to_custom_config()["model"]
+
+
+def test_a_network_configs_trainer_keys_and_cache_key_are_unchanged():
+    """model.family and model.trees reach the Trainer only where read: a network config's
+    custom_config (so its cache key) is what it was before the family existed."""
+    network = load_config().trainer_settings.to_custom_config()["model"]
+    assert "family" not in network and "trees" not in network
+    auto = load_config(overrides=["model.family=auto", "model.trees.num_trees=50"]).trainer_settings
+    model = auto.to_custom_config()["model"]
+    assert model["family"] == "auto" and model["trees"]["num_trees"] == 50
+    from tfxline.trainer.settings import TrainerSettings
+    assert TrainerSettings.from_custom_config(auto.to_custom_config()) == auto  # read back as written
+
+
+def test_class_columns_follow_the_label_index_not_ydfs_string_order():
+    from tfxline.trainer.trees import class_columns
+
+    ydf_order = [str(i) for i in sorted(range(12), key=str)]  # '0', '1', '10', '11', '2', ...
+    columns = class_columns(ydf_order, 12)
+    assert [ydf_order[c] for c in columns] == [str(i) for i in range(12)]
+    assert class_columns(["0", "1"], 1) == [1]            # binary: P(positive)
+    assert class_columns(["0", "2"], 3) == [0, 2, 1]      # class 1 never trained: the zero column
+    assert class_columns([], 1) == []                     # regression
+
+
+def table(n=600, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=n).astype(np.float32)
+    c = rng.integers(0, 4, n).astype(np.int64)
+    return {"x_xf": x, "c_xf": c}, x, c
+
+
+@pytest.mark.parametrize("task", ["binary", "multiclass", "regression"])
+def test_the_forest_is_a_keras_model_with_the_networks_inputs_and_output(task):
+    """The Keras wrapper gives what the network's head gives ([rows, units], classes in label-index
+    order), reads only its own inputs (the cross is passed and ignored) and equals YDF's own predict."""
+    from tfxline.trainer import trees
+    from tfxline.trainer.model import predictions
+
+    features, x, c = table()
+    labels = {"binary": (x + (c == 2) > 0.5).astype(np.int64),
+              "multiclass": (c + 4 * (x > 0.6) + 8 * (x < -0.6)).astype(np.int64),  # 12 classes
+              "regression": (2 * x + c).astype(np.float32)}[task]
+    units = {"binary": 1, "multiclass": 12, "regression": 1}[task]
+    features = dict(features, cross_xf=np.zeros_like(c))
+    spec = spec_of(task)
+    model = trees.fit((features, labels), (features, labels), spec, T.TreesConfig(num_trees=30), units,
+                      ["x_xf", "c_xf", "cross_xf"], seed=1)
+    out = np.asarray(predictions(model)(features))
+    assert out.shape == (len(x), units)
+    own = np.asarray(model.ydf_model.predict({"x_xf": features["x_xf"], "c_xf": features["c_xf"]}))
+    if task == "multiclass":
+        order = [int(k) for k in model.ydf_model.label_classes()]
+        assert sorted(order) == list(range(12))
+        np.testing.assert_allclose(out[:, order], own, atol=1e-5)
+        assert (np.argmax(out, axis=1) == labels).mean() > 0.9
+    else:
+        np.testing.assert_allclose(out[:, 0], own.reshape(-1), atol=1e-5)
+    names = [name for name, _ in trees.importances(model)]
+    assert set(names) <= {"x", "c"} and names  # the columns' own names, not the transformed ones
+
+
+def test_auto_keeps_the_best_on_validation_or_the_average():
+    """Three fixed 'models' with known outputs: the best by the task's main metric is kept, and
+    their average when it beats both."""
+    import tensorflow as tf
+
+    from tfxline.trainer import family
+    from tfxline.trainer.keras_compat import keras
+
+    k = keras()
+    labels = np.array([0, 1, 0, 1, 0, 1, 1, 0], np.int64)
+    x = np.arange(8, dtype=np.float32)
+
+    def fixed(values):
+        inp = {"x_xf": k.Input(shape=(), name="x_xf", dtype="float32")}
+        table = tf.constant(np.asarray(values, np.float32).reshape(-1, 1))
+        out = k.layers.Lambda(lambda t: tf.gather(table, tf.cast(t, tf.int32)))(inp["x_xf"])
+        return k.Model(inp, out)
+
+    validation = tf.data.Dataset.from_tensor_slices(({"x_xf": x}, labels)).batch(4)
+    good = [0.1, 0.9, 0.2, 0.6, 0.3, 0.8, 0.7, 0.65]   # AUC 0.9375: one pair out of order
+    worse = [0.2, 0.7, 0.1, 0.9, 0.6, 0.5, 0.8, 0.3]   # AUC 0.875
+    spec = spec_of()
+    model, info = family.choose([family.Candidate("network", fixed(worse), 1.0),
+                                 family.Candidate("trees", fixed(good), 0.5)], validation, 2, spec, "auto")
+    assert info["chosen"] in ("trees", "average") and info["scores"]["trees"] == pytest.approx(0.9375)
+    assert info["validation_rows"] == 8 and info["seconds"] == {"network": 1.0, "trees": 0.5}
+    complementary = [0.9, 0.95, 0.1, 0.2, 0.3, 0.6, 0.7, 0.4], [0.1, 0.2, 0.3, 0.9, 0.4, 0.95, 0.8, 0.6]
+    model, info = family.choose([family.Candidate("network", fixed(complementary[0]), 1.0),
+                                 family.Candidate("trees", fixed(complementary[1]), 1.0)], validation, 2, spec, "auto")
+    assert info["chosen"] == "average" and info["scores"]["average"] > max(info["scores"]["network"],
+                                                                             info["scores"]["trees"])
+    served = np.asarray(model({"x_xf": tf.constant(x)})).reshape(-1)
+    np.testing.assert_allclose(served, np.mean(complementary, axis=0), atol=1e-6)
+
+
+def test_the_summary_says_which_family_was_kept_and_by_how_much():
+    auto = {"family": {"configured": "auto", "chosen": "trees", "metric": "auc", "runner_up": "average",
+                       "scores": {"network": 0.829, "trees": 0.8421, "average": 0.84}, "margin": 0.0021,
+                       "noise": 0.013, "validation_rows": 1000, "seconds": {"network": 31.2, "trees": 4.06}}}
+    line = family_line(auto)
+    assert line.startswith("auto kept trees: validation auc 0.8421, network 0.8290, average 0.8400")
+    assert "within one standard error 0.0130 on 1000 rows" in line and "network 31.2 s, trees 4.1 s" in line
+    assert family_line({"family": {"configured": "trees", "chosen": "trees", "seconds": {"trees": 2.4}},
+                        "trees": {"trees": 68}}) == "trees (trees): 68 trees, trained in 2.4 s"
+    assert family_line({"family": {"configured": "network", "chosen": "network"}}) == ""
+    assert family_line({}) == ""  # a record from before the family existed
+
+
+def test_init_writes_auto_for_a_table_and_the_network_for_text(tmp_path):
+    from tfxline.cli import init_project
+
+    plan = dataclasses.replace  # the Plan's family reads its inputs alone
+    base = init_project.Plan("t", "d.csv", 10, 10, {}, "binary", "", [{"name": "x", "transform": "zscore"}],
+                             [], [], (8, 1, 1), 32, 10, 2, 1, "")
+    assert base.family[0] == "auto"
+    assert plan(base, inputs=[{"name": "review", "transform": "text"}]).family[0] == "network"
+
+
+def test_a_kubeflow_spec_with_auto_compiles_and_carries_the_family(tmp_path):
+    import json
+
+    from tfxline.kubeflow import compile as kfp_compile
+
+    cfg = load_config(overrides=["model.family=auto", "model.trees.num_trees=120"])
+    out = str(tmp_path / "pipeline.json")
+    job = kfp_compile.compile_pipeline(cfg, image="example.com/tfxline:test", pipeline_root="gs://b/r", output=out)
+    params = job["pipelineSpec"]["root"]["dag"]["tasks"]["Trainer"]["inputs"]["parameters"]
+    trainer = json.dumps(params)
+    assert '\\"family\\": \\"auto\\"' in trainer and '\\"num_trees\\": 120' in trainer
+    evaluator = json.dumps(job["pipelineSpec"]["deploymentSpec"]["executors"])
+    assert "tfxline.components.serving_baseline.EvaluatorExecutor" in evaluator  # loads the ops (evaluator_models)
