@@ -75,6 +75,11 @@ def test_a_trees_run_is_blessed_and_pushed_and_says_what_it_trained(trees_run):
     assert info["family"]["chosen"] == "trees" and info["epochs"] == 0 and info["trees"]["trees"] >= 1
     assert info["trees"]["importance"] and info["leans_on"]  # the forest's own and the permutation importance
     assert 0.0 < info["decision"]["threshold"] < 1.0  # chosen on validation, as for a network
+    report = next(x for x in run.stdout.splitlines() if x.startswith("  report: ")).split(": ", 1)[1]
+    html = open(report).read()
+    assert "<h3>Model family</h3>" in html and "<h3>What the trees lean on</h3>" in html
+    top_column = info["trees"]["importance"][0][0]
+    assert f"<td>{top_column}</td>" in html
 
 
 def test_the_pushed_trees_model_serves_in_a_fresh_process_with_tensorflow_and_the_op_library_only(trees_run):

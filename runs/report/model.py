@@ -10,6 +10,7 @@ from tfxline.runs import store as store_lib
 from tfxline.runs import summary as summary_lib
 from tfxline.runs.report import gallery, text_examples
 from tfxline.runs.report.artifacts import RunArtifacts
+from tfxline.runs.training_notes import family_line
 from tfxline.serving import storage
 from tfxline.trainer.settings import TRAINING_RUN_FILE
 
@@ -34,6 +35,9 @@ def training_section(run: RunArtifacts) -> Dict[str, Any]:
         section["settings"]["batch_reason"] = info.get("batch_reason") or info.get("batch_scaling")
         section["profile"] = info.get("profile")  # runtime.profile_steps
         section["text_ngrams"] = info.get("text_ngrams") or []  # trainer/text_weights.py
+        # model.family trees or auto: the candidates' validation scores, the one kept, the trees' importances
+        section["family"], section["trees"] = info.get("family") or {}, info.get("trees") or {}
+        section["family_line"] = family_line(info)
     return section
 
 
