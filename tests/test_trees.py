@@ -180,3 +180,28 @@ def test_a_kubeflow_spec_with_auto_compiles_and_carries_the_family(tmp_path):
     assert '\\"family\\": \\"auto\\"' in trainer and '\\"num_trees\\": 120' in trainer
     evaluator = json.dumps(job["pipelineSpec"]["deploymentSpec"]["executors"])
     assert "tfxline.components.serving_baseline.EvaluatorExecutor" in evaluator  # loads the ops (evaluator_models)
+
+
+@pytest.mark.parametrize("family", ["trees", "auto"])
+def test_the_report_shows_the_candidates_and_what_the_trees_lean_on(family):
+    """The training section of a trees-only record (no scores: one family trained) and of an auto
+    record (three candidates), rendered on literal data."""
+    from tests.test_report_render import failed_early_run
+    from tfxline.runs.report import render
+
+    record = {"configured": family, "chosen": "trees", "seconds": {"trees": 2.0}}
+    if family == "auto":
+        record.update(metric="auc", scores={"network": 0.81, "trees": 0.84, "average": 0.83}, margin=0.01,
+                      runner_up="average", noise=0.02, validation_rows=500, seconds={"network": 9.0, "trees": 2.0})
+    info = {"family": record, "trees": {"trees": 42, "importance": [["fare", 0.61], ["company", 0.39]]}}
+    data = failed_early_run()
+    settings = dict.fromkeys(("strategy", "device", "replicas", "precision", "examples_per_second", "mode", "epochs",
+                              "best_epoch", "resumed_at_epoch", "steps", "global_batch", "learning_rate",
+                              "gradient_accumulation_steps", "jit_compile", "train_seconds", "early_stopping",
+                              "batch_reason"))
+    data["training"] = {"available": True, "curves": {}, "logdir": "/o/model_run", "settings": settings, "profile": None,
+                        "family": info["family"], "trees": info["trees"], "family_line": family_line(info)}
+    html = render.render(data)
+    assert "<h3>Model family</h3>" in html and family_line(info) in html
+    assert "<td>fare</td>" in html and "<h3>What the trees lean on</h3>" in html
+    assert ("<td>trees (kept)</td>" in html) == (family == "auto")
