@@ -124,7 +124,7 @@ def print_summary(result, stream: TextIO, tf_serving_url: str = "") -> None:
 
     print(format_summary(result, tf_serving_url), file=stream, flush=True)
     trainer = result.component("Trainer")
-    if trainer and trainer.outputs.get("model_run"):
+    if trainer and trainer.outputs.get("model_run") and not result.no_network:
         print(f"  tensorboard: tensorboard --logdir {trainer.outputs['model_run'][0]}", file=stream)
     if result.report_path:
         print(f"  report: {result.report_path}", file=stream, flush=True)

@@ -80,6 +80,7 @@ class RunSummary:
     wall_seconds: Optional[float] = 0.0  # None: read back from MLMD with no recording of it (runs/history.py)
     step_profile: str = ""        # runtime.profile_steps: the Trainer's traced steps, in one line
     model_family: str = ""        # model.family trees or auto: what trained and which was kept, in one line
+    no_network: bool = False      # model.family trees: no network trained (no TensorBoard logs)
     training: str = ""            # a training cut short at its cap while still improving (training_length_note)
     leans_on: List[List[Any]] = dataclasses.field(default_factory=list)  # [column, loss without it], the Trainer's
     tuning: Dict[str, Any] = dataclasses.field(default_factory=dict)  # runs/tuning.tuning_of
@@ -140,6 +141,8 @@ def collect_run(metadata_store: Any, pipeline_name: str, run_id: Optional[str] =
             summary.step_profile, summary.training = step_profile_line(info), training_length_note(info)
             summary.leans_on = info.get("leans_on") or []
             summary.model_family = family_line(info)
+            family = info.get("family") or {}  # a trees-only training wrote no TensorBoard logs
+            summary.no_network = bool(family) and "network" not in (family.get("seconds") or {})
         if node_id == "ServingBaseline" and outputs.get("baseline_model"):
             # from MLMD, not the artifact's baseline.json: retention may have deleted the copy
             version = _str_prop(outputs["baseline_model"][0], "serving_version")

@@ -70,6 +70,7 @@ def test_a_trees_run_is_blessed_and_pushed_and_says_what_it_trained(trees_run):
     line = next(x for x in run.stdout.splitlines() if x.startswith("  model: "))
     assert line.startswith("  model: trees (trees): ") and " trees, trained in " in line
     assert "[INFO" not in run.stdout + run.stderr  # YDF's C++ log lines went to the run's log
+    assert "tensorboard:" not in run.stdout  # no network trained: no TensorBoard logs to point at
     (record,) = glob.glob(str(root / "out" / "pipeline_root" / "Trainer" / "model_run" / "*" / "training_run.json"))
     info = json.load(open(record))
     assert info["family"]["chosen"] == "trees" and info["epochs"] == 0 and info["trees"]["trees"] >= 1
