@@ -205,3 +205,16 @@ def test_the_report_shows_the_candidates_and_what_the_trees_lean_on(family):
     assert "<h3>Model family</h3>" in html and family_line(info) in html
     assert "<td>fare</td>" in html and "<h3>What the trees lean on</h3>" in html
     assert ("<td>trees (kept)</td>" in html) == (family == "auto")
+
+
+@pytest.mark.parametrize("config", [T.TreesConfig(algorithm="forest", num_trees=10),
+                                    T.TreesConfig(categorical="random", num_trees=10),
+                                    T.TreesConfig(num_trees=10, max_depth=3, min_examples=20)])
+def test_every_algorithm_and_categorical_setting_trains(config):
+    """A forest trains without the validation set YDF refuses it; each categorical algorithm runs."""
+    from tfxline.trainer import trees
+
+    features, x, c = table(300)
+    labels = (x > 0).astype(np.int64)
+    model = trees.fit((features, labels), (features, labels), spec_of(), config, 1, ["x_xf", "c_xf"])
+    assert 1 <= model.ydf_model.num_trees() <= 10

@@ -56,9 +56,10 @@ def learner(config: TreesConfig, task: str, inputs: Sequence[Tuple[str, bool]], 
     kind = ydf.Task.REGRESSION if task == "regression" else ydf.Task.CLASSIFICATION
     features = [ydf.Feature(name, ydf.Semantic.CATEGORICAL if categorical else ydf.Semantic.NUMERICAL)
                 for name, categorical in inputs]
-    common = dict(label=LABEL, task=kind, features=features, include_all_columns=False, random_seed=seed,
-                  num_trees=config.num_trees, max_depth=config.max_depth or DEFAULT_DEPTH[config.algorithm],
-                  min_examples=config.min_examples, categorical_algorithm=config.categorical.upper())
+    common: Dict[str, Any] = dict(
+        label=LABEL, task=kind, features=features, include_all_columns=False, random_seed=seed,
+        num_trees=config.num_trees, max_depth=config.max_depth or DEFAULT_DEPTH[config.algorithm],
+        min_examples=config.min_examples, categorical_algorithm=config.categorical.upper())
     if config.algorithm == FOREST:
         return ydf.RandomForestLearner(**common)
     return ydf.GradientBoostedTreesLearner(shrinkage=config.shrinkage, **common)
@@ -70,7 +71,7 @@ def fit(train: Tuple[Dict[str, np.ndarray], np.ndarray], validation: Tuple[Dict[
     features, every one, read or not) giving the network head's output: [batch, ``units``]
     (binary: P(positive); multi-class: each class's probability in label-index order; regression:
     the value in the learnt space). Boosted trees stop early on ``validation`` (YDF keeps the
-    number of trees with the lowest validation loss); a forest ignores it."""
+    number of trees with the lowest validation loss); a forest does not read it."""
     inputs = tree_inputs(spec)
     read = [name for name, _ in inputs]
 
@@ -78,9 +79,11 @@ def fit(train: Tuple[Dict[str, np.ndarray], np.ndarray], validation: Tuple[Dict[
         return {**{n: columns[n] for n in read}, LABEL: labels}
 
     trees_ops.import_export_library()
-    trained = learner(config, spec.task, inputs, seed).train(table(*train), valid=table(*validation), verbose=0)
-    function = trained.to_tensorflow_function(**({} if spec.task == "regression" else
-                                                 {"squeeze_binary_classification": False}))
+    # a forest takes no validation set (YDF refuses one: it measures itself out of bag)
+    valid = table(*validation) if config.algorithm != FOREST else None
+    trained = learner(config, spec.task, inputs, seed).train(table(*train), valid=valid, verbose=0)
+    shape: Dict[str, Any] = {} if spec.task == "regression" else {"squeeze_binary_classification": False}
+    function = trained.to_tensorflow_function(**shape)
     classes = [] if spec.task == "regression" else list(trained.label_classes())
     layer = output_layer(function, read, class_columns(classes, units), name="trees_output")
     k = keras()
