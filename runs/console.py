@@ -10,7 +10,7 @@ from tfxline.components.tfma_results import both_classes, undefined_metrics
 from tfxline.runs import tuning
 from tfxline.runs.history import UNRECORDED
 from tfxline.runs.summary import RunSummary, cached_from, describe_drift, describe_spans, earlier_run, failed_component
-from tfxline.trainer.tuning_settings import PROGRESS, TUNING_RUN_FILE, shown, summary_line
+from tfxline.trainer.tuning_settings import PROGRESS, TUNING_RUN_FILE, shown, summary_line, trees_summary_line
 
 WORST_SLICES = 3
 MIN_SLICE_EXAMPLES = 20
@@ -152,7 +152,8 @@ def tuning_lines(summary: RunSummary) -> List[str]:
     cached = cached_from(summary, tuning.TUNER_ID)
     if cached is not None:
         text = f"as searched in {earlier_run(cached)} (Tuner served from cache): {text}"
-    return ["  tuning: " + text] + where
+    trees = trees_summary_line((record or {}).get("trees"))  # model.family trees or auto: the trees' search
+    return ["  tuning: " + text] + (["  tuning " + trees] if trees else []) + where
 
 
 def push_lines(summary: RunSummary, tf_serving_url: str = "") -> List[str]:

@@ -15,11 +15,14 @@ import pytest
 from tfxline.cli import main as cli
 from tfxline.runs.store import open_store
 from tfxline.runs.summary import collect_run, training_run
+from tfxline.trainer import trees_search
 from tfxline.trainer.tuning_settings import TUNING_RUN_FILE
 from tests.conftest import E2E_TRAIN_STEPS
 
 pytestmark = pytest.mark.e2e
-TUNED = ["tuning.enabled=true", "tuning.max_trials=3", "tuning.algorithm=random"]
+# model.family auto: the Tuner searches the trees' space too (trainer/trees_search.py), before the network's
+AUTO = "model.family=auto"
+TUNED = ["tuning.enabled=true", "tuning.max_trials=3", "tuning.algorithm=random", AUTO]
 
 
 def run(data, out_dir, *sets):
@@ -39,7 +42,7 @@ def tuned_runs(taxi_slice, tmp_path_factory):
     """The tuned run, the same command again, and a run that reuses the latest tuned values."""
     out_dir = tmp_path_factory.mktemp("tuned")
     return out_dir, [run(taxi_slice, out_dir, *TUNED), run(taxi_slice, out_dir, *TUNED),
-                     run(taxi_slice, out_dir, "tuning.reuse=latest")]
+                     run(taxi_slice, out_dir, "tuning.reuse=latest", AUTO)]
 
 
 def test_the_tuner_runs_three_trials_and_the_trainer_trains_on_the_best(tuned_runs):
@@ -55,23 +58,34 @@ def test_the_tuner_runs_three_trials_and_the_trainer_trains_on_the_best(tuned_ru
     assert record["baseline"]["trial"] == "config" and record["baseline"]["rows"] > 0
     assert 0 < record["baseline"]["noise"] < 0.1  # AUC's standard error on the validation rows
     info = training_run(summary.component("Trainer").outputs["model_run"][0])
+    trees = record["trees"]  # the trees' search: the config's trees settings, then 3 trials
+    assert trees["baseline"]["rows"] == record["baseline"]["rows"] and len(trees["trials"]) == 3
+    trees_best = trees_search.best_values(trees)
+    assert {k: v for k, v in best.items() if k.startswith("trees.")} == trees_best
+    network_best = {k: v for k, v in best.items() if not k.startswith(("tuner/", "trees."))}
     if record["kept_config"]:  # no trial beat the config's own values by more than 2 x their noise
-        assert record["best"] == record["baseline"] and best == {} and info["tuned"] is None
+        assert record["best"] == record["baseline"] and network_best == {}
     else:
         assert record["best"]["score"] == max(t["score"] for t in record["trials"])  # val_auc: higher is better
         assert record["best"]["score"] - record["baseline"]["score"] > 2 * record["baseline"]["noise"]
-        assert {k: v for k, v in best.items() if not k.startswith("tuner/")} == record["best"]["values"]
-        assert info["tuned"] == record["best"]["values"]  # laid over the config's values
+        assert network_best == record["best"]["values"]
         assert info["batch_size"] == best["batch_size"]
-    # the console: the config's own values, a line per trial and the summary line, between the Tuner's
-    # start and end
+    assert (info["tuned"] or {}) == {**network_best, **trees_best}  # laid over the config's values
+    for key, value in trees_best.items():  # the trees the Trainer trained took the search's best
+        assert info["model"]["trees"][key.split(".", 1)[1]] == value
+    # the console: the trees' search (the config's own settings, a line per trial), then the network's
+    # (the config's own values, a line per trial and the summary line), between the Tuner's start and end
     lines = out.splitlines()
     start = lines.index("[ start ] Tuner")
-    tuner_lines = [x.strip() for x in lines[start + 1:start + 6]]
-    assert tuner_lines[0].startswith("tuning: the config's own values: val_auc "), out
-    assert [x.split(":")[1].strip() for x in tuner_lines[1:4]] == ["trial 1/3", "trial 2/3", "trial 3/3"], out
-    assert tuner_lines[4].startswith("tuning: 3 trials in "), out
-    assert lines[start + 6].startswith("[ done  ] Tuner")
+    tuner_lines = [x.strip() for x in lines[start + 1:start + 10]]
+    assert tuner_lines[0].startswith("tuning: trees, the config's own values: val_auc "), out
+    assert [x.split(":")[1].strip().split(" ")[:3] for x in tuner_lines[1:4]] == [
+        ["trees", "trial", "1/3"], ["trees", "trial", "2/3"], ["trees", "trial", "3/3"]], out
+    assert tuner_lines[4].startswith("tuning: the config's own values: val_auc "), out
+    assert [x.split(":")[1].strip() for x in tuner_lines[5:8]] == ["trial 1/3", "trial 2/3", "trial 3/3"], out
+    assert tuner_lines[8].startswith("tuning: 3 trials in "), out
+    assert lines[start + 10].startswith("[ done  ] Tuner")
+    assert any(x.startswith("  tuning trees: 3 trials in ") for x in lines), out  # the run's summary
     assert summary.blessed is True and summary.pushed is True, out
 
 

@@ -200,17 +200,22 @@ def train_network(fn_args, settings: TrainerSettings, strategy, policy: str, siz
     return NetworkRun(built, cbs, seconds, history, step_profile)
 
 
-def train_trees(fn_args, settings: TrainerSettings, sizes: Sizes, inputs: Inputs):
-    """The decision forest on the train split read once (trainer/trees.py), early-stopped on the
-    validation rows; the model and its seconds."""
+def trees_columns(fn_args, settings: TrainerSettings, sizes: Sizes, inputs: Inputs):
+    """What a forest trains on (trainer/trees.py ``fit``'s arguments beside its config): the train
+    split read once and the validation rows, as numpy columns, the network's input names and the
+    head's width."""
     spec, tfo = settings.features, sizes.tf_transform_output
     once = input_dataset(fn_args, settings, fn_args.train_files, tfo, sizes.batch.per_replica * sizes.replicas,
                          shuffle=False, cache=False, repeat=False)
-    names = [mi.name for mi in model_inputs(spec, tfo)]
-    units = make_head(spec, tfo).units
-    return family_lib.timed(lambda: trees_lib.fit(
-        trees_lib.read_columns(once), trees_lib.read_columns(inputs.validation, inputs.validation_steps), spec,
-        settings.model.trees, units, names, settings.training.seed))
+    return (trees_lib.read_columns(once), trees_lib.read_columns(inputs.validation, inputs.validation_steps),
+            [mi.name for mi in model_inputs(spec, tfo)], make_head(spec, tfo).units)
+
+
+def train_trees(fn_args, settings: TrainerSettings, sizes: Sizes, inputs: Inputs):
+    """The decision forest, early-stopped on the validation rows; the model and its seconds."""
+    train, validation, names, units = trees_columns(fn_args, settings, sizes, inputs)
+    return family_lib.timed(lambda: trees_lib.fit(train, validation, settings.features, settings.model.trees,
+                                                  units, names, settings.training.seed))
 
 
 def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str, Any]:

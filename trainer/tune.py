@@ -38,7 +38,7 @@ import attr
 
 from tfxline import task_types
 from tfxline.patches import autograph, tf_custom_gradients
-from tfxline.trainer import data, precision
+from tfxline.trainer import data, precision, trees_search
 from tfxline.trainer import trial as trial_lib
 from tfxline.trainer import tuning_settings as T
 from tfxline.trainer.keras_compat import keras
@@ -137,6 +137,7 @@ def trial_tuner_class():
             self.deadline = self.started + tuning.max_minutes * 60 if tuning.max_minutes else math.inf
             self.out_of_time = False
             self.baseline: Optional[Dict[str, Any]] = None  # the config's own values, as a trial (search)
+            self.trees_record: Optional[Dict[str, Any]] = None  # the trees' search (model.family trees or auto)
             if not self._is_worker():  # the oracle is here (a local run, or Vertex AI's chief oracle)
                 self.oracle.create_trial = until_deadline(self, self.oracle.create_trial)
 
@@ -147,6 +148,9 @@ def trial_tuner_class():
             run_trial logged it already with the trial's progress line."""
             with contextlib.redirect_stderr(_LogWriter()):
                 if "KERASTUNER_ORACLE_IP" not in os.environ:  # one search here, not Vertex AI's parallel trials
+                    # the trees' space first (cheap trials, a quarter of the budget at most: trainer/trees_search.py)
+                    self.trees_record = trees_search.search(self.fn_args, self.settings, self.tuning, self.started,
+                                                            progress)
                     self.baseline = fit_baseline(self)
                 try:
                     return super().search(*args, **dict(kwargs, verbose=0))
@@ -162,12 +166,12 @@ def trial_tuner_class():
 
         def get_best_hyperparameters(self, num_trials=1):
             """What TFX writes as best_hyperparameters (tuner/executor.py:64): none when the config's
-            own values are kept (the Trainer then trains with them), else the best trial's."""
-            if self.keeps_config():
-                import keras_tuner as kt
+            own values are kept (the Trainer then trains with them), else the best trial's; and the
+            trees' best where their search beat the config's trees settings."""
+            import keras_tuner as kt
 
-                return [kt.HyperParameters()]
-            return super().get_best_hyperparameters(num_trials)
+            chosen = [kt.HyperParameters()] if self.keeps_config() else super().get_best_hyperparameters(num_trials)
+            return [trees_search.with_trees(hp, self.trees_record) for hp in chosen]  # the trees' best, trees.KEY
 
         def run_trial(self, trial, *args, **kwargs):
             values = dict(trial.hyperparameters.values)
@@ -189,8 +193,9 @@ def trial_tuner_class():
 
         def record(self) -> Dict[str, Any]:
             """What the Tuner's tuning_run.json records (the run report and summary read it)."""
-            return T.tuning_record(self.tuning, self.objective_name, self.direction, self.trials,
-                                   time.monotonic() - self.started, self.out_of_time, self.failures, self.baseline)
+            return dict(T.tuning_record(self.tuning, self.objective_name, self.direction, self.trials,
+                                        time.monotonic() - self.started, self.out_of_time, self.failures,
+                                        self.baseline), trees=self.trees_record)
 
     return TrialTuner
 
