@@ -199,7 +199,8 @@ def test_the_report_shows_the_candidates_and_what_the_trees_lean_on(family):
                               "best_epoch", "resumed_at_epoch", "steps", "global_batch", "learning_rate",
                               "gradient_accumulation_steps", "jit_compile", "train_seconds", "early_stopping",
                               "batch_reason"))
-    data["training"] = {"available": True, "curves": {}, "logdir": "/o/model_run", "settings": settings, "profile": None,
+    data["training"] = {"available": True, "curves": {}, "logdir": "/o/model_run", "settings": settings,
+                        "profile": None,
                         "family": info["family"], "trees": info["trees"], "family_line": family_line(info)}
     html = render.render(data)
     assert "<h3>Model family</h3>" in html and family_line(info) in html

@@ -46,7 +46,8 @@ out = serve(examples=tf.constant(examples))
 print(json.dumps({"unregistered": unregistered, "loads_without": loads_without,
                   "probabilities": out["probabilities"].numpy().tolist(),
                   "predicted_class": out["predicted_class"].numpy().tolist(),
-                  "modules": sorted(m for m in sys.modules if m.split(".")[0] in ("ydf", "ydf_tf", "tensorflow_decision_forests"))}))
+                  "modules": sorted(m for m in sys.modules
+                                    if m.split(".")[0] in ("ydf", "ydf_tf", "tensorflow_decision_forests"))}))
 """
 
 
@@ -90,7 +91,8 @@ def test_the_pushed_trees_model_serves_in_a_fresh_process_with_tensorflow_and_th
 
     root, _, _ = trees_run
     model = pushed_model(root)
-    records = sorted(glob.glob(str(root / "out" / "pipeline_root" / "CsvExampleGen" / "examples" / "*" / "Split-eval" / "*")))
+    examples = root / "out" / "pipeline_root" / "CsvExampleGen" / "examples"
+    records = sorted(glob.glob(str(examples / "*" / "Split-eval" / "*")))
     assert records
     done = subprocess.run([sys.executable, "-c", FRESH_PROCESS, model, trees_ops.library_path(), records[0]],
                           capture_output=True, text=True, timeout=300)
