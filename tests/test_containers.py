@@ -256,7 +256,7 @@ GCS_ENV = ("https_proxy", "HTTPS_PROXY", "no_proxy", "NO_PROXY", "CURL_CA_BUNDLE
 
 
 def test_a_gs_pipeline_root_runs_to_a_blessed_model_pushed_into_the_bucket(image, gcs, tmp_path):
-    """The pipeline compiled with a gs:// root, as Vertex AI and KFP on GCS run it, every task in a
+    """The pipeline (a trees model) compiled with a gs:// root, as Vertex AI and KFP on GCS run it, every task in a
     container of the image writing through TensorFlow's own GCS file system and Beam's GCS IO to
     a GCS on loopback (tests/gcs_server.py: the containers get its proxy, CA and test token with
     --env and --mount, as a user passes a bucket's credentials): artifacts, the pushed version
@@ -266,7 +266,9 @@ def test_a_gs_pipeline_root_runs_to_a_blessed_model_pushed_into_the_bucket(image
 
     root = gcs("kfp-root")
     data = write_taxi_slice(tmp_path / "data" / "taxi.csv")
-    cfg = load_config(overrides=["training.epochs=3", "training.eval_steps=10"])
+    # a trees model (issue #73): YDF's export in the Trainer's container, its inference ops loaded by
+    # the Evaluator's (components/evaluator_models.py), the SavedModel with its trees assets in the bucket
+    cfg = load_config(overrides=["training.epochs=3", "training.eval_steps=10", "model.family=trees"])
     out = str(tmp_path / "gs.json")
     kfp_compile.compile_pipeline(cfg, image=IMAGE, pipeline_root=root, output=out)
     argv = ["run-compiled", out, "--param", f"data_root={os.path.dirname(data)}", "--train-steps",
@@ -290,6 +292,9 @@ def test_a_gs_pipeline_root_runs_to_a_blessed_model_pushed_into_the_bucket(image
     (version,) = serving_push.versions(serving)
     meta = serving_push.read_metadata(serving, version)
     assert meta["model_uri"] == outputs_of(record, "Trainer")["model"]["uri"] and meta["model_uri"].startswith(root)
+    trained = storage.read_json(storage.join(outputs_of(record, "Trainer")["model_run"]["uri"], "training_run.json"))
+    assert trained["family"]["chosen"] == "trees" and trained["trees"]["trees"] >= 1
+    assert any(name.endswith("data_spec.pb") for name in storage.listdir(storage.join(serving, str(version), "assets")))
     release = serving_release.read(serving)
     assert release.target[0] == version and release.pending is not None  # loaded first, labelled on settle
     with open(os.path.join(record["run_dir"], "Pusher", "executor_input.json")) as f:
