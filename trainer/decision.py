@@ -25,14 +25,10 @@ def choose(model, validation, steps: int, task: str, objective: str) -> Optional
     kind = task_types.get(task)
     if not kind.decides:
         return None
-    from tfxline.trainer.model import predictions
+    from tfxline.trainer.model import validation_outputs
 
-    forward = predictions(model)
-    outputs, labels = [], []
-    for features, label in validation.take(steps):
-        outputs.append(np.reshape(kind.flat_output(forward(features)), [-1]))
-        labels.append(np.reshape(label, [-1]))
-    return kind.decision(np.concatenate(outputs), np.concatenate(labels), objective)
+    outputs, labels = validation_outputs(model, validation, steps)
+    return kind.decision(np.reshape(kind.flat_output(outputs), [-1]), labels, objective)
 
 
 def write(model_dir: str, decision: Optional[Dict[str, Any]]) -> None:

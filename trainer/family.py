@@ -23,6 +23,7 @@ import tensorflow as tf
 
 from tfxline import task_types
 from tfxline.trainer.keras_compat import keras
+from tfxline.trainer.model import validation_outputs
 from tfxline.transforms import features as F
 
 AVERAGE = "average"
@@ -35,24 +36,13 @@ class Candidate:
     seconds: float  # its training's wall time
 
 
-def outputs_on(model, validation, steps: int, spec: F.FeatureSpec) -> Tuple[np.ndarray, np.ndarray]:
-    """The model's [rows, units] outputs on the validation rows, and their labels."""
-    from tfxline.trainer.model import predictions
-
-    forward = predictions(model)
-    outputs, labels = [], []
-    for features, label in validation.take(steps):
-        outputs.append(np.asarray(forward(features)))
-        labels.append(np.reshape(np.asarray(label), [-1]))
-    return np.concatenate(outputs), np.concatenate(labels)
-
-
 def score(outputs: np.ndarray, labels: np.ndarray, spec: F.FeatureSpec) -> float:
     """The task's main metric on served outputs (a log-space regression in its own unit)."""
     kind = task_types.get(spec.task)
     served = np.asarray(kind.serving_output(spec.label, tf.constant(outputs)))
-    truth = np.asarray(kind.label_in_its_unit(spec.label, tf.constant(labels.astype(np.float32))))
-    return kind.main_metric_value(served, truth if kind.name == "regression" else labels)
+    if not kind.predicts_classes:  # a regression's labels in its own unit too (a log label turned back)
+        labels = np.asarray(kind.label_in_its_unit(spec.label, tf.constant(labels.astype(np.float32))))
+    return kind.main_metric_value(served, labels)
 
 
 def average_model(models: List[Any]):
@@ -75,7 +65,7 @@ def choose(candidates: List[Candidate], validation, steps: int, spec: F.FeatureS
     outputs: Dict[str, np.ndarray] = {}
     labels = np.zeros([0])
     for c in candidates:
-        outputs[c.name], labels = outputs_on(c.model, validation, steps, spec)
+        outputs[c.name], labels = validation_outputs(c.model, validation, steps)
         scored[c.name] = score(outputs[c.name], labels, spec)
     scored[AVERAGE] = score(np.mean([outputs[c.name] for c in candidates], axis=0), labels, spec)
     sign = 1.0 if kind.higher_is_better else -1.0

@@ -146,6 +146,17 @@ def predictions(model):
     return _PREDICTIONS[model]
 
 
+def validation_outputs(model, validation, steps: int):
+    """The model's float32 [rows, units] outputs on the first ``steps`` batches of ``validation``
+    ((features, label) batches), and their labels flat: one traced forward function (``predictions``)."""
+    forward = predictions(model)
+    outputs, labels = [], []
+    for features, label in validation.take(steps):
+        outputs.append(np.asarray(forward(features)))
+        labels.append(np.reshape(np.asarray(label), [-1]))
+    return np.concatenate(outputs), np.concatenate(labels)
+
+
 @tf.custom_gradient
 def clip_passing_gradient(x, low, high):
     """``x`` clipped to [low, high], whose gradient is the identity's: a prediction outside the

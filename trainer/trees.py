@@ -78,7 +78,7 @@ def fit(train: Tuple[Dict[str, np.ndarray], np.ndarray], validation: Tuple[Dict[
     def table(columns: Dict[str, np.ndarray], labels: np.ndarray) -> Dict[str, np.ndarray]:
         return {**{n: columns[n] for n in read}, LABEL: labels}
 
-    trees_ops.import_export_library()
+    trees_ops.check_installed()
     # a forest takes no validation set (YDF refuses one: it measures itself out of bag)
     valid = table(*validation) if config.algorithm != FOREST else None
     trained = learner(config, spec.task, inputs, seed).train(table(*train), valid=valid, verbose=0)
@@ -100,9 +100,9 @@ def _is_int(values: np.ndarray) -> bool:
 
 
 def class_columns(classes: Sequence[str], units: int) -> List[int]:
-    """For each of the head's outputs, its column in YDF's output (which orders classes as the
-    label values' strings: '10' before '2'); ``len(classes)``, a zero column, for a class the train
-    split never had. Binary (one unit): the positive class's (index 1). Regression: none."""
+    """For each of the head's outputs, its column in YDF's output (whose class order, ``classes``
+    as strings, is YDF's own and need not be the label index's); ``len(classes)``, a zero column,
+    for a class the train split never had. Binary (one unit): the positive class's (index 1). Regression: none."""
     if not classes:
         return []
     index = {c: i for i, c in enumerate(classes)}

@@ -66,7 +66,7 @@ class TreesUnavailable(RuntimeError):
     """model.family trees (or auto) where YDF or its TensorFlow ops are not installed."""
 
 
-def import_export_library() -> None:
+def check_installed() -> None:
     """Fail in one line, with the fix, where the trees cannot be trained or exported here."""
     if importlib.util.find_spec("ydf") is None or library_path() is None:
         raise TreesUnavailable(INSTALL_FIX)

@@ -25,6 +25,7 @@ from tfxline.trainer import family as family_lib
 from tfxline.trainer import trees as trees_lib
 from tfxline.trainer import tuning_settings as T
 from tfxline.trainer.inputs import input_data, plan_sizes
+from tfxline.trainer.model import validation_outputs
 from tfxline.trainer.settings import TrainerSettings
 from tfxline.trainer.trees_settings import TREES, TreesConfig, families
 
@@ -75,7 +76,7 @@ def search(fn_args, settings: TrainerSettings, tuning: T.TuningConfig, started: 
         begun = time.monotonic()
         config = T.tuned_trees(settings.model.trees, values)
         model = trees_lib.fit(train, validation, spec, config, units, names, settings.training.seed)
-        outputs, labels = family_lib.outputs_on(model, _batches(validation), 1, spec)
+        outputs, labels = validation_outputs(model, _batches(validation), 1)
         score = family_lib.score(outputs, labels, spec)
         return {"score": float(score), "seconds": round(time.monotonic() - begun, 2), "values": values,
                 "trees": int(model.ydf_model.num_trees()), "rows": int(len(labels)),
@@ -107,7 +108,7 @@ def search(fn_args, settings: TrainerSettings, tuning: T.TuningConfig, started: 
 
 
 def _batches(columns):
-    """The validation columns as one batch of (features, labels) (family.outputs_on reads batches)."""
+    """The validation columns as one batch of (features, labels) (validation_outputs reads batches)."""
     features, labels = columns
     return tf.data.Dataset.from_tensors((features, labels))
 
