@@ -81,6 +81,38 @@ def pytest_sessionfinish(session, exitstatus):
             session.exitstatus = 1
 
 
+# The two supported TFX stacks (tools/bootstrap.sh, requirements/tfx-<stack>-py*.lock.txt).
+STACKS = ("1.16", "1.21")
+BOTH_STACKS = "TFXLINE_BOTH_STACKS"  # set by .ci/run: this suite runs beside the other stack's
+
+
+def tfx_stack() -> str:
+    """This suite's TFX stack: the installed tfx's major.minor version ("1.16", "1.21")."""
+    from importlib.metadata import version
+
+    return ".".join(version("tfx").split(".")[:2])
+
+
+def pytest_collection_modifyitems(config, items):
+    """``@pytest.mark.one_stack(STACK, why=...)``: where both stacks' suites run side by side (CI:
+    .ci/run sets TFXLINE_BOTH_STACKS=1), the test runs in STACK's suite only, and the other suite
+    skips it saying ``why`` (what covers its paths on both stacks). Without TFXLINE_BOTH_STACKS
+    (`make test`, `make test-tfx121`) every test runs on the stack at hand."""
+    both = os.environ.get(BOTH_STACKS, "") not in ("", "0")
+    here = tfx_stack() if both else None
+    for item in items:
+        marker = item.get_closest_marker("one_stack")
+        if marker is None:
+            continue
+        (stack,) = marker.args
+        if stack not in STACKS or not marker.kwargs.get("why"):
+            raise pytest.UsageError(f"{item.nodeid}: one_stack takes one of {STACKS} and why=..., not "
+                                    f"{marker.args} {marker.kwargs}")
+        if both and stack != here:
+            item.add_marker(pytest.mark.skip(reason=f"{BOTH_STACKS}: runs in the TFX {stack} suite "
+                                                    f"({marker.kwargs['why']})"))
+
+
 def missing(why: str, required_by: str = "CI") -> None:
     """Something a test needs is not on this machine: a skip for a developer, a failure where
     the environment variable ``required_by`` says it must be there (.ci/run installs it)."""

