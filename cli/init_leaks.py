@@ -11,9 +11,12 @@ compares with the leaky one serving). Tried on public tables: openintro's ``loan
   class (accuracy; binary: AUC of the bins' positive rates) or its mean (R²). At ``PERFECT``
   or above against a non-trivial baseline, the column is **left out**. Bins must hold ``MIN_PER_BIN``
   rows on average, so a near-unique column cannot score by memorising rows.
-- **a one-sided perfect split**: one side of a cut on a number (``x > c``), or a column's being
-  empty or filled, holds one class only and ``COVERAGE`` of that class's rows (at least
-  ``MIN_SIDE`` of all rows): ``expenditure > 0`` ⇒ yes. **Left out** too.
+- **a one-sided perfect split**: a number off its floor or ceiling (``x > c`` where every other row
+  is ``c``), or a column's being empty or filled, holds one class only and ``COVERAGE`` of that
+  class's rows (at least ``MIN_SIDE`` of all rows): ``expenditure > 0`` ⇒ yes (the event recorded
+  after the label's). **Left out** too. A cut inside a number's range is a pattern, not a rule, and
+  is kept: Stat2Data's ``Kershaw`` (every pitch under 78.2 mph a curveball, 99.8 % of them) lost
+  its two speed columns to it, accuracy 0.978 against the trees' 0.994 with them.
 
 Numbers that follow a numeric or binary label closely (|r| >= ``WARN_CORRELATION``) but pass
 both tests are kept with a warning: only the user knows whether they exist at prediction time.
@@ -132,7 +135,7 @@ def _pure_side(values: List[str], numeric: bool, classes: np.ndarray, labelled: 
                 length = int(np.argmax(seq != k)) if np.any(seq != k) else len(seq)
                 while 0 < length < len(seq) and xseq[length] == xseq[length - 1]:
                     length -= 1  # a cut between two distinct values
-                if length and length < len(seq):
+                if length and length < len(seq) and np.all(xseq[length:] == xseq[length]):
                     mask = np.zeros(n, bool)
                     mask[(rows if ascending else rows[::-1])[:length]] = True
                     rule = f"< {xseq[length]:g}" if ascending else f"> {xseq[length]:g}"

@@ -212,6 +212,13 @@ def test_columns_that_give_the_label_away_are_left_out_with_how_to_keep_them(tmp
     why = {d.column: (d.what, d.why) for d in plan.decisions}
     assert why["expenditure"][0] == "left out" and "every row where it is > 0 is class 'yes'" in why["expenditure"][1]
     assert why["age"][0] != "left out"
+    # a cut inside a measurement's range is a pattern (Stat2Data's Kershaw: every pitch under 78.2 mph
+    # a curveball, their speeds left out as a rule: accuracy 0.978 against the trees' 0.994 with them)
+    pitches = [("CU", 70 + (i * 37) % 80 / 10) if i % 5 == 0 else
+               ("FF" if i % 5 < 3 else "SL", 80 + (i * 53) % 150 / 10) for i in range(500)]
+    path.write_text("speed,pitch\n" + "".join(f"{s:.1f},{p}\n" for p, s in pitches))
+    plan, _, _ = init_project.plan(str(path), "pitch")
+    assert "speed" in {f.get("column", f["name"]) for f in plan.inputs}
 
 
 def test_a_rare_class_is_named_and_handled(capsys, tmp_path):
