@@ -7,6 +7,8 @@ same 80 %.
     .venv/bin/python bench/holdout.py [--csv output/holdout/csv] [--work output/holdout] [--only NAME ...]
                                       [--results FILE]
 
+(``--only``: those tables measured again, the others' trials kept from the results file.)
+
 For each table of ``NEW_USER_TABLES`` (bench/tables_spec.py), in its own processes, as the docs
 say (docs/your-data.md, docs/serving.md):
 
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -212,6 +215,16 @@ def _positive_value(cfg) -> str:
     return "1" if cfg.features.label.positive is None else str(cfg.features.label.positive)
 
 
+def earlier_trials(path: str) -> dict:
+    """{name: trial} of the results file at ``path`` (none where it is not there): with ``--only``,
+    the other tables' trials are kept as they were measured, each with its own commit."""
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        earlier = json.load(f)
+    return {t["name"]: dict(t, commit=t.get("commit", earlier.get("commit"))) for t in earlier["trials"]}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--csv", default="output/holdout/csv", help="bench/tables_export.py --holdout's output")
@@ -223,11 +236,15 @@ def main(argv=None) -> int:
 
     quiet_libraries()
     import_tensorflow_quietly()
+    kept = earlier_trials(args.results) if args.only else {}
     rows = []
     for table in NEW_USER_TABLES:
         if args.only and table["name"] not in args.only:
+            if table["name"] in kept:
+                rows.append(kept[table["name"]])
             continue
-        rows.append(trial(table, os.path.abspath(args.csv), os.path.abspath(args.work)))
+        rows.append(dict(trial(table, os.path.abspath(args.csv), os.path.abspath(args.work)),
+                         commit=tables_family.commit()))
         r = rows[-1]
         print(f"{r['name']:<14}{r['metric']:<9}{r['family']:<9}model {r['model']:<10} trees {r['trees']:<10}"
               f"network {r['network']['model']:<10} {'ok' if r['goal_met'] else 'MISSES'}  "
