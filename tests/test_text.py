@@ -286,3 +286,23 @@ def test_permutation_importance_passes_are_sized_by_a_text_inputs_ids():
 
     assert importance.row_cost({"a_xf": np.zeros(10), "b_xf": np.zeros(10)}) == 1
     assert importance.row_cost({"a_xf": np.zeros(10), "review_xf": np.zeros((10, 704), np.int64)}) == 11
+
+
+def test_the_text_profile_reads_length_oov_and_commonest_tokens_off_the_ids(analyzed):
+    """trainer/text_profile.py, on the Transform's own ids: each document's tokens (at most
+    max_tokens 6), the share cut there or empty, the tokens out of the vocabulary (seen in one
+    document only: min_count 2) and the commonest, as the run report shows them per text column."""
+    from tfxline.trainer import text_profile
+
+    out, output = analyzed
+    name = transformed_name("review")
+    ids = np.stack([np.asarray(row[name]) for row in out])
+    (got,) = text_profile.text_profiles({name: ids}, output, SPEC)
+    # tokens: 6 (of 6: "great film ! great cast ."), 6 (of 7), 3, 0, 2, 3, 2, 4: 26 in all
+    assert (got["column"], got["documents"], got["cap"]) == ("review", 8, 6)
+    assert got["tokens"] == {"p10": 1.4, "p50": 3.0, "p90": 6.0, "max": 6}
+    assert (got["at_cap"], got["empty"]) == (2 / 8, 1 / 8)
+    # out of vocabulary: "!", "cast", "." (review 0), ",", "at" (1), "a" (5), all four of review 7
+    assert got["oov_rate"] == pytest.approx(10 / 26)
+    assert got["top_tokens"][0] == ["great", pytest.approx(6 / 26)]
+    assert text_profile.text_profiles({}, output, SPEC) == []  # no ids read: nothing to say

@@ -101,6 +101,11 @@ def test_the_report_shows_eval_texts_and_the_ngrams_the_model_reads(text_run):
     report = next(x for x in run.stdout.splitlines() if "report: " in x).split("report: ", 1)[1].strip()
     html = open(report, encoding="utf-8").read()
     assert "<h3>Eval texts</h3>" in html and "<h3>What the model reads in review</h3>" in html
+    # the review column's documents on the validation rows (trainer/text_profile.py), in the report too
+    (profile,) = info["text_columns"]
+    assert profile["column"] == "review" and profile["documents"] >= 50 and 0 < profile["tokens"]["p50"] <= profile["cap"]
+    assert 0 <= profile["oov_rate"] < 0.5 and len(profile["top_tokens"]) == 12
+    assert "<h3>The text in review</h3>" in html and "out of vocabulary" in html
     assert html.count('<tr class="ok">') + html.count('<tr class="bad">') == 12  # the first 12 eval rows
 
 

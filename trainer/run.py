@@ -21,7 +21,18 @@ import tensorflow as tf
 from tfxline import task_types
 from tfxline.patches import autograph, tf_custom_gradients
 from tfxline.trainer import callbacks as callbacks_lib
-from tfxline.trainer import data, decision, export, images, importance, precision, resume, text_weights, tuning_settings
+from tfxline.trainer import (
+    data,
+    decision,
+    export,
+    images,
+    importance,
+    precision,
+    resume,
+    text_profile,
+    text_weights,
+    tuning_settings,
+)
 from tfxline.trainer import family as family_lib
 from tfxline.trainer import model as model_lib
 from tfxline.trainer import optimizer as optimizer_lib
@@ -255,6 +266,10 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
         if spec.data_kind == F.TABLE else []  # an image model reads one input
     # a text input's n-grams the model leans on most, toward each class (the bag's linear weights)
     info["text_ngrams"] = text_weights.leaned_on_ngrams(model, sizes.tf_transform_output, spec)
+    # each text input's documents on the validation rows: length, out-of-vocabulary rate, commonest tokens
+    info["text_columns"] = text_profile.text_profiles(
+        trees_lib.read_columns(inputs.validation, inputs.validation_steps)[0], sizes.tf_transform_output,
+        spec) if spec.text_inputs else []
     if strategy_lib.is_chief():
         with tf.io.gfile.GFile(os.path.join(fn_args.model_run_dir, TRAINING_RUN_FILE), "w") as f:
             json.dump(info, f, indent=2)

@@ -35,6 +35,7 @@ def training_section(run: RunArtifacts) -> Dict[str, Any]:
         section["settings"]["batch_reason"] = info.get("batch_reason") or info.get("batch_scaling")
         section["profile"] = info.get("profile")  # runtime.profile_steps
         section["text_ngrams"] = info.get("text_ngrams") or []  # trainer/text_weights.py
+        section["text_columns"] = info.get("text_columns") or []  # trainer/text_profile.py
         # model.family trees or auto: the candidates' validation scores, the one kept, the trees' importances
         section["family"], section["trees"] = info.get("family") or {}, info.get("trees") or {}
         section["family_line"] = family_line(info)

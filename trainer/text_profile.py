@@ -1,0 +1,55 @@
+"""What a text input's documents look like to the model, on the validation rows (held out from the
+vocabulary, as a new day's text is): their length in tokens (quantiles, and the share cut at
+``max_tokens``), the out-of-vocabulary rate of their tokens, and their commonest tokens. Read off
+the Transform's ids block (transforms/text.py: the first ``max_tokens`` ids are the document's
+tokens in order, ids at or past the vocabulary's size its out-of-vocabulary buckets), so it is
+what the model read, not a second tokenisation. Recorded in training_run.json and shown per text
+column in the run report."""
+from __future__ import annotations
+
+from typing import Any, Dict, List
+
+import numpy as np
+
+from tfxline.transforms import features as F
+from tfxline.transforms import text as text_lib
+
+TOP = 12
+QUANTILES = (0.1, 0.5, 0.9)
+
+
+def text_profiles(columns: Dict[str, np.ndarray], tf_transform_output, spec: F.FeatureSpec) -> List[Dict[str, Any]]:
+    """[{column, documents, tokens: {p10, p50, p90, max}, at_cap, cap, oov_rate, empty, top_tokens:
+    [[token, share of tokens], ...]}] for each text input, from ``columns`` (the validation rows'
+    transformed features, trees.read_columns); [] for a model without text."""
+    out = []
+    for feature in spec.text_inputs:
+        ids = columns.get(F.transformed_name(feature.name))
+        if ids is None or ids.ndim != 2 or not len(ids):
+            continue
+        vocabulary = [v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v)
+                      for v in tf_transform_output.vocabulary_by_name(F.vocabulary_name(feature.name))]
+        out.append(profile(ids, vocabulary, feature))
+    return out
+
+
+def profile(ids: np.ndarray, vocabulary: List[str], feature: Any) -> Dict[str, Any]:
+    """One text input's profile from its [documents, length] ids block and its vocabulary."""
+    cap = text_lib.setting(feature, "max_tokens")
+    tokens = ids[:, :cap]
+    present = tokens >= 0
+    lengths = present.sum(axis=1)
+    seen = tokens[present]
+    known = seen[seen < len(vocabulary)]
+    counts = np.bincount(known, minlength=len(vocabulary)) if len(known) else np.zeros(len(vocabulary), int)
+    top = [i for i in np.argsort(-counts, kind="stable")[:TOP] if counts[i]]
+    total = max(int(seen.size), 1)
+    return {
+        "column": feature.source, "documents": int(len(ids)), "cap": cap,
+        "tokens": {**{f"p{int(q * 100)}": round(float(np.quantile(lengths, q)), 1) for q in QUANTILES},
+                   "max": int(lengths.max())},
+        "at_cap": float(np.mean(lengths >= cap)),  # cut at max_tokens (or exactly that long)
+        "empty": float(np.mean(lengths == 0)),
+        "oov_rate": float((seen.size - known.size) / total) if seen.size else 0.0,
+        "top_tokens": [[vocabulary[i], float(counts[i] / total)] for i in top],
+    }
