@@ -35,3 +35,19 @@ def check_tflite(cfg: PipelineConfig, schema) -> None:
         tflite.check_mode(cfg.serving.tflite, strings)
     except tflite.TFLiteError as e:
         raise data_source.DataError(str(e)) from None
+
+
+def check_text_encoder(cfg: PipelineConfig) -> None:
+    """model.text_saved_model: a pretrained text encoder's folder the Trainer will load, refused
+    before the run when it holds no SavedModel (a path or gs://), not by the Trainer's traceback.
+    Here, not at config load: predict and runs read the config of a model that carries its encoder,
+    after the folder may be gone."""
+    from tfxline.serving import storage
+    from tfxline.trainer.text_settings import PRETRAINED
+
+    path = cfg.model.text_saved_model
+    if cfg.model.text_encoder != PRETRAINED or not cfg.features.text_inputs:
+        return
+    if not storage.isfile(storage.join(path, "saved_model.pb")):
+        raise data_source.DataError(f"model.text_saved_model: {path} holds no saved_model.pb; point at the "
+                                    "SavedModel's folder (the one with saved_model.pb and variables/ in it)")

@@ -17,7 +17,7 @@ from typing import Optional, TextIO, cast
 
 from tfxline.local import beam_flags, monitoring, outcome, reuse
 from tfxline.local.lock import one_run_at_a_time
-from tfxline.local.preflight import check_release, check_tflite
+from tfxline.local.preflight import check_release, check_text_encoder, check_tflite
 from tfxline.local.process import (
     frozen_heap,
     interruption_exit_code,
@@ -84,6 +84,7 @@ def resolve_inputs(cfg: PipelineConfig, span: Optional[int] = None) -> LocalPath
     else:
         data_source.check_tfrecords(found.files, schema, required=cfg.features.raw_columns)
     check_tflite(cfg, schema)
+    check_text_encoder(cfg)
     check_window_splits(cfg, found.span)
     check_release(cfg)
     digest = (files.content_digest(found.files) if cfg.data.format == "csv" else

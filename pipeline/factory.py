@@ -29,7 +29,9 @@ from tfxline.pipeline.eval_config import build_eval_config
 from tfxline.pipeline.example_gens import DataRoot, example_gen_component
 from tfxline.pipeline.pusher_settings import release_properties, tflite_properties
 from tfxline.pipeline.tuning import tuned_hyperparameters, tuning_component
+from tfxline.trainer.text_settings import PRETRAINED
 from tfxline.transforms import image_files
+from tfxline.transforms.preprocessing import RAW_TEXT
 
 PREPROCESSING_FN = "tfxline.transforms.preprocessing.preprocessing_fn"
 RUN_FN = "tfxline.trainer.run.run_fn"
@@ -180,10 +182,19 @@ def data_components(cfg: PipelineConfig, *, data_root: DataRoot, data_pattern: s
                           drift_gate)
 
 
+def transform_component_config(cfg: PipelineConfig) -> dict:
+    """The Transform's custom_config: the feature spec, and whether the text inputs pass through as
+    raw strings (a pretrained encoder tokenizes them itself: trainer/text_pretrained.py)."""
+    out: dict = {"features": cfg.features.to_dict()}
+    if cfg.model.text_encoder == PRETRAINED and cfg.features.text_inputs:
+        out[RAW_TEXT] = True
+    return out
+
+
 def transform_component(cfg: PipelineConfig, data: DataComponents):
     transform = Transform(
         examples=data.training_examples, schema=data.schema_gen.outputs["schema"],
-        preprocessing_fn=PREPROCESSING_FN, custom_config={"features": cfg.features.to_dict()},
+        preprocessing_fn=PREPROCESSING_FN, custom_config=transform_component_config(cfg),
         disable_statistics=not cfg.runtime.transform_statistics,
         # Analyze train only, and write no transformed examples: the Trainer runs the
         # Transform graph on the raw examples as it reads them (trainer/data.py), as the

@@ -24,8 +24,12 @@ TFLITE_CONVERTER_NOISE = re.compile(
 # And YDF's C++ side (a trees model: trainer/trees.py), which logs in its own format on each model
 # load and learner's start, whatever ydf.verbose says ("[INFO 26-12-02 07:38:19.2615 UTC
 # kernel.cc:1233] Loading model from path ..."): its INFO and WARNING lines; its errors still show.
+# And oneDNN's notice, once a process, that an int64 op (a pretrained text encoder's table lookup:
+# trainer/text_pretrained.py) runs on Eigen's kernel instead ("E ... util.cc:131] oneDNN supports
+# DT_INT64 only on platforms with AVX-512. Falling back to the default Eigen-based implementation").
 TF_RUNTIME_NOISE = re.compile(
     r"op_level_cost_estimator\.cc:\d+\] Error in PredictCost\(\)|All log messages before absl::InitializeLog"
+    r"|oneDNN supports DT_INT64 only on platforms with AVX-512"
     r"|^\[(INFO|WARNING) \d\d-\d\d-\d\d [\d:.]+ UTC [\w.]+:\d+\] ")
 
 

@@ -86,7 +86,10 @@ def collect() -> List[Tuple[str, str, int, str]]:
 
 # The files whose dataclasses are the config's sections (each with its rules, problems()).
 SECTION_FILES = ("pipeline/config/__init__.py", "pipeline/config/sections.py", "pipeline/config/platform.py",
-                 "trainer/settings.py")
+                 "trainer/settings.py", "trainer/text_settings.py", "trainer/trees_settings.py")
+# ... and what is checked outside a section class: a section's problems() calls these functions on
+# itself, or the class is a section nested in another (model.trees)
+SECTION_OWNERS = {"text_problems": "model", "family_problems": "model", "TreesConfig": "model.trees"}
 
 
 def config_checks() -> List[Tuple[str, str, int, str]]:
@@ -98,7 +101,9 @@ def config_checks() -> List[Tuple[str, str, int, str]]:
         path = os.path.join(ROOT, name)
         tree = ast.parse(open(path).read(), path)
         for owner in tree.body:
-            section = sections.get(owner.name) if isinstance(owner, ast.ClassDef) else None
+            named = isinstance(owner, (ast.ClassDef, ast.FunctionDef))
+            section = (sections.get(owner.name, SECTION_OWNERS.get(owner.name)) if isinstance(owner, ast.ClassDef)
+                       else SECTION_OWNERS.get(owner.name) if named else None)
             for node in ast.walk(owner) if section is not None else ():
                 if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
                     continue

@@ -32,10 +32,11 @@ class ModelInput:
     cardinality: Optional[int] = None
     length: Optional[int] = None
     tokens: Optional[int] = None
+    raw_text: bool = False  # the [batch] text itself, for a pretrained encoder (trainer/text_pretrained.py)
 
     @property
     def is_text(self) -> bool:
-        return self.length is not None
+        return self.length is not None or self.raw_text
 
     @property
     def is_categorical(self) -> bool:
@@ -65,10 +66,11 @@ def embedding_dim(cardinality: int, max_dim: int) -> int:
 
 def build_model(model_inputs: Sequence[ModelInput], head: Head, hidden_units: Sequence[int],
                 dropout: float = 0.0, embedding_max_dim: int = 16, batch_norm: bool = False,
-                text_encoder: str = "bag", text_dim: int = 64):
+                text_encoder: str = "bag", text_dim: int = 64, text_saved_model: str = "",
+                text_fine_tune: bool = False):
     """Wide (a linear weight per category) + deep (embeddings and numerics into an MLP), plus each
-    text input's encoder (``text_encoder``, ``text_dim`` wide: trainer/text.py) adding its own
-    logits, not through the MLP.
+    text input's encoder (``text_encoder``, ``text_dim`` wide, or the SavedModel ``text_saved_model``
+    fine-tuned or not: trainer/text.py) adding its own logits, not through the MLP.
 
     Shaped for few, large kernels (a GPU runs one per op): the categorical indices go in as
     one [batch, features] block through one table for all features (per-feature row offsets:
@@ -84,12 +86,13 @@ def build_model(model_inputs: Sequence[ModelInput], head: Head, hidden_units: Se
     numeric = [mi for mi in model_inputs if not mi.is_categorical and not mi.is_text]
     if not model_inputs:
         raise ValueError("the model needs at least one input")
-    inputs = {mi.name: k.Input(shape=(mi.length,) if mi.is_text else (), name=mi.name,
-                               dtype="int64" if mi.cardinality is not None else "float32")
+    inputs = {mi.name: k.Input(shape=(mi.length,) if mi.is_text and not mi.raw_text else (), name=mi.name,
+                               dtype="string" if mi.raw_text else "int64" if mi.cardinality is not None else "float32")
               for mi in model_inputs}
     deep_parts, logits = [], []
     for mi in texts:  # each text's own logits (trainer/text.py): the table's columns keep the MLP
-        logits += text_lib.encode(inputs[mi.name], mi, text_encoder, text_dim, head.units, dropout)
+        logits += text_lib.encode(inputs[mi.name], mi, text_encoder, text_dim, head.units, dropout,
+                                  text_saved_model, text_fine_tune)
     if categorical:
         cards = [int(mi.cardinality or 0) for mi in categorical]  # set: each is categorical
         indices = layers["Stack"](dtype_name="int64", name="categorical_indices")(

@@ -54,6 +54,9 @@ def model_inputs(spec: F.FeatureSpec, tf_transform_output) -> List[model_lib.Mod
     inputs = []
     for f in spec.inputs:
         name = F.transformed_name(f.name)
+        if f.is_text and tf_transform_output.transformed_feature_spec()[name].dtype == tf.string:
+            inputs.append(model_lib.ModelInput(name, raw_text=True))  # the text itself (a pretrained encoder)
+            continue
         if f.is_text:  # [length] n-gram ids (transforms/text.py)
             vocab = tf_transform_output.vocabulary_size_by_name(F.vocabulary_name(f.name))
             inputs.append(model_lib.ModelInput(name, text_lib.cardinality(f, vocab), text_lib.length(f),
@@ -143,9 +146,12 @@ def build(fn_args, settings: TrainerSettings, sizes: Sizes, strategy, policy: st
             model = model_lib.build_model(
                 inputs, head, model_settings.hidden_units,
                 model_settings.dropout, model_settings.embedding_max_dim, model_settings.batch_norm,
-                model_settings.text_encoder, model_settings.text_dim)
+                model_settings.text_encoder, model_settings.text_dim, model_settings.text_saved_model,
+                model_settings.text_fine_tune)
         per_call = strategy_lib.steps_per_execution(settings.runtime.steps_per_execution, sizes.steps_per_epoch)
-        xla = strategy_lib.use_xla(settings.runtime.jit_compile, sizes.device)
+        # a string op has no XLA kernel: a pretrained text encoder reads the raw text (trainer/text_pretrained.py)
+        xla = strategy_lib.use_xla(settings.runtime.jit_compile, sizes.device) and not any(
+            mi.raw_text for mi in inputs)
 
         def compiled(learning_rate: float):
             schedule = optimizer_lib.learning_rate_schedule(

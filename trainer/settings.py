@@ -14,6 +14,7 @@ import dataclasses
 from typing import Any, Dict, Iterator, Mapping, Tuple
 
 from tfxline import task_types
+from tfxline.trainer import text_settings
 from tfxline.trainer.trees_settings import NETWORK, TreesConfig, family_problems
 from tfxline.transforms import features as F
 from tfxline.typed_config.problems import Problem, bad
@@ -32,8 +33,9 @@ MAX_CLASS_WEIGHT = 10.0
 JIT_COMPILES = ("auto", "true", "false")
 IMAGE_BACKBONES = ("small_cnn", "mobilenet_v2", "efficientnet_b0", "resnet50")  # trainer/images.py builds them
 IMAGE_MODEL_KEYS = ("backbone", "weights", "frozen_epochs")  # the model section's keys only an image model reads
-TEXT_ENCODERS = ("bag", "transformer")  # trainer/text.py builds them
-TEXT_MODEL_KEYS = ("text_encoder", "text_dim")  # ... and those only a model with a text input reads
+TEXT_ENCODERS = text_settings.TEXT_ENCODERS  # trainer/text.py builds them
+# ... and those only a model with a text input reads
+TEXT_MODEL_KEYS = ("text_encoder", "text_dim", "text_saved_model", "text_fine_tune")
 TREES_MODEL_KEYS = ("family", "trees")  # ... and those only a model that may be trees reads
 # The keys TFX's Google Cloud extension adds to the custom_config it passes through to the job it
 # starts (runner.py:154-200 sends the whole exec_properties to the workers' run_executor): the
@@ -68,9 +70,14 @@ class ModelConfig:
     frozen_epochs: int = 3
     # Text inputs (trainer/text.py): bag (the mean of the n-grams' embeddings and a linear weight
     # per n-gram: fast, order-free, TF-IDF + logistic regression's match) | transformer (token
-    # embeddings with positions through a small Transformer encoder: word order counts)
+    # embeddings with positions through a small Transformer encoder: word order counts) |
+    # pretrained (text_saved_model's encoder on the raw text: trainer/text_pretrained.py)
     text_encoder: str = "bag"
     text_dim: int = 64             # the width of a text input's n-gram (token) embeddings
+    # text_encoder pretrained: a TF2 SavedModel's folder (a path or gs://, never a URL) whose
+    # __call__ maps a batch of strings to [batch, dim] vectors (TF Hub's text-embedding models do)
+    text_saved_model: str = ""
+    text_fine_tune: bool = False   # pretrained: train its weights too (false: frozen, the head learns)
     # network | trees | auto: which model family a table trains (trainer/trees_settings.py);
     # `tfxline init` writes auto for a table, which trains both and keeps the better on validation
     family: str = NETWORK
@@ -80,10 +87,7 @@ class ModelConfig:
     def problems(self) -> Iterator[Problem]:
         yield from family_problems(self.family, self)
         yield from (problem.within("trees") for problem in self.trees.problems())
-        if self.text_encoder not in TEXT_ENCODERS:
-            yield bad(self, "text_encoder", f"use one of {', '.join(TEXT_ENCODERS)}")
-        if not self.text_dim >= 2:
-            yield bad(self, "text_dim", "must be >= 2")
+        yield from text_settings.text_problems(self)
         if self.backbone not in IMAGE_BACKBONES:
             yield bad(self, "backbone", f"use one of {', '.join(IMAGE_BACKBONES)}")
         if self.weights == "imagenet":

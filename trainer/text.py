@@ -14,6 +14,9 @@ embeddings plus learnt positions, through ``TRANSFORMER_BLOCKS`` Transformer enc
 pooled over the tokens present: for text where word order counts. Slower on a CPU (attention is
 quadratic in the length), so init keeps it for short texts or names it (cli/init_text.py).
 
+``pretrained``: an encoder someone else trained, from a SavedModel folder, on the raw text
+(trainer/text_pretrained.py), through the same linear layer.
+
 No artifact I/O here: built from ``ModelInput``s as the rest of the model is.
 """
 from __future__ import annotations
@@ -25,21 +28,32 @@ import tensorflow as tf
 
 from tfxline.trainer.embedding_ops import gather_with_dense_gradient
 from tfxline.trainer.keras_compat import keras
+from tfxline.trainer.text_settings import PRETRAINED
 
 TRANSFORMER_BLOCKS = 2
 TRANSFORMER_HEADS = 4
 
 
-def encode(ids: Any, model_input: Any, encoder: str, dim: int, units: int, dropout: float) -> List[Any]:
+def encode(ids: Any, model_input: Any, encoder: str, dim: int, units: int, dropout: float,
+           saved_model: str = "", fine_tune: bool = False) -> List[Any]:
     """The [batch, units] logits a text input's [batch, length] ids add to the model's: the encoded
     document through a linear layer (fastText's classifier), and for the bag the n-grams' own
     linear weights. Not through the table's MLP: on a few thousand documents the MLP over the
     document vector memorised the training rows within two passes (a review table's validation
-    AUC fell from 0.854 after the first pass)."""
+    AUC fell from 0.854 after the first pass). ``pretrained``: ``ids`` is the [batch] raw text,
+    through the SavedModel at ``saved_model`` (trainer/text_pretrained.py)."""
     layers = _layers()
     k = keras()
     name = model_input.name
-    if encoder == "transformer":
+    if (encoder == PRETRAINED) != bool(model_input.raw_text):
+        raise ValueError(f"{name}: text_encoder {encoder} with the Transform's "
+                         f"{'raw text' if model_input.raw_text else 'n-gram ids'}; the Transform passes the raw text "
+                         f"through for text_encoder: {PRETRAINED} only (run the pipeline again: its Transform re-runs)")
+    if encoder == PRETRAINED:
+        from tfxline.trainer import text_pretrained
+
+        vector = text_pretrained.encoder_layer(saved_model, fine_tune, name=f"{name}_pretrained")(ids)
+    elif encoder == "transformer":
         tokens = layers["Tokens"](model_input.tokens, name=f"{name}_tokens")(ids)
         vector = layers["TransformerEncoder"](model_input.cardinality, model_input.tokens, dim, dropout,
                                               name=f"{name}_transformer")(tokens)
@@ -48,7 +62,7 @@ def encode(ids: Any, model_input: Any, encoder: str, dim: int, units: int, dropo
     if dropout:
         vector = k.layers.Dropout(dropout, rng_type="stateful", name=f"{name}_dropout")(vector)
     logits = [k.layers.Dense(units, name=f"{name}_logits")(vector)]
-    if encoder != "transformer":
+    if encoder == "bag":
         logits.append(layers["NgramBag"](model_input.cardinality, units, pooling="sqrt", initializer="zeros",
                                          name=f"{name}_linear")(ids))
     return logits

@@ -51,19 +51,24 @@ def widened(low: Any, high: Any) -> Tuple[Any, Any]:
     return low - margin, high + margin
 
 
+# custom_config's key: the text inputs passed through as raw strings (make_preprocessing_fn)
+RAW_TEXT = "raw_text"
+
 def preprocessing_fn(inputs: Dict[str, Any], custom_config: Mapping[str, Any]) -> Dict[str, Any]:
     """Entry point TFX's Transform calls (referenced by import path, not module_file)."""
     spec = F.FeatureSpec.from_dict(custom_config["features"])
-    return make_preprocessing_fn(spec)(inputs)
+    return make_preprocessing_fn(spec, raw_text=bool(custom_config.get(RAW_TEXT)))(inputs)
 
 
-def make_preprocessing_fn(spec: F.FeatureSpec, analyzers: Optional[Analyzers] = None,
-                          with_label: bool = True) -> Callable[[Dict[str, Any]], Dict[str, Any]]:
+def make_preprocessing_fn(spec: F.FeatureSpec, analyzers: Optional[Analyzers] = None, with_label: bool = True,
+                          raw_text: bool = False) -> Callable[[Dict[str, Any]], Dict[str, Any]]:
     """A plain ``preprocessing_fn(inputs)`` for a feature spec (also used by tests).
 
     ``analyzers``: tft's full passes (the default), or the frozen values of a Transform
     output (``transforms.analyzers.FrozenAnalyzers``, for a model that serves without tft).
     ``with_label``: False for serving, where no label column is sent.
+    ``raw_text``: each text input as its raw [rows] string (a missing value ""), not n-gram ids:
+    what a pretrained encoder reads (``model.text_encoder: pretrained``; the factory sets it).
     """
     analyzers = analyzers or TftAnalyzers()
 
@@ -85,6 +90,8 @@ def make_preprocessing_fn(spec: F.FeatureSpec, analyzers: Optional[Analyzers] = 
                 built[feature.name] = datetime_part(feature, inputs[feature.source])
             elif feature.transform == F.IMAGE_TRANSFORM:  # its bytes, as stored: decoded where the pixels
                 built[feature.name] = to_dense(inputs[feature.source], "")  # are used (transforms/images.py)
+            elif feature.is_text and raw_text:  # the text itself, for a pretrained encoder's own tokenizer
+                built[feature.name] = text_lib.raw_text(feature, inputs[feature.source])
             elif feature.is_text:  # [rows, length] n-gram ids in its vocabulary (transforms/text.py)
                 built[feature.name] = analyzers.text_ids(feature, text_lib.raw_text(feature, inputs[feature.source]))
         outputs = {F.transformed_name(f.name): built[f.name] for f in spec.inputs}

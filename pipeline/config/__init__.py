@@ -34,6 +34,7 @@ from tfxline.pipeline.config.sections import (
 
 # The sections the Trainer reads live with the model code (trainer/ never imports pipeline/).
 from tfxline.trainer.settings import ModelConfig, TrainerRuntime, TrainerSettings, TrainingConfig
+from tfxline.trainer.text_settings import PRETRAINED
 from tfxline.trainer.trees_settings import trained_family, trees_problem
 from tfxline.trainer.tuning_settings import TuningConfig
 from tfxline.transforms.features import FeatureSpec
@@ -136,6 +137,9 @@ class PipelineConfig:
             yield Problem("model.family", f"trees: {trees}",
                           "fix: set model.family: network (or auto, which trains trees only where they can serve)")
         texts = [f.name for f in self.features.text_inputs]
+        if texts and self.model.text_encoder == PRETRAINED and self.runtime.jit_compile == "true":
+            yield Problem("runtime.jit_compile", "true: a pretrained text encoder tokenizes the raw text with string "
+                          "ops, which have no XLA kernel", "fix: set runtime.jit_compile: auto (it trains without XLA)")
         if texts and self.serving.tflite != "off":  # transforms/text.py: the ops TFLite lacks, cited
             yield Problem("serving.tflite", f"{self.serving.tflite}: the text feature(s) {', '.join(texts)} are "
                           "tokenised with string ops (StringSplitV2, RegexReplace, StringLower, a hash table) that "
