@@ -28,7 +28,9 @@ run only where the run itself is what it checks (then it says why in its module 
   test_mariadb (two at once and a cached re-run on a MariaDB store: none waits; gc there),
   test_spans (a week of daily spans: backfill, cache, window, span drift, gc), test_e2e (too
   few rows for the split), test_init_e2e (init's project), test_text_folder_e2e (a folder of .txt
-  files: TextExampleGen), test_notebooks, test_interactive,
+  files: TextExampleGen), test_text_e2e (a review table: the bag), test_text_pretrained (its
+  Transform passes the raw text through), test_trees_e2e (a trees-only model), test_notebooks,
+  test_interactive,
   test_containers (compiled runs in the image), test_bench_smoke (bench/e2e.py --smoke).
 """
 import os
