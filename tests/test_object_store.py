@@ -131,3 +131,37 @@ def test_the_pusher_baseline_drift_gate_and_run_metrics_on_gs(gcs, pipeline_run)
     assert metric_samples.drift_samples(drift.uri)  # read back from gs://
     names = {s.name for s in metric_samples.serving_samples(serving)}
     assert names == {"tfxline_serving_version", "tfxline_last_successful_push_timestamp_seconds"}
+
+
+def test_a_text_folder_on_gs_reads_as_the_same_folder_on_disk(gcs, tmp_path):
+    """TextExampleGen on a class folder of .txt files on gs:// (issue #72, item 2; a Kubeflow or
+    Vertex run's data is there): the same examples in the same splits as from the folder on disk,
+    the strays (README.md; a hidden .DS_Store) left out and counted the same way."""
+    import os
+
+    import tensorflow as tf
+
+    from tests.example_gen_runs import run_example_gen
+    from tests.text_folder_data import text_folder
+    from tfxline.components import text_example_gen
+
+    local = tmp_path / "docs"
+    text_folder(str(local), per_class=12, copies=2)
+    root = gcs("texts")
+    for base, _, names in os.walk(local):
+        for name in names:
+            path = os.path.join(base, name)
+            tf.io.gfile.copy(path, f"{root}/{os.path.relpath(path, local)}")
+    config = text_example_gen.custom_config("review", "kind")
+    on_disk, disk_examples = run_example_gen(text_example_gen.Executor, str(local), tmp_path / "out", "*/*", config)
+    on_gs, gs_examples = run_example_gen(text_example_gen.Executor, root, gcs("examples"), "*/*", config)
+
+    def texts(out):  # each split's (text, class) pairs (a record's bytes: its map's order varies)
+        def pair(e):
+            return tuple(e.features.feature[c].bytes_list.value[0] for c in ("review", "kind"))
+
+        return {split: sorted(pair(e) for e in got) for split, got in out.items()}
+
+    assert texts(on_gs) == texts(on_disk) and sum(len(v) for v in on_gs.values()) == 3 * 12 + 2
+    assert gs_examples.get_int_custom_property("ignored_files") == disk_examples.get_int_custom_property(
+        "ignored_files") == 1
