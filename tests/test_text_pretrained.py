@@ -70,6 +70,14 @@ def test_the_transform_passes_the_text_through_for_it_and_only_for_it(project):
     model = trainer_custom_config(cfg)["model"]
     assert (model["text_encoder"], model["text_saved_model"], model["text_fine_tune"]) == ("pretrained", encoder, False)
     assert "raw_text" not in transform_component_config(load_config(config))  # the bag's Transform as before
+    from tfxline.kubeflow import compile as kfp_compile
+    from tfxline.kubeflow import spec as kfp_spec
+
+    job = kfp_compile.compile_pipeline(cfg, image="example/tfxline:test", pipeline_root="gs://bucket/root",
+                                       output=str(root / "pipeline.json"))
+    kfp_spec.check_open_source_kfp(job)
+    compiled = json.dumps(job)
+    assert "raw_text" in compiled and encoder in compiled  # the Transform's and the Trainer's settings
     assert "raw_text" not in transform_component_config(load_config("taxi", ["model.text_encoder=pretrained",
                                                                             f"model.text_saved_model={encoder}"]))
 
