@@ -94,7 +94,8 @@ def text_input(name: str, stats: TextStats, empty: str) -> Tuple[List[Dict[str, 
     cut = f", {stats.max_words} at most: the first {max_tokens} read" if stats.max_words > max_tokens else ""
     why = (f"free text: {stats.median_words:g} words a value (95% within {stats.p95_words}{cut}), "
            f"{stats.distinct_tokens} distinct words; a bag of 1-2-grams, {top_k} seen in {MIN_COUNT}+ rows "
-           f"(model.text_encoder: transformer reads word order, at several times the cost){empty}")
+           f"(model.text_encoder: transformer reads word order, at several times the cost; pretrained reads "
+           f"an encoder's SavedModel folder: docs/text.md){empty}")
     return [spec], why
 
 

@@ -15,6 +15,7 @@ from tfxline.cli.common import (
     config_or_bad_input,
     quiet_tensorflow,
 )
+from tfxline.trainer.text_settings import PRETRAINED
 
 
 def add_commands(sub) -> None:
@@ -66,8 +67,8 @@ def _run(args, cfg, stream: TextIO) -> int:
     from tfxline.transforms.features import FeatureSpecError
 
     span = span_number(args.span)
-    if cfg.data.format != "csv":
-        quiet_tensorflow()  # TFRecords are checked with TensorFlow
+    if cfg.data.format != "csv" or cfg.model.text_encoder == PRETRAINED:
+        quiet_tensorflow()  # TFRecords are checked with TensorFlow, a pretrained text encoder loaded
     try:
         paths = runner.resolve_inputs(cfg, span)
         quiet_tensorflow()

@@ -35,7 +35,7 @@ def project(tmp_path_factory):
     (["model.text_encoder=pretrained"], "text_saved_model: ''; text_encoder: pretrained needs the folder of a TF2 "
                                         "SavedModel that maps a batch of strings"),
     (["model.text_encoder=pretrained", f"model.text_saved_model={NNLM}"],
-     f"{NNLM} is a URL; a run never downloads: fetch {NNLM} once where there is internet"),
+     f"{NNLM} is a URL; a run never downloads: fetch it once where there is internet"),
     (["model.text_saved_model=ENCODER"], "is read by text_encoder: pretrained only \\(text_encoder is bag\\)"),
     (["model.text_fine_tune=true"], "text_fine_tune: True; fine-tunes a text_encoder: pretrained only"),
     (["model.text_encoder=pretrained", "model.text_saved_model=ENCODER", "runtime.jit_compile=true"],
@@ -54,9 +54,51 @@ def test_a_run_refuses_a_folder_without_a_saved_model_before_it_starts(project):
     root, _ = project
     done = tfxline("run", "--config", str(root / "p" / "config.yaml"), "--set", "model.text_encoder=pretrained",
                    "--set", f"model.text_saved_model={root / 'nowhere'}")
-    assert done.returncode == 2 and "holds no saved_model.pb; point at the SavedModel's folder" in done.stderr, \
+    assert done.returncode == 2 and f"model.text_saved_model: {root / 'nowhere'} does not exist" in done.stderr, \
         done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and "Unable to register" not in done.stderr, done.stderr[-2000:]
     assert not (root / "p" / "output" / "pipeline_root").exists()  # refused before anything ran
+
+
+class TakesIds(tf.Module):
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.int64)])
+    def __call__(self, ids):
+        return tf.ones([tf.shape(ids)[0], 4])
+
+
+class GivesTokens(tf.Module):
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def __call__(self, texts):
+        return tf.ones([tf.shape(texts)[0], 3, 4])  # a vector per token, not pooled
+
+
+class NotCallable(tf.Module):
+    def __init__(self):
+        super().__init__()
+        self.table = tf.Variable(tf.ones([3, 4]))
+
+
+@pytest.mark.parametrize("saved,says", [
+    (TakesIds, ": its __call__ does not take a [batch] tf.string tensor ("),
+    (GivesTokens, ": its __call__ gave float32 [2, 3, 4] for 2 documents; save an encoder that returns [batch, dim]"),
+    (NotCallable, " has no __call__; save the encoder with tf.saved_model.save(obj, path), obj callable"),
+    (None, " is the SavedModel's file; point at its folder, "),
+])
+def test_the_preflight_calls_the_encoder_once_and_names_what_is_wrong(project, tmp_path, saved, says):
+    """What the Trainer would fail on minutes in (a traceback after the data components ran), said
+    before the run: the encoder loaded and called on two documents (local/preflight.py)."""
+    from tfxline.local.preflight import check_encoder
+    from tfxline.pipeline.data.source import DataError
+
+    _, encoder = project
+    path = os.path.join(encoder, "saved_model.pb")
+    if saved is not None:
+        path = str(tmp_path / saved.__name__)
+        tf.saved_model.save(saved(), path)
+    with pytest.raises(DataError) as refused:
+        check_encoder(path)
+    assert str(refused.value).startswith(f"model.text_saved_model: {path}") and says in str(refused.value)
+    check_encoder(encoder)  # the encoder the run below trains with
 
 
 def test_the_transform_passes_the_text_through_for_it_and_only_for_it(project):
@@ -120,6 +162,8 @@ def test_a_fine_tuned_encoder_is_trained_pushed_and_served_without_its_folder(pr
     runs = sorted((root / "p" / "output" / "pipeline_root" / "Trainer" / "model_run").iterdir(), key=os.path.getmtime)
     info = json.loads((runs[-1] / "training_run.json").read_text())
     assert ["review_xf", None] in [mi[:2] for mi in info["model_inputs"]] and info["jit_compile"] is False
+    report = next(x for x in run.stdout.splitlines() if "report: " in x).split("report: ", 1)[1].strip()
+    assert f"pretrained, from {encoder} (fine-tuned), on the raw text" in open(report, encoding="utf-8").read()
     pushed = next(x for x in run.stdout.splitlines() if "pushed to: " in x).split("pushed to: ", 1)[1].split(" (")[0]
     assets = [n for _, _, names in os.walk(os.path.join(pushed, "assets")) for n in names]
     assert any(n.endswith("vocabulary.txt") for n in assets), assets  # the encoder's, copied with the model

@@ -13,9 +13,9 @@ TEXT_ENCODERS = ("bag", "transformer", PRETRAINED)
 READABLE_SCHEMES = ("gs://", "s3://", "hdfs://")
 
 
-def bring_it(path: str) -> str:
+def bring_it() -> str:
     """The fix for an encoder named by a URL: fetch it once, point at the folder."""
-    return (f"a run never downloads: fetch {path} once where there is internet (a TF Hub model: add "
+    return ("a run never downloads: fetch it once where there is internet (a TF Hub model: add "
             "?tf-hub-format=compressed to its URL and untar it into a folder), copy the folder where the run "
             "reads (a path or gs://) and set model.text_saved_model to it")
 
@@ -40,5 +40,6 @@ def text_problems(model: Any) -> Iterator[Problem]:
         yield bad(model, "text_saved_model", f"text_encoder: {PRETRAINED} needs the folder of a TF2 SavedModel "
                                              "that maps a batch of strings to [batch, dim] vectors (a path or gs://)")
     elif "://" in path and not path.startswith(READABLE_SCHEMES):
-        yield bad(model, "text_saved_model", f"{path} is a URL; {bring_it(path)}")
+        yield bad(model, "text_saved_model", f"{path} is a URL; {bring_it()}")
+
 

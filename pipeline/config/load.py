@@ -82,6 +82,9 @@ def config_from_dict(raw: Mapping[str, Any], data: bool = True) -> PipelineConfi
         # relative paths are relative to the working directory, as on a CLI
         cfg = dataclasses.replace(
             cfg, data=dataclasses.replace(cfg.data, path=os.path.abspath(cfg.data.path)))
+    path = cfg.model.text_saved_model
+    if path and "://" not in path:  # a pretrained text encoder's folder: relative to the working directory too
+        cfg = dataclasses.replace(cfg, model=dataclasses.replace(cfg.model, text_saved_model=os.path.abspath(path)))
     validate(cfg, data=data)
     return cfg
 

@@ -36,10 +36,25 @@ def training_section(run: RunArtifacts) -> Dict[str, Any]:
         section["profile"] = info.get("profile")  # runtime.profile_steps
         section["text_ngrams"] = info.get("text_ngrams") or []  # trainer/text_weights.py
         section["text_columns"] = info.get("text_columns") or []  # trainer/text_profile.py
+        section["text_encoder"] = text_encoder_line(info)
         # model.family trees or auto: the candidates' validation scores, the one kept, the trees' importances
         section["family"], section["trees"] = info.get("family") or {}, info.get("trees") or {}
         section["family_line"] = family_line(info)
     return section
+
+
+def text_encoder_line(info: Dict[str, Any]) -> str:
+    """What read the text inputs ('' for a model without text): the encoder, and a pretrained one's
+    folder and whether it was fine-tuned (trainer/text.py, trainer/text_pretrained.py)."""
+    texts = [mi for mi in info.get("model_inputs") or [] if len(mi) > 2]
+    model = info.get("model") or {}
+    if not texts or not model.get("text_encoder"):
+        return ""
+    if model["text_encoder"] == "pretrained":
+        how = "fine-tuned" if model.get("text_fine_tune") else "frozen"
+        return (f"pretrained, from {model.get('text_saved_model')} ({how}), on the raw text: no n-gram ids, so no "
+                "per-column profile or n-gram weights below")
+    return f"{model['text_encoder']}, {model.get('text_dim')} wide"
 
 
 def tensorboard_scalars(logdir: str) -> Dict[str, Dict[str, List[List[float]]]]:
