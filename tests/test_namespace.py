@@ -96,3 +96,14 @@ def test_the_wheel_installs_beside_pypis_kubeflow_and_schema(tmp_path):
     assert probe["claimed"] == ["tfxline"], probe
     # The console command is the wheel's too.
     assert "usage: tfxline" in run(venv / "bin" / "tfxline", "--help", cwd=elsewhere, env=env).stdout
+
+
+def test_jedi_follows_a_tfxline_import_to_its_definition():
+    """Go-to-definition in a checkout (issue #74): jedi (the analyser of IPython and several editors,
+    in both locks) resolves ``tfxline.trainer.run.run_fn`` to trainer/run.py's def, through the link."""
+    import jedi
+
+    script = jedi.Script("from tfxline.trainer import run\nrun.run_fn\n", project=jedi.Project(str(ROOT)))
+    (found,) = script.goto(2, 6)
+    assert found.module_path.resolve() == (ROOT / "trainer" / "run.py").resolve()
+    assert (ROOT / "trainer" / "run.py").read_text().splitlines()[found.line - 1].startswith("def run_fn(")
