@@ -306,3 +306,14 @@ def test_the_text_profile_reads_length_oov_and_commonest_tokens_off_the_ids(anal
     assert got["oov_rate"] == pytest.approx(10 / 26)
     assert got["top_tokens"][0] == ["great", pytest.approx(6 / 26)]
     assert text_profile.text_profiles({}, output, SPEC) == []  # no ids read: nothing to say
+    # as the Trainer calls it: its validation batches, the text ids only, at most MAX_DOCUMENTS of them
+    batches = tf.data.Dataset.from_tensor_slices(({name: ids, "stars_xf": np.zeros(8, np.float32)},
+                                                  np.zeros(8))).batch(3)
+    assert text_profile.profiles_on(batches, 3, output, SPEC) == [got]
+    text_profile.MAX_DOCUMENTS = 5
+    try:
+        assert text_profile.profiles_on(batches, 3, output, SPEC)[0]["documents"] == 5
+    finally:
+        text_profile.MAX_DOCUMENTS = 10_000
+    raw = tf.data.Dataset.from_tensor_slices(({name: tf.constant(REVIEWS[:3] + [""] + REVIEWS[4:])}, np.zeros(8)))
+    assert text_profile.profiles_on(raw.batch(4), 2, output, SPEC) == []  # raw text (a pretrained encoder)

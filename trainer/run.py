@@ -273,9 +273,8 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
     # a text input's n-grams the model leans on most, toward each class (the bag's linear weights)
     info["text_ngrams"] = text_weights.leaned_on_ngrams(model, sizes.tf_transform_output, spec)
     # each text input's documents on the validation rows: length, out-of-vocabulary rate, commonest tokens
-    info["text_columns"] = text_profile.text_profiles(
-        trees_lib.read_columns(inputs.validation, inputs.validation_steps)[0], sizes.tf_transform_output,
-        spec) if spec.text_inputs else []
+    info["text_columns"] = text_profile.profiles_on(inputs.validation, inputs.validation_steps,
+                                                    sizes.tf_transform_output, spec)
     if strategy_lib.is_chief():
         with tf.io.gfile.GFile(os.path.join(fn_args.model_run_dir, TRAINING_RUN_FILE), "w") as f:
             json.dump(info, f, indent=2)

@@ -1,5 +1,5 @@
-"""What a text input's documents look like to the model, on the validation rows (held out from the
-vocabulary, as a new day's text is): their length in tokens (quantiles, and the share cut at
+"""What a text input's documents look like to the model, on the validation rows (the first
+``MAX_DOCUMENTS``; held out from the vocabulary, as a new day's text is): their length in tokens (quantiles, and the share cut at
 ``max_tokens``), the out-of-vocabulary rate of their tokens, and their commonest tokens. Read off
 the Transform's ids block (transforms/text.py: the first ``max_tokens`` ids are the document's
 tokens in order, ids at or past the vocabulary's size its out-of-vocabulary buckets), so it is
@@ -16,6 +16,27 @@ from tfxline.transforms import text as text_lib
 
 TOP = 12
 QUANTILES = (0.1, 0.5, 0.9)
+MAX_DOCUMENTS = 10_000  # validation documents read (a large split's ids would not fit memory whole)
+
+
+def profiles_on(validation, steps: int, tf_transform_output, spec: F.FeatureSpec) -> List[Dict[str, Any]]:
+    """``text_profiles`` on the first ``MAX_DOCUMENTS`` of the validation batches' text ids (only
+    those columns read); [] for a model without text, or whose text is raw (a pretrained encoder)."""
+    names = [F.transformed_name(f.name) for f in spec.text_inputs]
+    chunks: Dict[str, List[np.ndarray]] = {n: [] for n in names}
+    read = 0
+    for features, _ in validation.take(steps) if names else ():
+        if any(np.asarray(features[n]).ndim != 2 for n in names):
+            return []  # raw text, no ids to read
+        for n in names:
+            chunks[n].append(np.asarray(features[n]))
+        read += len(chunks[names[0]][-1])
+        if read >= MAX_DOCUMENTS:
+            break
+    if not read:
+        return []
+    return text_profiles({n: np.concatenate(v)[:MAX_DOCUMENTS] for n, v in chunks.items()}, tf_transform_output,
+                         spec)
 
 
 def text_profiles(columns: Dict[str, np.ndarray], tf_transform_output, spec: F.FeatureSpec) -> List[Dict[str, Any]]:
