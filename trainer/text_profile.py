@@ -1,10 +1,10 @@
 """What a text input's documents look like to the model, on the validation rows (the first
-``MAX_DOCUMENTS``; held out from the vocabulary, as a new day's text is): their length in tokens (quantiles, and the share cut at
-``max_tokens``), the out-of-vocabulary rate of their tokens, and their commonest tokens. Read off
-the Transform's ids block (transforms/text.py: the first ``max_tokens`` ids are the document's
-tokens in order, ids at or past the vocabulary's size its out-of-vocabulary buckets), so it is
-what the model read, not a second tokenisation. Recorded in training_run.json and shown per text
-column in the run report."""
+``MAX_DOCUMENTS``; held out from the vocabulary, as a new day's text is): their length in tokens
+(quantiles, and the share cut at ``max_tokens``), the out-of-vocabulary rate of their tokens, and
+their commonest tokens. Read off the Transform's ids block (transforms/text.py: the first
+``max_tokens`` ids are the document's tokens in order, ids at or past the vocabulary's size its
+out-of-vocabulary buckets), so it is what the model read, not a second tokenisation. Recorded in
+training_run.json and shown per text column in the run report."""
 from __future__ import annotations
 
 from typing import Any, Dict, List
