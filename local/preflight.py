@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import posixpath
 
+from tfxline.components.run_metrics import first_line
 from tfxline.pipeline.config import PipelineConfig
 from tfxline.pipeline.data import source as data_source
 
@@ -61,13 +62,15 @@ def check_encoder(path: str) -> None:
 
     try:
         with stderr_filtered(TF_RUNTIME_NOISE):  # oneDNN's notice about the encoder's int64 lookup
-            _check_encoder(path, tf)
+            _check_encoder(path)
     except tf.errors.OpError as e:  # an object store that cannot be reached, a folder not readable
         raise data_source.DataError(f"model.text_saved_model: {path} cannot be read ({first_line(e)}); fix the "
                                     "path or its access, or point at another folder") from None
 
 
-def _check_encoder(path: str, tf) -> None:
+def _check_encoder(path: str) -> None:
+    import tensorflow as tf
+
     from tfxline.serving import storage
 
     where = f"model.text_saved_model: {path}"
@@ -98,7 +101,3 @@ def _check_encoder(path: str, tf) -> None:
         got = f"{dtype.name} {list(shape)}" if shape is not None and dtype is not None else type(out).__name__
         raise data_source.DataError(f"{where}: its __call__ gave {got} for 2 documents; save an encoder that "
                                     "returns [batch, dim] float vectors (its tokens' vectors pooled inside it)")
-
-
-def first_line(e: BaseException) -> str:
-    return (str(e).strip().splitlines() or [type(e).__name__])[0][:200]

@@ -101,9 +101,8 @@ def config_checks() -> List[Tuple[str, str, int, str]]:
         path = os.path.join(ROOT, name)
         tree = ast.parse(open(path).read(), path)
         for owner in tree.body:
-            named = isinstance(owner, (ast.ClassDef, ast.FunctionDef))
-            section = (sections.get(owner.name, SECTION_OWNERS.get(owner.name)) if isinstance(owner, ast.ClassDef)
-                       else SECTION_OWNERS.get(owner.name) if named else None)
+            owner_name = owner.name if isinstance(owner, (ast.ClassDef, ast.FunctionDef)) else ""
+            section = sections.get(owner_name, SECTION_OWNERS.get(owner_name))
             for node in ast.walk(owner) if section is not None else ():
                 if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
                     continue

@@ -33,8 +33,7 @@ MAX_CLASS_WEIGHT = 10.0
 JIT_COMPILES = ("auto", "true", "false")
 IMAGE_BACKBONES = ("small_cnn", "mobilenet_v2", "efficientnet_b0", "resnet50")  # trainer/images.py builds them
 IMAGE_MODEL_KEYS = ("backbone", "weights", "frozen_epochs")  # the model section's keys only an image model reads
-TEXT_ENCODERS = text_settings.TEXT_ENCODERS  # trainer/text.py builds them
-# ... and those only a model with a text input reads
+# ... and those only a model with a text input reads (text_settings.TEXT_ENCODERS: trainer/text.py builds them)
 TEXT_MODEL_KEYS = ("text_encoder", "text_dim", "text_saved_model", "text_fine_tune")
 TREES_MODEL_KEYS = ("family", "trees")  # ... and those only a model that may be trees reads
 # The keys TFX's Google Cloud extension adds to the custom_config it passes through to the job it

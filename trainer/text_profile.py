@@ -42,7 +42,7 @@ def profiles_on(validation, steps: int, tf_transform_output, spec: F.FeatureSpec
 def text_profiles(columns: Dict[str, np.ndarray], tf_transform_output, spec: F.FeatureSpec) -> List[Dict[str, Any]]:
     """[{column, documents, tokens: {p10, p50, p90, max}, at_cap, cap, oov_rate, empty, top_tokens:
     [[token, share of tokens], ...]}] for each text input, from ``columns`` (the validation rows'
-    transformed features, trees.read_columns); [] for a model without text."""
+    transformed features, as profiles_on reads them); [] for a model without text."""
     out = []
     for feature in spec.text_inputs:
         ids = columns.get(F.transformed_name(feature.name))

@@ -41,5 +41,3 @@ def text_problems(model: Any) -> Iterator[Problem]:
                                              "that maps a batch of strings to [batch, dim] vectors (a path or gs://)")
     elif "://" in path and not path.startswith(READABLE_SCHEMES):
         yield bad(model, "text_saved_model", f"{path} is a URL; {bring_it()}")
-
-

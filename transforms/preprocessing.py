@@ -54,6 +54,7 @@ def widened(low: Any, high: Any) -> Tuple[Any, Any]:
 # custom_config's key: the text inputs passed through as raw strings (make_preprocessing_fn)
 RAW_TEXT = "raw_text"
 
+
 def preprocessing_fn(inputs: Dict[str, Any], custom_config: Mapping[str, Any]) -> Dict[str, Any]:
     """Entry point TFX's Transform calls (referenced by import path, not module_file)."""
     spec = F.FeatureSpec.from_dict(custom_config["features"])

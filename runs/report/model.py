@@ -13,6 +13,7 @@ from tfxline.runs.report.artifacts import RunArtifacts
 from tfxline.runs.training_notes import family_line
 from tfxline.serving import storage
 from tfxline.trainer.settings import TRAINING_RUN_FILE
+from tfxline.trainer.text_settings import PRETRAINED
 
 
 def training_section(run: RunArtifacts) -> Dict[str, Any]:
@@ -50,7 +51,7 @@ def text_encoder_line(info: Dict[str, Any]) -> str:
     model = info.get("model") or {}
     if not texts or not model.get("text_encoder"):
         return ""
-    if model["text_encoder"] == "pretrained":
+    if model["text_encoder"] == PRETRAINED:
         how = "fine-tuned" if model.get("text_fine_tune") else "frozen"
         return (f"pretrained, from {model.get('text_saved_model')} ({how}), on the raw text: no n-gram ids, so no "
                 "per-column profile or n-gram weights below")
