@@ -10,6 +10,7 @@ compares the new train split's statistics with each reference's train split:
     version, statistics and examples URIs);
   - the serving model's training data: the Pusher records its statistics URI in the
     version's ``push_metadata.json``.
+Free text is compared by its tokens with the serving model's text (components/text_drift.py).
 Each feature over its threshold is named in the one-line error, with the distance, the
 reference and the threshold, e.g. ``fare: Jensen-Shannon divergence 0.93 vs the previous
 span (span 2) > 0.2``.
@@ -35,7 +36,7 @@ from tfx.types import artifact_utils, standard_artifacts
 from tfx.types.component_spec import ChannelParameter, ExecutionParameter
 from tfx.utils import io_utils
 
-from tfxline.components import metric_samples, run_metrics
+from tfxline.components import metric_samples, run_metrics, text_drift
 from tfxline.components.anomalies_files import ANOMALIES_FILE, DRIFT_SPLIT
 from tfxline.components.anomalies_gate import DataAnomaliesError
 from tfxline.components.spans import span_of, version_of
@@ -44,6 +45,7 @@ from tfxline.serving import release as serving_release
 
 STATISTICS_KEY, SCHEMA_KEY, EXAMPLES_KEY, DRIFT_KEY = "statistics", "schema", "examples", "drift_anomalies"
 SPAN_LEDGER = "spans"  # below the pipeline root
+TEXT_KEYS = ", drift.text_token_threshold, drift.text_oov_rise, drift.text_length_ratio"
 MEASURE_NAMES = {"JENSEN_SHANNON_DIVERGENCE": "Jensen-Shannon divergence", "L_INFTY": "L-infinity distance"}
 
 
@@ -57,14 +59,16 @@ class DataDriftError(DataAnomaliesError):
         self.drift_samples = list(drift_samples)
 
 
-def reference_statistics_uri(serving_dir: str) -> Tuple[str, str]:
-    """(statistics URI of the serving model's training data, 'serving version N'); empty
-    URI when nothing is serving or the version did not record its statistics."""
+def serving_reference(serving_dir: str) -> Tuple[str, str, str]:
+    """(statistics URI of the serving model's training data, 'serving version N', the serving
+    model's directory: its text statistics are in it); all empty when nothing is serving, the URI
+    when the version did not record its statistics."""
     version = serving_release.serving_version(serving_dir)  # the stable label, or the highest version
     if version is None:
-        return "", ""
+        return "", "", ""
     meta = serving_push.read_metadata(serving_dir, version)
-    return meta.get("data", {}).get("statistics_uri", ""), f"serving version {version}"
+    return (meta.get("data", {}).get("statistics_uri", ""), f"serving version {version}",
+            serving_push.version_dir(serving_dir, version))
 
 
 def record_span(ledger: str, examples, statistics_uri: str, run_id: str) -> None:
@@ -119,19 +123,19 @@ def drift_schema(schema, thresholds: Dict[str, Any]):
     return out
 
 
-def drifted_features(anomalies, versus: str = "") -> List[str]:
-    """'feature: <measure> <value> [vs <reference>] > <threshold>' for each drift measurement
-    over its threshold."""
+def drifted_features(anomalies, versus: str = "", of: str = "") -> List[str]:
+    """'feature[of]: <measure> <value> [vs <reference>] > <threshold>' for each drift measurement
+    over its threshold (``of``: what of the feature was measured, "'s tokens")."""
     from tensorflow_metadata.proto.v0 import anomalies_pb2
 
     measure = anomalies_pb2.DriftSkewInfo.Measurement.Type.Name
     vs = f" vs {versus}" if versus else ""
-    found = [f"{'.'.join(info.path.step)}: {MEASURE_NAMES.get(measure(m.type), measure(m.type))} "
+    found = [f"{'.'.join(info.path.step)}{of}: {MEASURE_NAMES.get(measure(m.type), measure(m.type))} "
              f"{m.value:.3g}{vs} > {m.threshold:g}"
              for info in anomalies.drift_skew_info for m in info.drift_measurements if m.value > m.threshold]
     if not found:  # a TFDV without measurements: the comparator anomalies' descriptions
         reason = anomalies_pb2.AnomalyInfo.Type.Name
-        found = [f"{name}: {info.short_description or info.description}{vs}"
+        found = [f"{name}{of}: {info.short_description or info.description}{vs}"
                  for name, info in sorted(anomalies.anomaly_info.items())
                  if any(reason(r.type).startswith("COMPARATOR_") for r in info.reason)]
     return found
@@ -164,26 +168,36 @@ class Executor(base_executor.BaseExecutor):
         references: List[Tuple[str, str]] = []  # (what, statistics URI)
         if previous and fileio.exists(previous.get("statistics_uri", "")):
             references.append((f"the previous span (span {previous['span']})", previous["statistics_uri"]))
-        serving_uri, serving = reference_statistics_uri(exec_properties["serving_dir"])
+        serving_uri, serving, serving_model = serving_reference(exec_properties["serving_dir"])
         serving_ok = bool(serving_uri) and fileio.exists(serving_uri)
         if serving_ok and serving_uri not in {uri for _, uri in references}:
             references.append((f"{serving}'s training data", serving_uri))
         anomalies = anomalies_pb2.Anomalies()
         drifted: List[str] = []
+        text_drifted: List[str] = []
         if not thresholds.get("enabled", True):
             compared_with = "not checked: drift.enabled is false"
-        elif not references:
-            compared_with = "nothing to compare with: " + (
-                "nothing serving yet" if not serving else f"the statistics of {serving}'s training data are gone")
         else:
-            compared_with = " and ".join(what for what, _ in references)
-            schema = drift_schema(io_utils.SchemaReader().read(io_utils.get_only_uri_in_dir(
-                artifact_utils.get_single_uri(input_dict[SCHEMA_KEY]))), thresholds)
-            statistics = load_split_statistics(new.uri)
-            for what, uri in references:
-                found = tfdv.validate_statistics(statistics, schema, previous_statistics=load_split_statistics(uri))
-                drifted += drifted_features(found, versus=what)
-                anomalies.MergeFrom(found)
+            compared = [what for what, _ in references]
+            if references:
+                schema = drift_schema(io_utils.SchemaReader().read(io_utils.get_only_uri_in_dir(
+                    artifact_utils.get_single_uri(input_dict[SCHEMA_KEY]))), thresholds)
+                statistics = load_split_statistics(new.uri)
+                for what, uri in references:
+                    found = tfdv.validate_statistics(statistics, schema,
+                                                     previous_statistics=load_split_statistics(uri))
+                    drifted += drifted_features(found, versus=what)
+                    anomalies.MergeFrom(found)
+            # free text: its tokens against the serving model's (its statistics travel with the model)
+            versus = f"{serving}'s training data"
+            found, lines, text_columns = text_drift.compare(examples, serving_model, versus, thresholds)
+            text_drifted = drifted_features(found, versus=versus, of="'s tokens") + lines
+            anomalies.MergeFrom(found)
+            if text_columns:
+                compared.append(f"{serving}'s text ({', '.join(text_columns)})")
+            compared_with = " and ".join(compared) or "nothing to compare with: " + (
+                "nothing serving yet" if not serving else f"the statistics of {serving}'s training data are gone")
+        drifted += text_drifted
         logging.info("drift: compared with %s", compared_with)
         out.set_string_custom_property("compared_with", compared_with)
         split_dir = artifact_utils.get_split_uri([out], DRIFT_SPLIT)
@@ -198,8 +212,8 @@ class Executor(base_executor.BaseExecutor):
                 metric_samples.report_stop(exec_properties, "drift", "DriftGate", scores)
             raise DataDriftError(
                 f"{which} drifted ({'; '.join(drifted)}); if the change is expected, "
-                "raise the threshold (drift.features.<name>, drift.numeric_threshold, "
-                "drift.categorical_threshold) or skip the check for this run (--set drift.enabled=false)",
+                "raise the threshold (drift.features.<name>, drift.numeric_threshold, drift.categorical_threshold"
+                f"{TEXT_KEYS if text_drifted else ''}) or skip the check for this run (--set drift.enabled=false)",
                 drift_samples=scores)
 
 

@@ -24,6 +24,7 @@ from tfxline.components.anomalies_gate import AnomaliesGate
 from tfxline.components.drift_gate import SPAN_LEDGER, DriftGate
 from tfxline.components.safe_pusher import SafePusher
 from tfxline.components.serving_baseline import GatedEvaluator, ServingBaseline
+from tfxline.components.text_drift import TEXT_DRIFT_PREFIX
 from tfxline.pipeline.config import EVAL_SPLIT, TRAIN_SPLIT, PipelineConfig, steps
 from tfxline.pipeline.eval_config import build_eval_config
 from tfxline.pipeline.example_gens import DataRoot, example_gen_component
@@ -62,10 +63,13 @@ def drift_thresholds(cfg: PipelineConfig) -> dict:
         columns.discard(image.source)
         if cfg.data.format == "images":  # ImageExampleGen's own columns
             columns |= set(image_files.metadata_columns(image.source).values())
-    # free text: each value a document of its own, no distribution of values to compare (its tokens'
-    # is: docs/text.md says what is compared and what is not yet)
+    # free text: each value a document of its own, no distribution of values to compare; its tokens
+    # are compared with the serving model's (components/text_drift.py)
     columns -= {f.source for f in cfg.features.text_inputs}
-    return dict(cfg.to_dict()["drift"], columns=sorted(columns))
+    drift = cfg.to_dict()["drift"]
+    if not cfg.features.text_inputs:  # the text checks' keys only where there is text (a table's spec is as it was)
+        drift = {k: v for k, v in drift.items() if not k.startswith(TEXT_DRIFT_PREFIX)}
+    return dict(drift, columns=sorted(columns))
 
 
 def trainer_custom_config(cfg: PipelineConfig) -> dict:

@@ -309,11 +309,35 @@ def test_the_text_profile_reads_length_oov_and_commonest_tokens_off_the_ids(anal
     # as the Trainer calls it: its validation batches, the text ids only, at most MAX_DOCUMENTS of them
     batches = tf.data.Dataset.from_tensor_slices(({name: ids, "stars_xf": np.zeros(8, np.float32)},
                                                   np.zeros(8))).batch(3)
-    assert text_profile.profiles_on(batches, 3, output, SPEC) == [got]
+    assert text_profile.text_profiles(text_profile.validation_ids(batches, 3, SPEC), output, SPEC) == [got]
     text_profile.MAX_DOCUMENTS = 5
     try:
-        assert text_profile.profiles_on(batches, 3, output, SPEC)[0]["documents"] == 5
+        assert len(text_profile.validation_ids(batches, 3, SPEC)[name]) == 5
     finally:
         text_profile.MAX_DOCUMENTS = 10_000
     raw = tf.data.Dataset.from_tensor_slices(({name: tf.constant(REVIEWS[:3] + [""] + REVIEWS[4:])}, np.zeros(8)))
-    assert text_profile.profiles_on(raw.batch(4), 2, output, SPEC) == []  # raw text (a pretrained encoder)
+    assert text_profile.validation_ids(raw.batch(4), 2, SPEC) == {}  # raw text (a pretrained encoder)
+
+
+def test_tfdv_natural_language_statistics_of_the_validation_text_are_written_beside_the_model(analyzed, tmp_path):
+    """transforms/text_statistics.py through the Trainer's call: TFDV's NLStatsGenerator on the
+    documents' tokens as the model reads them (an out-of-vocabulary id written [UNK]) gives the
+    profile's figures: the out-of-vocabulary rate (1 - TFDV's feature_coverage), the tokens per
+    document and the commonest token; the columns' settings name the vocabulary in the model's assets."""
+    from tfxline.trainer import text_profile
+    from tfxline.transforms import text_statistics
+
+    out, output = analyzed
+    name = transformed_name("review")
+    ids = np.stack([np.asarray(row[name]) for row in out])
+    text_profile.write_statistics(str(tmp_path), {name: ids}, output, SPEC)
+    stats, settings = text_statistics.read_reference(str(tmp_path))
+    assert [s["column"] for s in settings] == ["review"] and settings[0]["max_tokens"] == 6
+    assert settings[0]["vocabulary"] == os.path.basename(output.vocabulary_file_by_name(vocabulary_name("review")))
+    got = text_statistics.figures(stats, "review")
+    assert (got["documents"], got["mean_tokens"]) == (8, round(26 / 8, 1))
+    assert got["oov_rate"] == pytest.approx(10 / 26, abs=1e-4)
+    assert got["top_tokens"][0] == ["great", 6]
+    assert text_statistics.read_reference(str(tmp_path / "none")) is None
+    text_profile.write_statistics(str(tmp_path / "table"), {}, output, SPEC)  # no text ids: nothing written
+    assert text_statistics.read_reference(str(tmp_path / "table")) is None

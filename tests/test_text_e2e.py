@@ -133,3 +133,33 @@ def test_the_transformer_trains_under_a_strategy_and_mixed_precision(text_run, t
     example = tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
     out = model.signatures["serving_default"](examples=tf.constant([example]))
     assert out["probabilities"].dtype == tf.float32
+
+
+def test_the_pushed_model_carries_its_texts_statistics_for_the_drift_check(text_run):
+    """The Trainer writes TFDV's natural-language statistics of the validation reviews beside the
+    model (transforms/text_statistics.py); the pushed version carries them and the vocabulary asset
+    they name, and the next run's DriftGate (components/text_drift.py) compares the run's own
+    training reviews with them: the same text, nothing drifted."""
+    import dataclasses
+
+    from tfx.types import artifact_utils, standard_artifacts
+
+    from tfxline.components import text_drift
+    from tfxline.pipeline.config.sections import DriftConfig
+    from tfxline.transforms import text_statistics
+
+    root, _, run = text_run
+    pushed = next(x for x in run.stdout.splitlines() if "pushed to: " in x).split("pushed to: ", 1)[1].split(" (")[0]
+    stats, settings = text_statistics.read_reference(pushed)
+    (column,) = settings
+    assert column["column"] == "review" and text_statistics.read_vocabulary(pushed, column["vocabulary"])
+    got = text_statistics.figures(stats, "review")
+    assert got["documents"] > 100 and 0 < got["oov_rate"] < 0.2 and got["top_tokens"]
+    gen = root / "p" / "output" / "pipeline_root" / "CsvExampleGen" / "examples"
+    examples = standard_artifacts.Examples()
+    examples.uri = str(max(gen.iterdir(), key=os.path.getmtime))
+    examples.split_names = artifact_utils.encode_split_names(["train", "eval"])
+    anomalies, lines, compared = text_drift.compare(examples, pushed, "the serving model's training data",
+                                                    dataclasses.asdict(DriftConfig()))
+    assert compared == ["review"] and lines == [] and not any(
+        m.value > m.threshold for info in anomalies.drift_skew_info for m in info.drift_measurements)

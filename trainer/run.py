@@ -273,9 +273,10 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
     # a text input's n-grams the model leans on most, toward each class (the bag's linear weights)
     info["text_ngrams"] = text_weights.leaned_on_ngrams(model, sizes.tf_transform_output, spec)
     # each text input's documents on the validation rows: length, out-of-vocabulary rate, commonest tokens
-    info["text_columns"] = text_profile.profiles_on(inputs.validation, inputs.validation_steps,
-                                                    sizes.tf_transform_output, spec)
-    if strategy_lib.is_chief():
+    text_ids = text_profile.validation_ids(inputs.validation, inputs.validation_steps, spec)
+    info["text_columns"] = text_profile.text_profiles(text_ids, sizes.tf_transform_output, spec)
+    if strategy_lib.is_chief():  # the pushed model carries its text's statistics: later runs' drift reference
+        text_profile.write_statistics(fn_args.serving_model_dir, text_ids, sizes.tf_transform_output, spec)
         with tf.io.gfile.GFile(os.path.join(fn_args.model_run_dir, TRAINING_RUN_FILE), "w") as f:
             json.dump(info, f, indent=2)
     logging.info("training finished: %s", {k: v for k, v in info.items() if k != "history"})
