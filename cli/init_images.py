@@ -24,6 +24,7 @@ from tfxline.kubeflow import names
 from tfxline.pipeline.data import images as image_folder
 from tfxline.pipeline.data import source as data_source
 from tfxline.pipeline.data.check import path_column
+from tfxline.trainer import budget as budget_lib
 from tfxline.transforms import image_files
 
 IMAGE_COLUMN, LABEL_COLUMN = "image", "label"
@@ -113,7 +114,8 @@ def plan(data_path: str, label: Optional[str] = None) -> ImagePlan:
         size_why=(f"the median shorter side is {folder.median_side} px; {size} px keeps a CPU's training in "
                   f"minutes (from {SIDES[0]} to {SIDES[1]} on a CPU; 224 with a keras.applications backbone on a GPU)"),
         batch_size=batch, epochs=epochs, patience=10 if count < 20_000 else 4, eval_steps=eval_steps,
-        sizing_why=f"{count} images: batch {batch}, up to {epochs} passes (early stopping ends sooner)",
+        sizing_why=(f"{count} images: batch {batch}, up to {epochs} passes, as many as fit in "
+                    f"{budget_lib.FIRST_RUN_MINUTES} minutes (the Trainer times them; early stopping ends sooner)"),
         balanced=max(counts) > SKEW * min(counts), **columns)
 
 
@@ -159,6 +161,7 @@ def render_config(p: ImagePlan, schema_path: str) -> str:
         f"  early_stopping_patience: {p.patience}",
         f"  eval_steps: {p.eval_steps}",
         "  seed: 42",
+        f"  time_budget_minutes: {budget_lib.FIRST_RUN_MINUTES}   # {budget_lib.INIT_COMMENT}",
         *([f"  class_weight: balanced   # the largest class has over {SKEW:g}x the images of the smallest"]
           if p.balanced else []),
         "",

@@ -37,6 +37,7 @@ from tfxline.cli.init_sizing import sizing
 from tfxline.kubeflow import names
 from tfxline.pipeline.data import source as data_source
 from tfxline.runs import files
+from tfxline.trainer import budget as budget_lib
 from tfxline.typed_config.close_names import closest
 
 CONFIG_FILE, SCHEMA_FILE = "config.yaml", "schema.pbtxt"
@@ -60,6 +61,7 @@ class Plan:
     patience: int
     eval_steps: int
     sizing_why: str
+    time_budget_minutes: int = 0  # the Trainer's time budget (a text model's first run; trainer/budget.py)
     balance: init_balance.Balance = dataclasses.field(default_factory=lambda: init_balance.Balance([]))
     suspects: Dict[str, str] = dataclasses.field(default_factory=dict)  # column: why it gives the label away
     tuning: Optional[Dict[str, Any]] = None  # --tune: tuning_budget's
@@ -125,7 +127,8 @@ def plan(data_path: str, label: str, task: Optional[str] = None, positive: Optio
                 label=label_spec, task=chosen_task, task_why=task_why, inputs=inputs, decisions=decisions,
                 slices=slices, buckets=size["buckets"], batch_size=size["batch_size"], epochs=size["epochs"],
                 patience=size["patience"], eval_steps=size["eval_steps"], sizing_why=size["why"],
-                balance=spread, suspects={c: leak.why for c, leak in found.items()},
+                time_budget_minutes=size.get("time_budget_minutes", 0), balance=spread,
+                suspects={c: leak.why for c, leak in found.items()},
                 tuning=tuning_budget(labelled) if tune else None), header, columns
 
 
@@ -187,6 +190,8 @@ def render_config(p: Plan, schema_path: str) -> str:
         f"  early_stopping_patience: {p.patience}",
         f"  eval_steps: {p.eval_steps}",
         "  seed: 42",
+        *([f"  time_budget_minutes: {p.time_budget_minutes}   # {budget_lib.INIT_COMMENT}"]
+          if p.time_budget_minutes else []),
         *[f"  {key}: {value}   # {why}" for key, (value, why) in p.balance.training.items()],
         "",
         "model:",

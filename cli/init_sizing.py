@@ -6,6 +6,8 @@ from __future__ import annotations
 import math
 from typing import Any, Dict
 
+from tfxline.trainer import budget as budget_lib
+
 TEXT_SPLIT_BELOW = 20_000  # a model with free text below this many rows splits 8:1:1
 
 
@@ -26,10 +28,14 @@ def sizing(labelled: int, text: bool = False) -> Dict[str, Any]:
     epochs = int(min(200, max(10, math.ceil(2000 / steps))))
     patience = 5 if labelled < 20_000 else 3
     eval_steps = int(min(500, max(1, math.ceil(validation / batch))))
+    within = f", as many as fit in {budget_lib.FIRST_RUN_MINUTES} minutes" if text else ""
     for_text = " (free text learns from every training row)" if text and buckets == (8, 1, 1) else ""
     why = (f"{labelled} labelled rows: split {buckets[0]}:{buckets[1]}:{buckets[2]}{for_text} (~{validation} "
            "validation rows); "
-           f"batch {batch} gives {steps} steps a pass, up to {epochs} passes (early stopping after {patience} "
-           f"without improvement); validation reads all of it ({eval_steps} batch{'' if eval_steps == 1 else 'es'})")
+           f"batch {batch} gives {steps} steps a pass, up to {epochs} passes{within} (early stopping after "
+           f"{patience} without improvement); validation reads all of it "
+           f"({eval_steps} batch{'' if eval_steps == 1 else 'es'})")
+    # a text model's first run fits its passes into a time budget (a sequence encoder on 2 cores is slow)
+    budget = {"time_budget_minutes": budget_lib.FIRST_RUN_MINUTES} if text else {}
     return {"buckets": buckets, "batch_size": batch, "epochs": epochs, "patience": patience,
-            "eval_steps": eval_steps, "why": why}
+            "eval_steps": eval_steps, "why": why, **budget}

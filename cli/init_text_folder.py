@@ -28,6 +28,7 @@ from tfxline.components.text_files import is_text_name
 from tfxline.kubeflow import names
 from tfxline.pipeline.data import labels, texts
 from tfxline.pipeline.data import source as data_source
+from tfxline.trainer import budget as budget_lib
 from tfxline.transforms.image_files import is_image_name
 
 TEXT_COLUMN, LABEL_COLUMN = "text", "label"
@@ -145,6 +146,8 @@ def render_config(p: TextFolderPlan, schema_path: str) -> str:
         f"  early_stopping_patience: {size['patience']}",
         f"  eval_steps: {size['eval_steps']}",
         "  seed: 42",
+        *([f"  time_budget_minutes: {size['time_budget_minutes']}   # {budget_lib.INIT_COMMENT}"]
+          if "time_budget_minutes" in size else []),
         *[f"  {key}: {value}   # {why}" for key, (value, why) in p.balance.training.items()],
         "",
         "evaluation:",

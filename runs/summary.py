@@ -21,7 +21,7 @@ from tfxline.runs.store import (
     open_store,
     spans_of,
 )
-from tfxline.runs.training_notes import family_line, step_profile_line, training_length_note
+from tfxline.runs.training_notes import budget_note, family_line, step_profile_line, training_length_note
 from tfxline.serving import storage
 from tfxline.trainer.settings import TRAINING_RUN_FILE
 from tfxline.transforms.features import FeatureSpec, FeatureSpecError
@@ -81,7 +81,7 @@ class RunSummary:
     step_profile: str = ""        # runtime.profile_steps: the Trainer's traced steps, in one line
     model_family: str = ""        # model.family trees or auto: what trained and which was kept, in one line
     no_network: bool = False      # model.family trees: no network trained (no TensorBoard logs)
-    training: str = ""            # a training cut short at its cap while still improving (training_length_note)
+    training: str = ""            # its time budget (budget_note); cut short at its cap while still improving
     leans_on: List[List[Any]] = dataclasses.field(default_factory=list)  # [column, loss without it], the Trainer's
     tuning: Dict[str, Any] = dataclasses.field(default_factory=dict)  # runs/tuning.tuning_of
     warnings: List[str] = dataclasses.field(default_factory=list)  # what the numbers may not mean (runs/warnings.py)
@@ -138,7 +138,8 @@ def collect_run(metadata_store: Any, pipeline_name: str, run_id: Optional[str] =
             summary.model_uri = outputs["model"][0].uri
         if node_id == "Trainer" and outputs.get("model_run"):
             info = training_run(outputs["model_run"][0].uri)
-            summary.step_profile, summary.training = step_profile_line(info), training_length_note(info)
+            summary.step_profile = step_profile_line(info)
+            summary.training = "; ".join(x for x in (budget_note(info), training_length_note(info)) if x)
             summary.leans_on = info.get("leans_on") or []
             summary.model_family = family_line(info)
             family = info.get("family") or {}  # a trees-only training wrote no TensorBoard logs

@@ -1,8 +1,10 @@
 """What the run summary says of a training, from its training_run.json (trainer/run.py): the
-traced steps, a training cut short while still improving, and the model family kept."""
+traced steps, a training cut short while still improving, its time budget, and the model family kept."""
 from __future__ import annotations
 
 from typing import Any, Dict
+
+from tfxline.trainer.budget import suggested_minutes
 
 
 def step_profile_line(info: Dict[str, Any]) -> str:
@@ -29,6 +31,27 @@ def training_length_note(info: Dict[str, Any]) -> str:
                 f"step budget ({info.get('steps')} steps); raise training.train_steps (--train-steps) to train longer")
     return (f"still improving when training stopped: {metric} was best at epoch {cap}, the last that "
             f"training.epochs ({cap}) allows; raise training.epochs to train longer")
+
+
+def budget_note(info: Dict[str, Any]) -> str:
+    """With training.time_budget_minutes: how long training took and how many passes fitted, and where
+    the budget cut them, what all of them would take and how the watched metric moved over the last
+    passes (what a bigger budget would buy); '' without a budget."""
+    budget = info.get("budget")
+    if not budget:
+        return ""
+    took = f"{info.get('train_seconds', 0.0) / 60:.1f} min for {budget['passes']} of {budget['planned_passes']} passes"
+    if not budget["stopped_by_budget"]:
+        return f"{took}, within training.time_budget_minutes ({budget['minutes']:g})"
+    metric = (info.get("early_stopping") or "val_loss").split(",")[0]
+    if metric == "off":
+        metric = "val_loss"
+    values = (info.get("history") or {}).get(metric) or []
+    trend = f"; {metric} moved {values[-1] - values[-4]:+.3g} over the last 3 passes" if len(values) >= 4 else ""
+    return (f"{took}: the most that fit training.time_budget_minutes ({budget['minutes']:g}) at "
+            f"{budget['seconds_per_pass']:g} s a pass, the learning rate's decay fitted to them{trend}; all "
+            f"{budget['planned_passes']} would take about {budget['all_passes_minutes']:g} min "
+            f"(training.time_budget_minutes: {suggested_minutes(budget)})")
 
 
 def family_line(info: Dict[str, Any]) -> str:

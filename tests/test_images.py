@@ -149,6 +149,8 @@ def test_init_on_a_photo_folder_writes_a_config_that_loads(folder, tmp_path, cap
     assert raw["data"]["format"] == "images" and raw["features"]["inputs"][0]["transform"] == "image"
     cfg = load_config(str(tmp_path / "p" / "config.yaml"))
     assert cfg.features.data_kind == F.IMAGE and cfg.serving.tflite == "none"
+    # a first run sized to the machine: the passes that fit in 10 minutes (trainer/budget.py)
+    assert cfg.training.time_budget_minutes == 10 and "as many as fit in 10 minutes" in out
     assert "image_domain" in (tmp_path / "p" / "schema.pbtxt").read_text()
 
 

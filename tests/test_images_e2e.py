@@ -69,6 +69,13 @@ def test_the_first_run_is_blessed_and_pushed_with_a_tflite_model(image_run):
     assert "tflite: model.tflite (none" in out and "TFLite builtins only" in out, out
     assert "1 image(s) that do not decode left out (" in out and TRUNCATED in out, out
     assert "too good to be true" not in out  # an image model reads no column that could leak the label
+    # init's time budget: the Trainer timed its passes and says how long it took (trainer/budget.py)
+    runs = sorted((image_run["output"] / "pipeline_root" / "Trainer" / "model_run").iterdir(), key=os.path.getmtime)
+    budget = json.loads((runs[-1] / "training_run.json").read_text())["budget"]
+    assert budget["minutes"] == 10 and budget["planned_passes"] == 40 and 1 <= budget["passes"] <= 40
+    assert budget["seconds_per_pass"] > 0 and budget["all_passes_minutes"] > 0
+    line = next(x for x in out.splitlines() if x.startswith("  training: "))
+    assert f"for {budget['passes']} of 40 passes" in line and "training.time_budget_minutes (10)" in line, line
 
 
 def test_the_report_shows_eval_images_with_their_true_and_predicted_class(image_run):

@@ -234,6 +234,7 @@ def test_a_rare_class_is_named_and_handled(capsys, tmp_path):
     assert "duplicates: " in out and "repeat an earlier row" in out
     config = (tmp_path / "b" / "config.yaml").read_text()
     assert "\n  threshold: f1   # 'Yes' is 6.2%" in config and "class_weight" not in config
+    assert "time_budget_minutes" not in config  # a table's first run has no time budget (images and text do)
     rows = [f"{i % 23},{'c' if i % 40 == 0 else 'a' if i % 2 else 'b'}" for i in range(2000)] + ["1,d", "2,d"]
     path.write_text("x,kind\n" + "\n".join(rows) + "\n")
     code, out, _ = run_cli(["init", "--data", str(path), "--label", "kind", "--dir", str(tmp_path / "m")], capsys)

@@ -133,6 +133,8 @@ def test_init_tells_free_text_from_categories_codes_dates_and_ids(tmp_path):
     only_text = [["review", "label"]] + [[r[2], r[-1]] for r in rows[1:]]
     code, out, _ = _init(tmp_path / "only", only_text, "label")
     assert code == 0 and "  review: text (" in out, out
+    # a text model's first run fits its passes into 10 minutes; a table's has no budget
+    assert "time_budget_minutes: 10   # the Trainer times its passes" in (tmp_path / "only" / "p" / "config.yaml").read_text()
 
 
 def test_a_new_days_reviews_are_no_anomaly_against_the_schema_init_wrote(tmp_path):

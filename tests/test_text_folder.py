@@ -196,6 +196,7 @@ def test_init_on_a_text_folder_says_each_decision_and_writes_a_config_that_loads
     assert any(x.startswith("duplicates: 3 .txt file(s) repeat an earlier file's text") for x in lines)
     cfg = load_config(str(tmp_path / "p" / "config.yaml"))
     assert cfg.data.format == "text" and cfg.features.label.transform == "class_vocabulary"
+    assert cfg.training.time_budget_minutes == 10 and any("as many as fit in 10 minutes" in x for x in lines)
     (text,) = cfg.features.text_inputs
     assert text.source == "text" and text.top_k >= 100 and text.ngrams == 2 and text.max_tokens % 16 == 0
     schema = data_source.load_schema(str(tmp_path / "p" / "schema.pbtxt"))

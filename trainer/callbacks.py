@@ -1,5 +1,6 @@
 """The fit's callbacks, in order: TensorBoard, early stopping (what it watches: the task type's
-choice), the resumable checkpoint and the step profile (runtime.profile_steps)."""
+choice), the time budget (training.time_budget_minutes: trainer/budget.py), the resumable
+checkpoint and the step profile (runtime.profile_steps)."""
 from __future__ import annotations
 
 import dataclasses
@@ -9,6 +10,7 @@ import tempfile
 from typing import Any, Dict, List, Optional, Tuple
 
 from tfxline import task_types
+from tfxline.trainer import budget as budget_lib
 from tfxline.trainer import profile as profile_lib
 from tfxline.trainer import resume
 from tfxline.trainer import strategy as strategy_lib
@@ -26,6 +28,7 @@ class Callbacks:
     checkpoint: Any
     first_epoch: int
     profiler: Any
+    budget: Any = None  # the time budget's callback (its record: trainer/budget.py)
 
 
 def early_stopping_monitor(task: str, validation) -> Tuple[str, str]:
@@ -60,9 +63,10 @@ def early_stopping_callback(settings: TrainerSettings, epochs: int, validation):
 
 def make_callbacks(model_run_dir: str, settings: TrainerSettings, strategy, model, optimizer, validation, *,
                    epochs: int, steps_per_epoch: int, global_batch: int, per_call: int,
-                   backup: Optional[str], state: Dict[str, Any]) -> Callbacks:
+                   backup: Optional[str], state: Dict[str, Any], budget_scale=None) -> Callbacks:
     """The callbacks of a fit over ``epochs`` of ``steps_per_epoch``; ``backup``: the resumable
-    checkpoint's directory, None when the strategy cannot resume; ``state``: what it read there."""
+    checkpoint's directory, None when the strategy cannot resume; ``state``: what it read there;
+    ``budget_scale``: the learning rate's scale a time budget sets (None: no budget)."""
     # Only the chief writes TensorBoard logs where users look; other workers write to a
     # temporary directory (every worker must run the callback in multi-worker training).
     log_dir = model_run_dir if strategy_lib.is_chief() else tempfile.mkdtemp(prefix="tfxline-worker-logs-")
@@ -70,6 +74,11 @@ def make_callbacks(model_run_dir: str, settings: TrainerSettings, strategy, mode
     early_stopping, early_stopping_info = early_stopping_callback(settings, epochs, validation)
     if early_stopping is not None:
         callbacks.append(early_stopping)
+    budget = None
+    if budget_scale is not None:  # after early stopping: its best weights are this pass's when it is the best
+        budget = budget_lib.callback_class()(settings.training.time_budget_minutes, epochs, budget_scale,
+                                             early_stopping)
+        callbacks.append(budget)
     checkpoint, first_epoch = None, 0
     if backup is not None:
         checkpoint = resume.TrainingCheckpoint(backup, model, optimizer, early_stopping, global_batch)
@@ -85,4 +94,5 @@ def make_callbacks(model_run_dir: str, settings: TrainerSettings, strategy, mode
             executions_per_epoch=math.ceil(steps_per_epoch / per_call),
             warmup=math.ceil(profile_lib.WARMUP_STEPS / per_call))
         callbacks.append(profiler)
-    return Callbacks(log_dir, callbacks, early_stopping, early_stopping_info, checkpoint, first_epoch, profiler)
+    return Callbacks(log_dir, callbacks, early_stopping, early_stopping_info, checkpoint, first_epoch, profiler,
+                     budget)

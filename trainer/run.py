@@ -20,6 +20,7 @@ import tensorflow as tf
 
 from tfxline import task_types
 from tfxline.patches import autograph, tf_custom_gradients
+from tfxline.trainer import budget as budget_lib
 from tfxline.trainer import callbacks as callbacks_lib
 from tfxline.trainer import (
     data,
@@ -129,6 +130,7 @@ class Built:
     xla: bool
     frozen_epochs: int = 0  # an image backbone from a weights file: its first epochs frozen
     fine_tune: Any = None   # () -> None: unfreeze it and compile again (build)
+    budget_scale: Any = None  # training.time_budget_minutes: the learning rate schedule's scale (trainer/budget.py)
 
 
 def build(fn_args, settings: TrainerSettings, sizes: Sizes, strategy, policy: str) -> Built:
@@ -138,6 +140,7 @@ def build(fn_args, settings: TrainerSettings, sizes: Sizes, strategy, policy: st
     head = make_head(spec, sizes.tf_transform_output, fn_args.train_files)
     image = spec.data_kind == F.IMAGE
     inputs = [] if image else model_inputs(spec, sizes.tf_transform_output)
+    scale = budget_lib.scale_variable() if settings.training.time_budget_minutes and sizes.epochs > 1 else None
     with strategy.scope():
         if image:  # a backbone over the decoded pixels (trainer/images.py)
             model = images.build_model(spec, head, model_settings.backbone, model_settings.weights,
@@ -156,6 +159,8 @@ def build(fn_args, settings: TrainerSettings, sizes: Sizes, strategy, policy: st
         def compiled(learning_rate: float):
             schedule = optimizer_lib.learning_rate_schedule(
                 learning_rate, sizes.steps_per_epoch * sizes.epochs, model_settings.warmup_steps)
+            if scale is not None:  # the decay compressed onto the passes that fit the time budget
+                schedule = budget_lib.compressed(schedule, scale)
             optimizer = precision.wrap_optimizer(optimizer_lib.optimizer(schedule, model_settings.weight_decay), policy)
             loss, metrics = model_lib.loss_and_metrics(head)
             trainable = training_model(model, sizes.accumulation, settings.runtime.train_metrics)
@@ -165,7 +170,7 @@ def build(fn_args, settings: TrainerSettings, sizes: Sizes, strategy, policy: st
 
         frozen = images.frozen_epochs(model, model_settings.frozen_epochs, sizes.epochs) if image else 0
         trainable, optimizer = compiled(sizes.batch.learning_rate)
-    built = Built(head, inputs, model, trainable, optimizer, per_call, xla, frozen)
+    built = Built(head, inputs, model, trainable, optimizer, per_call, xla, frozen, budget_scale=scale)
 
     def fine_tune() -> None:  # the whole network, at a tenth of the learning rate
         with strategy.scope():
@@ -210,7 +215,7 @@ def train_network(fn_args, settings: TrainerSettings, strategy, policy: str, siz
     cbs = callbacks_lib.make_callbacks(
         fn_args.model_run_dir, settings, strategy, built.model, built.optimizer, inputs.validation,
         epochs=sizes.epochs, steps_per_epoch=sizes.steps_per_epoch, global_batch=sizes.global_batch,
-        per_call=built.per_call, backup=backup if resumable else None, state=state)
+        per_call=built.per_call, backup=backup if resumable else None, state=state, budget_scale=built.budget_scale)
     seconds = fit(built, inputs, sizes, cbs, state)
     step_profile = profile_lib.summarize_run(cbs.profiler, cbs.log_dir, sizes.device) if cbs.profiler else None
     history = cbs.checkpoint.history if cbs.checkpoint else built.trainable.history.history

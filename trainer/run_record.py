@@ -51,6 +51,7 @@ def network_info(net, sizes) -> Dict[str, Any]:
         "epochs": epochs_run,
         "best_epoch": (cbs.early_stopping.best_epoch + 1) if cbs.early_stopping else epochs_run,
         "early_stopping": cbs.early_stopping_info,  # what it watched, and why when not the usual metric
+        "budget": cbs.budget.record() if cbs.budget else None,  # training.time_budget_minutes: the passes that fit
         "train_seconds": round(seconds, 2),
         "examples_per_second": round(sizes.steps_per_epoch * (epochs_run - cbs.first_epoch) * sizes.global_batch
                                      / max(seconds, 1e-9), 1),
@@ -66,5 +67,6 @@ def network_info(net, sizes) -> Dict[str, Any]:
 def no_network() -> Dict[str, Any]:
     """A trees-only run: no epochs, no step history (the forest's own figures are under ``trees``)."""
     return {"jit_compile": False, "steps_per_execution": 1, "frozen_epochs": 0, "resumed_at_epoch": 0, "steps": 0,
-            "epochs": 0, "best_epoch": 0, "early_stopping": "off", "train_seconds": 0.0, "examples_per_second": 0.0,
+            "epochs": 0, "best_epoch": 0, "early_stopping": "off", "budget": None, "train_seconds": 0.0,
+            "examples_per_second": 0.0,
             "history": {}, "profile": None, "head": None, "model_inputs": []}

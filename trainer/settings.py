@@ -154,6 +154,11 @@ class TrainingConfig:
     # tfrecord: this project's tf.data reader (cached, measured 3-4x faster here);
     # tfxio: TFX's data accessor (TFXIO; reads any payload format the examples declare).
     reader: str = "tfrecord"
+    # The minutes the network's training may take (0: no budget). The Trainer times its first
+    # passes and runs as many of the planned ones as fit, the learning rate's decay compressed onto
+    # them; the run summary says how many fitted and how long all would take (trainer/budget.py).
+    # `tfxline init` writes 10 for images and text (a first run that fits a 2-core machine).
+    time_budget_minutes: float = 0.0
 
     def problems(self) -> Iterator[Problem]:
         if not self.batch_size >= 1:
@@ -180,6 +185,8 @@ class TrainingConfig:
             yield bad(self, "eval_steps", "must be >= 1")
         if self.class_weight not in CLASS_WEIGHTS:
             yield bad(self, "class_weight", f"use one of {', '.join(CLASS_WEIGHTS)}")
+        if not self.time_budget_minutes >= 0:
+            yield bad(self, "time_budget_minutes", "must be >= 0 (0: no budget, the planned passes all run)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -249,7 +256,10 @@ class TrainerSettings:
             (() if self.features.text_inputs else TEXT_MODEL_KEYS) + \
             (() if self.model.family != NETWORK else TREES_MODEL_KEYS)
         model = {k: v for k, v in model.items() if k not in unread}
-        out: Dict[str, Any] = {"features": self.features.to_dict(), "model": model, "training": plain(self.training),
+        training = plain(self.training)
+        if not self.training.time_budget_minutes:  # no budget: the keys as before it existed (cache keys, specs)
+            training.pop("time_budget_minutes")
+        out: Dict[str, Any] = {"features": self.features.to_dict(), "model": model, "training": training,
                "runtime": plain(self.runtime)}
         if task_types.get(self.features.task).decides:
             out["threshold"] = self.threshold
