@@ -2,17 +2,18 @@
 on the machine it runs on and fits the planned passes into the budget.
 
 ``tfxline init`` plans passes for the data (40 for images from scratch), but how long a pass takes
-depends on the machine: 5,000 photos at 48 px took 35 s a pass on a 2-core AMD machine, a few
-seconds on a GPU. With a budget, the Trainer plans after its first pass (which includes tracing)
-and again after its second: the passes that fit in what is left of the budget, at most the
-configured ones. When fewer fit, the learning rate's cosine decay (trainer/optimizer.py) is
-compressed onto them (its step is scaled by planned / fitting passes, a variable the schedule
-reads), so the shorter training still ends at the low rate a full one ends at, rather than being
-cut while the rate is high; the run stops after the last pass that fits, keeping early stopping's
-best weights. A pass much slower than the plan's (a machine shared with other work) stops the run
-at 1.25 x the budget. 0 (the default) is no budget. The record (training_run.json ``budget``)
-says how many passes fitted, the seconds a pass, and how long all the planned passes would take:
-the summary's "what a bigger budget would buy".
+depends on the machine: 5,000 photos at 48 px took 35 s a pass on a 2-core AMD machine, 15 s on a
+2-core Intel one. With a budget, the Trainer plans after its first pass (which includes tracing)
+and again after each pass until half the planned ones are done, at the mean pace of the passes
+after the first: the passes that fit in what is left of the budget, at most the configured ones.
+When fewer fit, the learning rate's cosine decay (trainer/optimizer.py) is compressed onto them
+(its step is scaled by planned / fitting passes, a variable the schedule reads), so the shorter
+training still ends at the low rate a full one ends at, rather than being cut while the rate is
+high; the run stops after the last pass that fits, keeping early stopping's best weights. A pass
+much slower than the plan's (a machine shared with other work) stops the run at 1.25 x the budget.
+0 (the default) is no budget. The record (training_run.json ``budget``) says how many passes
+fitted, the seconds a pass, and how long all the planned passes would take: the summary's "what a
+bigger budget would buy".
 
 A Trainer that resumes after a kill plans its passes again with the whole budget (it times its own
 passes, not the killed one's).
@@ -27,8 +28,7 @@ from tfxline.trainer.keras_compat import keras
 
 OVERRUN = 1.25  # a training this far past its budget stops whatever the plan said (a slowed machine)
 FIRST_RUN_MINUTES = 10  # what `tfxline init` writes for images and text (issue #72: about 10 minutes on 2 cores)
-INIT_COMMENT = (f"the Trainer times its passes and runs those that fit in {FIRST_RUN_MINUTES} minutes, "
-                "the summary says what more would buy (0: all of them)")
+INIT_COMMENT = "the Trainer times its passes and runs those that fit, the summary says what more would buy (0: all)"
 
 
 def compressed(inner, scale):
@@ -74,7 +74,7 @@ def callback_class():
     k = keras()
 
     class TimeBudget(k.callbacks.Callback):
-        """Plans the passes that fit after the first two passes; stops after the last that fits."""
+        """Plans the passes that fit after each pass of the first half; stops after the last that fits."""
 
         def __init__(self, minutes: float, planned: int, scale, early_stopping=None):
             super().__init__()
@@ -95,8 +95,13 @@ def callback_class():
             self.pass_seconds.append(time.monotonic() - self._pass_started)
             self.done = epoch + 1
             elapsed = time.monotonic() - (self.started or self._pass_started)
-            if len(self.pass_seconds) <= 2:  # the first pass traces; the second is the steady pace
-                self.fitting = fitting_passes(self.budget_s, elapsed, self.pass_seconds[-1], self.done, self.planned)
+            # planned again after each pass until half the fitting ones are done, at the steady pace (the
+            # mean pass after the first, which traces): a machine busy with other work early on does not
+            # fix a short plan; later the rate's decay is left alone
+            if len(self.pass_seconds) <= max(2, self.fitting // 2):
+                steady = self.pass_seconds[1:] or self.pass_seconds
+                self.fitting = fitting_passes(self.budget_s, elapsed, sum(steady) / len(steady), self.done,
+                                              self.planned)
                 self.scale.assign(self.planned / max(self.fitting, 1))
             if (self.fitting < self.planned and self.done >= self.fitting) or elapsed > OVERRUN * self.budget_s:
                 if self.done < self.planned:
