@@ -22,7 +22,13 @@ class Clock:
     budget's moves it at each pass's end)."""
 
     def __init__(self, seconds):
-        self.now, self.seconds = 1000.0, seconds
+        self.now, self.paces = 1000.0, list(seconds) if isinstance(seconds, (list, tuple)) else None
+        self.seconds = self.paces.pop(0) if self.paces else seconds
+
+    def tick(self, *_):
+        self.now += self.seconds
+        if self.paces:
+            self.seconds = self.paces.pop(0)
 
     def __call__(self):
         return self.now
@@ -37,7 +43,7 @@ def fit(monkeypatch, minutes, planned, seconds_a_pass, steps=4, early_stopping=N
     scale = budget_lib.scale_variable()
     schedule = budget_lib.compressed(optimizer_lib.learning_rate_schedule(0.01, steps * planned), scale)
     model.compile(optimizer=k.optimizers.Adam(schedule), loss="mse")
-    passes = k.callbacks.LambdaCallback(on_epoch_end=lambda *_: setattr(clock, "now", clock.now + clock.seconds))
+    passes = k.callbacks.LambdaCallback(on_epoch_end=clock.tick)
     callback = budget_lib.callback_class()(minutes, planned, scale, early_stopping)
     x, y = np.random.rand(32, 3).astype("float32"), np.random.rand(32, 1).astype("float32")
     history = model.fit(x, y, batch_size=8, epochs=planned, steps_per_epoch=steps, verbose=0,
@@ -62,6 +68,13 @@ def test_a_budget_that_holds_three_of_ten_passes_runs_three_and_ends_the_decay_w
     assert float(schedule(model.optimizer.iterations)) == pytest.approx(0.001, rel=1e-3)
     uncompressed = optimizer_lib.learning_rate_schedule(0.01, 4 * 10)
     assert float(uncompressed(12)) > 0.007
+
+
+def test_the_plan_follows_the_pace_of_the_passes_after_the_first(monkeypatch):
+    """A first pass of 20 s (tracing, or a machine busy with other work), then 5 s a pass: 100 s hold
+    1 + 16 passes. Planned off the first pass alone it would be 5."""
+    _, _, callback, history = fit(monkeypatch, minutes=100 / 60, planned=20, seconds_a_pass=[20] + [5] * 19)
+    assert len(history.history["loss"]) == 17 and callback.record()["seconds_per_pass"] == 5
 
 
 def test_a_budget_that_holds_every_pass_changes_nothing(monkeypatch):
