@@ -107,3 +107,29 @@ def test_the_key_is_read_only_where_a_budget_is_set_and_refused_below_zero():
     assert budgeted["training"]["time_budget_minutes"] == 10
     with pytest.raises(ConfigError, match=r"training.time_budget_minutes: -1.0; must be >= 0"):
         load_config(overrides=["training.time_budget_minutes=-1"])
+
+
+def test_a_budget_spent_in_the_frozen_phase_skips_the_fine_tuning_phase():
+    """An image backbone from a weights file trains in two fits (frozen, then unfrozen:
+    trainer/images.py); Keras starts each fit afresh, so the budget's stop in the first is kept by
+    trainer/run.fit, which unfreezes and fits again only while the budget lasts."""
+    from types import SimpleNamespace
+
+    from tfxline.trainer import run
+
+    fits, tuned = [], []
+    budget = SimpleNamespace(stopped=False)
+
+    def one_fit(data, initial_epoch, epochs, **_):
+        fits.append((initial_epoch, epochs))
+        budget.stopped = True  # the budget ran out within this phase
+
+    built = SimpleNamespace(trainable=SimpleNamespace(fit=one_fit), frozen_epochs=3, fine_tune=lambda: tuned.append(1))
+    inputs = SimpleNamespace(train=None, validation=None, validation_steps=1, class_weight=None)
+    cbs = SimpleNamespace(first_epoch=0, budget=budget, callbacks=[], early_stopping=None)
+    run.fit(built, inputs, SimpleNamespace(epochs=10, steps_per_epoch=1), cbs, {})
+    assert fits == [(0, 3)] and tuned == []
+    budget.stopped, fits[:] = False, []
+    cbs.budget = None  # no budget: both phases, as before
+    run.fit(built, inputs, SimpleNamespace(epochs=10, steps_per_epoch=1), cbs, {})
+    assert fits == [(0, 3), (3, 10)] and tuned == [1]

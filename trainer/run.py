@@ -190,6 +190,8 @@ def fit(built: Built, inputs: Inputs, sizes: Sizes, cbs: callbacks_lib.Callbacks
             built.model.set_weights(best)
     else:
         for i, (first, last) in enumerate(images.phases(cbs.first_epoch, sizes.epochs, built.frozen_epochs)):
+            if cbs.budget is not None and cbs.budget.stopped:
+                break  # the time budget ended the training within an earlier phase
             if i or first >= built.frozen_epochs > 0:  # the frozen epochs are done (or were, before a restart)
                 built.fine_tune()
             built.trainable.fit(
