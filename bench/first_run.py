@@ -7,7 +7,7 @@ kinds of clothing), each scaled to ``--side`` px and saved as JPEG in a sub-fold
 CSV of 1,000 of its test images. For each budget, `tfxline init --data FOLDER` and `tfxline run`
 with the config as init wrote it but ``training.time_budget_minutes`` set to the budget (0: no
 budget, the 40 passes init plans; init writes 10), then `tfxline predict` on the held-out CSV.
-Prints the run's wall time, the passes the Trainer ran, its training minutes (training_run.json),
+Prints (and writes to bench/results/first_run.json, rendered in docs/performance.md) the run's wall time, the passes the Trainer ran, its training minutes (training_run.json),
 the eval accuracy of the run's summary and the held-out accuracy of `predict`. A budget smaller than
 init's stands in for a slower machine (5 minutes here: about the passes 10 minutes hold on the
 2-core AMD machine, 35 s a pass). The goal: the default first run ends within 15 minutes, its
@@ -20,6 +20,7 @@ import csv
 import glob
 import json
 import os
+import platform
 import subprocess
 import sys
 import tempfile
@@ -29,6 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench.images import CLASSES, fashion  # noqa: E402
 
 TFXLINE = os.path.join(os.path.dirname(sys.executable), "tfxline")
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "first_run.json")
 
 
 def write_photos(work: str, count: int, side: int) -> str:
@@ -77,7 +79,7 @@ def one_run(work: str, photos: str, budget: float) -> dict:
                                          "training_run.json")), key=os.path.getmtime)
     info = json.load(open(runs[-1]))
     record = {"budget_minutes": budget, "run_wall_s": round(wall, 1), "passes": info["epochs"],
-              "planned_passes": info["max_epochs"], "train_minutes": round(info["train_seconds"] / 60, 1),
+              "planned_passes": info["max_epochs"], "best_pass": info["best_epoch"], "train_minutes": round(info["train_seconds"] / 60, 1),
               "eval_accuracy": float(eval_line.split("accuracy ", 1)[1].split(",")[0]),
               "pushed": "pushed to: " in run.stdout, "holdout_accuracy": None}
     if not record["pushed"]:  # its gate refused it: nothing to predict with
@@ -96,16 +98,27 @@ def main() -> None:
     parser.add_argument("--side", type=int, default=50)
     parser.add_argument("--budgets", type=float, nargs="+", default=[0, 10, 5])
     parser.add_argument("--work", default=None)
+    parser.add_argument("--results", default=RESULTS, help="the results file (tools/bench_tables.py renders it)")
     args = parser.parse_args()
     work = args.work or tempfile.mkdtemp(prefix="tfxline-first-run-")
     photos = write_photos(work, args.images, args.side)
     print("| time budget (min) | run wall | passes | training | eval accuracy | held-out accuracy |\n"
           "|---|---|---|---|---|---|")
+    runs = []
     for budget in args.budgets:
         r = one_run(work, photos, budget)
+        runs.append(r)
         print(f"| {budget:g} | {r['run_wall_s'] / 60:.1f} min | {r['passes']} of {r['planned_passes']} | "
               f"{r['train_minutes']:g} min | {r['eval_accuracy']:.4f} | "
               f"{'not pushed' if r['holdout_accuracy'] is None else format(r['holdout_accuracy'], '.4f')} |", flush=True)
+
+
+    with open(args.results, "w") as f:
+        json.dump({"machine": f"{os.cpu_count()} CPU cores, {platform.machine()}, no GPU",
+                   "protocol": f"{args.images} Fashion-MNIST training images at {args.side} px JPEG in ten class "
+                               "folders; init, run with training.time_budget_minutes per row, predict on 1,000 test "
+                               "images (bench/first_run.py)", "runs": runs}, f, indent=2)
+    print(f"wrote {args.results}")
 
 
 if __name__ == "__main__":

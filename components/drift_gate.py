@@ -190,13 +190,15 @@ class Executor(base_executor.BaseExecutor):
                     anomalies.MergeFrom(found)
             # free text: its tokens against the serving model's (its statistics travel with the model)
             versus = f"{serving}'s training data"
-            found, lines, text_columns = text_drift.compare(examples, serving_model, versus, thresholds)
+            found, lines, text_columns, text_off = text_drift.compare(examples, serving_model, versus, thresholds)
             text_drifted = drifted_features(found, versus=versus, of="'s tokens") + lines
             anomalies.MergeFrom(found)
             if text_columns:
                 compared.append(f"{serving}'s text ({', '.join(text_columns)})")
             compared_with = " and ".join(compared) or "nothing to compare with: " + (
                 "nothing serving yet" if not serving else f"the statistics of {serving}'s training data are gone")
+            if text_off:
+                compared_with += f"; text not checked: {', '.join(text_off)} (drift.features.<column>: 0)"
         drifted += text_drifted
         logging.info("drift: compared with %s", compared_with)
         out.set_string_custom_property("compared_with", compared_with)

@@ -64,10 +64,12 @@ def token_threshold(column: str, thresholds: Dict[str, Any]) -> float:
     return float(thresholds.get("features", {}).get(column, thresholds["text_token_threshold"]))
 
 
-def compare(examples, model_dir: str, versus: str, thresholds: Dict[str, Any]) -> Tuple[Any, List[str], List[str]]:
+def compare(examples, model_dir: str, versus: str,
+            thresholds: Dict[str, Any]) -> Tuple[Any, List[str], List[str], List[str]]:
     """(TFDV's anomalies of the tokens' comparator, the out-of-vocabulary and length lines over their
-    thresholds, the columns compared) of the new span's text against the model in ``model_dir``;
-    nothing compared for a model without text statistics or a column today's data lacks."""
+    thresholds, the columns compared, the columns whose check is off: drift.features.<column>: 0) of
+    the new span's text against the model in ``model_dir``; nothing compared for a model without
+    text statistics or a column today's data lacks."""
     import tensorflow_data_validation as tfdv
     from tensorflow_metadata.proto.v0 import anomalies_pb2
 
@@ -75,9 +77,10 @@ def compare(examples, model_dir: str, versus: str, thresholds: Dict[str, Any]) -
     reference = stats_lib.read_reference(model_dir) if model_dir and "text_token_threshold" in thresholds else None
     anomalies = anomalies_pb2.Anomalies()
     if reference is None:
-        return anomalies, [], []
+        return anomalies, [], [], []
     ref_stats, settings = reference
-    settings = [s for s in settings if token_threshold(s["column"], thresholds) > 0]
+    off = sorted(s["column"] for s in settings if token_threshold(s["column"], thresholds) <= 0)
+    settings = [s for s in settings if s["column"] not in off]
     docs = read_documents(examples, [s["column"] for s in settings])
     tokens: Dict[str, List[List[str]]] = {}
     for s in settings:
@@ -85,7 +88,7 @@ def compare(examples, model_dir: str, versus: str, thresholds: Dict[str, Any]) -
         if vocabulary is not None and any(docs[s["column"]]):
             tokens[s["column"]] = stats_lib.tokens_from_text(docs[s["column"]], int(s["max_tokens"]), vocabulary)
     if not tokens:
-        return anomalies, [], []
+        return anomalies, [], [], off
     new_stats = stats_lib.statistics(tokens)
     limits = {c: token_threshold(c, thresholds) for c in tokens}
     anomalies = tfdv.validate_statistics(new_stats, comparator_schema(limits), previous_statistics=ref_stats)
@@ -102,4 +105,4 @@ def compare(examples, model_dir: str, versus: str, thresholds: Dict[str, Any]) -
         if max(ratio, 1 / ratio) > thresholds["text_length_ratio"]:
             lines.append(f"{column}: {new['mean_tokens']:g} tokens a document vs {ref['mean_tokens']:g} in {versus} "
                          f"(x{ratio:.3g}, beyond x{thresholds['text_length_ratio']:g} either way)")
-    return anomalies, lines, sorted(tokens)
+    return anomalies, lines, sorted(tokens), off

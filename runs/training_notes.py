@@ -41,11 +41,13 @@ def budget_note(info: Dict[str, Any]) -> str:
     if not budget:
         return ""
     took = f"{info.get('train_seconds', 0.0) / 60:.1f} min for {budget['passes']} of {budget['planned_passes']} passes"
-    if not budget["stopped_by_budget"]:
-        return f"{took}, within training.time_budget_minutes ({budget['minutes']:g})"
     metric = (info.get("early_stopping") or "val_loss").split(",")[0]
     if metric == "off":
         metric = "val_loss"
+    if not budget["stopped_by_budget"]:
+        ended = (f"early stopping ended it ({metric} best at pass {info.get('best_epoch')})"
+                 if budget["passes"] < budget["planned_passes"] else "all of them ran")
+        return f"{took}, within training.time_budget_minutes ({budget['minutes']:g}): {ended}"
     values = (info.get("history") or {}).get(metric) or []
     trend = f"; {metric} moved {values[-1] - values[-4]:+.3g} over the last 3 passes" if len(values) >= 4 else ""
     return (f"{took}: the most that fit training.time_budget_minutes ({budget['minutes']:g}) at "

@@ -93,7 +93,11 @@ def test_the_summary_says_how_long_training_took_and_what_a_bigger_budget_would_
         "learning rate's decay fitted to them; val_loss moved -0.04 over the last 3 passes; all 40 would take about "
         "22.7 min (training.time_budget_minutes: 30)")
     info["budget"].update(passes=12, stopped_by_budget=False)
-    assert budget_note(info) == "9.9 min for 12 of 40 passes, within training.time_budget_minutes (10)"
+    info["best_epoch"] = 7
+    assert budget_note(info) == ("9.9 min for 12 of 40 passes, within training.time_budget_minutes (10): early "
+                                 "stopping ended it (val_loss best at pass 7)")
+    info["budget"].update(passes=40)
+    assert budget_note(info).endswith("within training.time_budget_minutes (10): all of them ran")
     assert budget_note({"budget": None}) == ""
 
 

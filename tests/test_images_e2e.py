@@ -76,6 +76,7 @@ def test_the_first_run_is_blessed_and_pushed_with_a_tflite_model(image_run):
     assert budget["seconds_per_pass"] > 0 and budget["all_passes_minutes"] > 0
     line = next(x for x in out.splitlines() if x.startswith("  training: "))
     assert f"for {budget['passes']} of 40 passes" in line and "training.time_budget_minutes (10)" in line, line
+    assert budget["stopped_by_budget"] or "early stopping ended it" in line or "all of them ran" in line, line
 
 
 def test_the_report_shows_eval_images_with_their_true_and_predicted_class(image_run):

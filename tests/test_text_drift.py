@@ -113,7 +113,7 @@ def test_a_columns_zero_threshold_turns_its_text_check_off_and_a_table_has_none(
     other = examples_of(tmp_path, "off", ["print the value"] * 50)
     out = gate(tmp_path, other, serving, thresholds(features={"review": 0}))
     assert out.get_string_custom_property("compared_with") == "nothing to compare with: the statistics of " \
-        "serving version 3's training data are gone"
+        "serving version 3's training data are gone; text not checked: review (drift.features.<column>: 0)"
     # a pipeline without text: no text_* keys (pipeline/factory.drift_thresholds), nothing compared
     table = {k: v for k, v in thresholds().items() if not k.startswith(text_drift.TEXT_DRIFT_PREFIX)}
     assert gate(tmp_path, examples_of(tmp_path, "table", ["print"] * 5), serving, table).get_int_custom_property(

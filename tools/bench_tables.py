@@ -505,6 +505,27 @@ SCHEMAS["text.json"] = {"machine": str, "scale": {
     "load_average_start": [NUM], "bench_seconds": Opt(NUM), "commit": Opt(str)}
 
 
+SCHEMAS["first_run.json"] = {"machine": str, "protocol": str, "runs": NonEmpty([{
+    "budget_minutes": NUM, "run_wall_s": NUM, "passes": int, "planned_passes": int, "best_pass": Opt(int),
+    "train_minutes": NUM, "eval_accuracy": NUM, "pushed": bool, "holdout_accuracy": NUM_OR_NULL,
+    "note": Opt(str)}])}
+
+
+def first_run() -> str:
+    """bench/first_run.py: a photo folder's first run under init's time budget, against 40 passes."""
+    d = load("first_run.json")
+    rows = []
+    for r in d["runs"]:
+        budget = "none (40 passes)" if not r["budget_minutes"] else f"{r['budget_minutes']:g}" + (
+            f" ({r['note']})" if r.get("note") else "")
+        best = f" (best {r['best_pass']})" if r.get("best_pass") else ""
+        held = "not pushed" if r["holdout_accuracy"] is None else f"{r['holdout_accuracy']:.4f}"
+        rows.append([budget, f"{r['run_wall_s'] / 60:.1f} min", f"{r['passes']} of {r['planned_passes']}{best}",
+                     f"{r['train_minutes']:g} min", f"{r['eval_accuracy']:.4f}", held])
+    return table([f"time budget, min ({d['machine']})", "run wall", "passes", "training", "eval accuracy",
+                  "held-out accuracy"], rows)
+
+
 def text_scale() -> str:
     """bench/text.py's generated table through init + run, against the goal."""
     d = load("text.json")
@@ -761,6 +782,7 @@ SOURCES: Dict[str, str] = {
     "trainer-input": "trainer.json", "e2e": "e2e.json", "scale": "scale.json", "wide": "wide.json",
     "tflite": "tflite.json", "images": "images.json", "images-speed": "images.json",
     "text-scale": "text.json", "text-speed": "text.json", "text-quality": "text.json",
+    "first-run": "first_run.json",
 }
 TABLES: Dict[str, Callable[[], str]] = {
     "quality": quality, "quality-setup": quality_setup, "tables": tables, "tables-tuning": tables_tuning,
@@ -771,6 +793,7 @@ TABLES: Dict[str, Callable[[], str]] = {
     "step-profile-cpu": step_profile_cpu, "step-profile-h100": step_profile_h100,
     "trainer-input": trainer_input, "e2e": e2e, "scale": scale, "wide": wide, "tflite": tflite, "images": images,
     "images-speed": images_speed, "text-scale": text_scale, "text-speed": text_speed, "text-quality": text_quality,
+    "first-run": first_run,
 }
 
 
