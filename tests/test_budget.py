@@ -137,3 +137,10 @@ def test_a_budget_spent_in_the_frozen_phase_skips_the_fine_tuning_phase():
     cbs.budget = None  # no budget: both phases, as before
     run.fit(built, inputs, SimpleNamespace(epochs=10, steps_per_epoch=1), cbs, {})
     assert fits == [(0, 3), (3, 10)] and tuned == [1]
+
+
+def test_a_budget_applies_where_one_process_decides():
+    """Several workers (TF_CONFIG) would each time their own passes; one stopping before the others
+    would leave them waiting in a collective: they run the planned passes."""
+    assert budget_lib.applies(10, 40, 1) and not budget_lib.applies(10, 40, 3)
+    assert not budget_lib.applies(0, 40, 1) and not budget_lib.applies(10, 1, 1)  # no budget; one pass

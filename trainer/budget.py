@@ -16,10 +16,13 @@ fitted, the seconds a pass, and how long all the planned passes would take: the 
 bigger budget would buy".
 
 A Trainer that resumes after a kill plans its passes again with the whole budget (it times its own
-passes, not the killed one's).
+passes, not the killed one's). A training across several workers (TF_CONFIG) runs its planned
+passes: each worker would time its own, and one stopping before the others would leave them
+waiting in a collective.
 """
 from __future__ import annotations
 
+import logging
 import math
 import time
 from typing import Any, Dict, List, Optional
@@ -54,6 +57,16 @@ def compressed_class():
             return {"inner": k.optimizers.schedules.serialize(self.inner), "scale": float(self.scale.numpy())}
 
     return CompressedSchedule
+
+
+def applies(minutes: float, epochs: int, workers: int) -> bool:
+    """A budget is kept where one process decides: several workers (TF_CONFIG's cluster) each timing
+    their own passes could stop at different passes and leave the others waiting in a collective, so
+    a multi-worker training runs its planned passes (and says so in its log)."""
+    if minutes and workers > 1:
+        logging.warning("training.time_budget_minutes is not applied across %d workers: each would time its "
+                        "own passes; the planned passes all run", workers)
+    return bool(minutes) and epochs > 1 and workers <= 1
 
 
 def scale_variable():

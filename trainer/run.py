@@ -140,7 +140,9 @@ def build(fn_args, settings: TrainerSettings, sizes: Sizes, strategy, policy: st
     head = make_head(spec, sizes.tf_transform_output, fn_args.train_files)
     image = spec.data_kind == F.IMAGE
     inputs = [] if image else model_inputs(spec, sizes.tf_transform_output)
-    scale = budget_lib.scale_variable() if settings.training.time_budget_minutes and sizes.epochs > 1 else None
+    scale = budget_lib.scale_variable() if budget_lib.applies(settings.training.time_budget_minutes, sizes.epochs,
+                                                               strategy_lib.cluster_size(strategy_lib.tf_config())) \
+        else None
     with strategy.scope():
         if image:  # a backbone over the decoded pixels (trainer/images.py)
             model = images.build_model(spec, head, model_settings.backbone, model_settings.weights,
