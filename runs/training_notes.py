@@ -68,13 +68,16 @@ def family_line(info: Dict[str, Any]) -> str:
     times = family.get("seconds") or {}
     seconds = ", ".join(f"{name} {s:.1f} s" for name, s in times.items())
     scores = family.get("scores")
+    refit = family.get("refit")
+    # model.trees.refit: the kept trees trained again on the train and validation rows
+    again = f"; its trees trained again on {refit['rows']} rows in {refit['seconds']:.1f} s" if refit else ""
     if not scores:  # one family trained (trees, or auto on text or images)
         trees = (info.get("trees") or {}).get("trees")
         size = f"{trees} trees, " if chosen == "trees" and trees else ""
-        return f"{chosen} ({configured}): {size}trained in {times.get(chosen, 0.0):.1f} s"
+        return f"{chosen} ({configured}): {size}trained in {times.get(chosen, 0.0):.1f} s{again}"
     metric, noise, margin = family.get("metric", ""), family.get("noise") or 0.0, family.get("margin") or 0.0
     others = ", ".join(f"{name} {value:.4f}" for name, value in scores.items() if name != chosen)
     beyond = "beyond" if margin > noise else "within"
     return (f"{configured} kept {chosen}: validation {metric} {scores[chosen]:.4f}, {others} ({margin:.4f} ahead of "
             f"{family.get('runner_up')}, {beyond} one standard error {noise:.4f} on {family.get('validation_rows')} "
-            f"rows); trained in {seconds}")
+            f"rows); trained in {seconds}{again}")

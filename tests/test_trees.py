@@ -219,3 +219,43 @@ def test_every_algorithm_and_categorical_setting_trains(config):
     labels = (x > 0).astype(np.int64)
     model = trees.fit((features, labels), (features, labels), spec_of(), config, 1, ["x_xf", "c_xf"])
     assert 1 <= model.ydf_model.num_trees() <= 10
+
+
+@pytest.mark.parametrize("task,units", [("binary", 1), ("multiclass", 3)])
+def test_the_refit_trains_on_train_and_validation_at_early_stoppings_iterations(task, units, monkeypatch):
+    """model.trees.refit: the kept forest trained again on both splits' rows, with as many boosting
+    iterations as early stopping kept (a multi-class forest grows one tree per class each), and no
+    share of those rows carved out for a validation of its own. (Early stopping only above
+    EARLY_STOPPING_ROWS training rows: lowered here to 100 for a 500-row split.)"""
+    from tfxline.trainer import trees
+
+    monkeypatch.setattr(trees, "EARLY_STOPPING_ROWS", 100)
+    features, x, c = table(800, seed=2)
+    labels = ((x > 0).astype(np.int64) + (c == 3)) if task == "multiclass" else (x + 0.3 * c > 0.4).astype(np.int64)
+    train = ({n: v[:500] for n, v in features.items()}, labels[:500])
+    validation = ({n: v[500:] for n, v in features.items()}, labels[500:])
+    config = T.TreesConfig(num_trees=200)
+    model = trees.fit(train, validation, spec_of(task), config, units, ["x_xf", "c_xf"], seed=1)
+    kept = trees.iterations(model)
+    assert kept < 200  # early stopping ended it on the validation rows
+    again = trees.refit(model, train, validation, spec_of(task), config, units, ["x_xf", "c_xf"], seed=1)
+    assert trees.iterations(again) == kept
+    assert again.ydf_model.num_trees() == model.ydf_model.num_trees()
+    # all 800 rows read, none held out for a validation loss of its own (the first fit had one)
+    assert again.ydf_model.data_spec().created_num_rows == 800 and again.ydf_model.validation_loss() is None
+    assert model.ydf_model.validation_loss() is not None
+    assert T.TreesConfig().refit and not dataclasses.replace(config, refit=False).refit
+
+
+def test_below_early_stoppings_rows_boosted_trees_grow_every_iteration():
+    """Under EARLY_STOPPING_ROWS training rows the validation split does not stop the boosting: all
+    of num_trees grow, on the train rows alone (no validation loss of YDF's own either)."""
+    from tfxline.trainer import trees
+
+    features, x, c = table(600, seed=3)
+    labels = (x + 0.3 * c > 0.4).astype(np.int64)
+    train = ({n: v[:400] for n, v in features.items()}, labels[:400])
+    validation = ({n: v[400:] for n, v in features.items()}, labels[400:])
+    model = trees.fit(train, validation, spec_of(), T.TreesConfig(num_trees=120), 1, ["x_xf", "c_xf"], seed=1)
+    assert trees.iterations(model) == 120 and model.ydf_model.validation_loss() is None
+    assert model.ydf_model.data_spec().created_num_rows == 400

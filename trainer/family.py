@@ -16,14 +16,16 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
 
 from tfxline import task_types
+from tfxline.trainer import trees as trees_lib
 from tfxline.trainer.keras_compat import keras
 from tfxline.trainer.model import validation_outputs
+from tfxline.trainer.trees_settings import TREES
 from tfxline.transforms import features as F
 
 AVERAGE = "average"
@@ -81,6 +83,22 @@ def choose(candidates: List[Candidate], validation, steps: int, spec: F.FeatureS
             "seconds": {c.name: round(c.seconds, 2) for c in candidates}}
     logging.info("model.family %s: %s kept (%s)", configured, best, info["scores"])
     return model, info
+
+
+def served(model, info: Dict[str, Any], network, refit: Optional[Callable[[], Any]]) -> Tuple[Any, Any]:
+    """The model the run exports, and the refit forest (or None): the kept ``model``, its trees
+    trained again by ``refit`` (model.trees.refit: on the train and validation rows) where trees or
+    the average were kept; ``info`` (the choice's record) gains ``refit``: rows, iterations, seconds."""
+    chosen = info.get("chosen")
+    if refit is None or chosen not in (TREES, AVERAGE):
+        return model, None
+    refitted, seconds = timed(refit)
+    info["refit"] = {"rows": int(refitted.ydf_model.data_spec().created_num_rows),
+                     "iterations": trees_lib.iterations(refitted), "seconds": round(seconds, 2)}
+    if chosen == TREES:
+        return refitted, refitted
+    assert network is not None  # the average is of the network and the trees
+    return average_model([network, refitted]), refitted
 
 
 def timed(train: Callable[[], Any]) -> Tuple[Any, float]:

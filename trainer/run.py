@@ -18,7 +18,6 @@ from typing import Any, Dict, List, Optional
 
 import tensorflow as tf
 
-from tfxline import task_types
 from tfxline.patches import autograph, tf_custom_gradients
 from tfxline.trainer import budget as budget_lib
 from tfxline.trainer import callbacks as callbacks_lib
@@ -32,6 +31,7 @@ from tfxline.trainer import (
     resume,
     text_profile,
     text_weights,
+    trees_run,
     tuning_settings,
 )
 from tfxline.trainer import family as family_lib
@@ -40,51 +40,14 @@ from tfxline.trainer import optimizer as optimizer_lib
 from tfxline.trainer import profile as profile_lib
 from tfxline.trainer import strategy as strategy_lib
 from tfxline.trainer import trees as trees_lib
-from tfxline.trainer.inputs import Inputs, Sizes, input_data, input_dataset, plan_sizes
+from tfxline.trainer.inputs import Inputs, Sizes, input_data, plan_sizes
 from tfxline.trainer.keras_compat import keras
+from tfxline.trainer.model_inputs import make_head, model_inputs
 from tfxline.trainer.run_record import training_info
 from tfxline.trainer.settings import TRAINING_RUN_FILE, TrainerSettings
 from tfxline.trainer.train_step import training_model
 from tfxline.trainer.trees_settings import NETWORK, TREES, families
 from tfxline.transforms import features as F
-from tfxline.transforms import text as text_lib
-
-
-def model_inputs(spec: F.FeatureSpec, tf_transform_output) -> List[model_lib.ModelInput]:
-    """Model inputs with their cardinalities, from the spec and the Transform output."""
-    inputs = []
-    for f in spec.inputs:
-        name = F.transformed_name(f.name)
-        if f.is_text and tf_transform_output.transformed_feature_spec()[name].dtype == tf.string:
-            inputs.append(model_lib.ModelInput(name, raw_text=True))  # the text itself (a pretrained encoder)
-            continue
-        if f.is_text:  # [length] n-gram ids (transforms/text.py)
-            vocab = tf_transform_output.vocabulary_size_by_name(F.vocabulary_name(f.name))
-            inputs.append(model_lib.ModelInput(name, text_lib.cardinality(f, vocab), text_lib.length(f),
-                                               text_lib.setting(f, "max_tokens")))
-            continue
-        if not f.is_categorical:
-            inputs.append(model_lib.ModelInput(name))
-            continue
-        vocab = (tf_transform_output.vocabulary_size_by_name(F.vocabulary_name(f.name))
-                 if f.transform == "vocabulary" else None)
-        inputs.append(model_lib.ModelInput(name, F.categorical_cardinality(f, vocab)))
-    inputs += [model_lib.ModelInput(F.transformed_name(c.name), c.hash_buckets) for c in spec.crosses]
-    return inputs
-
-
-def make_head(spec: F.FeatureSpec, tf_transform_output, train_files=()) -> model_lib.Head:
-    """The task's head, as its task type sizes it: e.g. a multi-class head by the label
-    vocabulary, a regression head at the train split's label scale (mean and standard
-    deviation), so the network learns a standardised target whatever the label's unit, and
-    bounded to the split's label range (min and max, widened)."""
-    def label_moments():
-        return data.label_moments(train_files, spec.label.name, data.transformed_decoder(tf_transform_output))
-
-    fields = task_types.get(spec.task).head_fields(
-        lambda: tf_transform_output.vocabulary_size_by_name(F.LABEL_VOCABULARY),
-        label_moments if train_files else None)
-    return model_lib.Head(spec.task, **fields)
 
 
 def backup_dir(fn_args) -> str:
@@ -226,24 +189,6 @@ def train_network(fn_args, settings: TrainerSettings, strategy, policy: str, siz
     return NetworkRun(built, cbs, seconds, history, step_profile)
 
 
-def trees_columns(fn_args, settings: TrainerSettings, sizes: Sizes, inputs: Inputs):
-    """What a forest trains on (trainer/trees.py ``fit``'s arguments beside its config): the train
-    split read once and the validation rows, as numpy columns, the network's input names and the
-    head's width."""
-    spec, tfo = settings.features, sizes.tf_transform_output
-    once = input_dataset(fn_args, settings, fn_args.train_files, tfo, sizes.batch.per_replica * sizes.replicas,
-                         shuffle=False, cache=False, repeat=False)
-    return (trees_lib.read_columns(once), trees_lib.read_columns(inputs.validation, inputs.validation_steps),
-            [mi.name for mi in model_inputs(spec, tfo)], make_head(spec, tfo).units)
-
-
-def train_trees(fn_args, settings: TrainerSettings, sizes: Sizes, inputs: Inputs):
-    """The decision forest, early-stopped on the validation rows; the model and its seconds."""
-    train, validation, names, units = trees_columns(fn_args, settings, sizes, inputs)
-    return family_lib.timed(lambda: trees_lib.fit(train, validation, settings.features, settings.model.trees,
-                                                  units, names, settings.training.seed))
-
-
 def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str, Any]:
     tf.keras.utils.set_random_seed(settings.training.seed)
     sizes = plan_sizes(fn_args, settings, strategy)
@@ -258,20 +203,24 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
         net = train_network(fn_args, settings, strategy, policy, sizes, inputs, backup, resumable, state)
         candidates.append(family_lib.Candidate(NETWORK, net.built.model, net.seconds))
     if TREES in trained:
-        forest, seconds = train_trees(fn_args, settings, sizes, inputs)
-        candidates.append(family_lib.Candidate(TREES, forest, seconds))
+        forest = trees_run.train_trees(fn_args, settings, sizes, inputs)
+        candidates.append(family_lib.Candidate(TREES, forest.model, forest.seconds))
     # the best on the validation rows of the network, the trees and their average (model.family: auto)
     model, family_info = family_lib.choose(candidates, inputs.validation, inputs.validation_steps, spec,
                                            settings.model.family)
+    # the threshold and the importance below read the validation rows with the model they chose: the
+    # served one's trees may have trained on those rows since (model.trees.refit)
     chosen = decision.choose(model, inputs.validation, inputs.validation_steps, spec.task, settings.threshold)
-    export.export(model, sizes.tf_transform_output, spec, fn_args.serving_model_dir, chosen)
+    served, refitted = family_lib.served(model, family_info, net.built.model if net else None,
+                                         trees_run.refit_trees(settings, forest))
+    export.export(served, sizes.tf_transform_output, spec, fn_args.serving_model_dir, chosen)
     if net and not strategy_lib.is_chief():
         tf.io.gfile.rmtree(net.callbacks.log_dir)
     elif net and net.callbacks.checkpoint and tf.io.gfile.exists(backup):
         tf.io.gfile.rmtree(backup)  # finished: nothing left to resume
     info = training_info(settings, strategy, policy, sizes, inputs, net, resumable)
     info["family"] = family_info  # which family was kept, and the candidates' validation scores
-    info["trees"] = trees_lib.describe(forest) if forest is not None else None
+    info["trees"] = trees_lib.describe(refitted or forest.model) if forest is not None else None
     # the Tuner's (or reused) values the model was trained with, laid over the config's
     info["tuned"] = tuning_settings.best_values(getattr(fn_args, "hyperparameters", None)) or None
     info["decision"] = chosen  # binary: the threshold chosen on validation, and what it gives there

@@ -17,8 +17,9 @@ ydf-tf's on TF 2.21; trainer/trees_ops.py loads it wherever a saved model is loa
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -31,6 +32,12 @@ from tfxline.transforms import features as F
 LABEL = "__label__"  # the label's column in the training table (no transformed feature has this name)
 CATEGORICAL = ("vocabulary", "identity")  # the transforms whose indices are categories, not an order
 DEFAULT_DEPTH = {"boosted": 6, "forest": 16}  # max_depth 0: the algorithm's usual depth
+# Boosted trees stop early on the validation split only above this many training rows, as
+# scikit-learn's HistGradientBoosting does by default (early_stopping="auto": n_samples > 10000).
+# Below it the validation loss is too noisy a guide: on three public tables of 2,700-3,100 rows
+# YDF's early stopping kept 29-54 trees, where 300 scored as well or better on a holdout (AUC 0.921
+# against 0.938 on openintro email; docs/trees.md).
+EARLY_STOPPING_ROWS = 10_000
 
 
 def tree_inputs(spec: F.FeatureSpec) -> List[Tuple[str, bool]]:
@@ -49,7 +56,10 @@ def read_columns(dataset, steps: int = 0) -> Tuple[Dict[str, np.ndarray], np.nda
     return {n: np.concatenate(v) for n, v in chunks.items()}, np.concatenate(labels)
 
 
-def learner(config: TreesConfig, task: str, inputs: Sequence[Tuple[str, bool]], seed: int):
+def learner(config: TreesConfig, task: str, inputs: Sequence[Tuple[str, bool]], seed: int,
+            early_stopped: bool = True):
+    """YDF's learner for ``config``; ``early_stopped`` False: boosted trees grow ``num_trees``
+    iterations on every row given (no validation share carved out of them, no early stopping)."""
     import ydf
 
     ydf.verbose(0)  # the Trainer's own lines say what trained (trainer/family.py)
@@ -62,16 +72,23 @@ def learner(config: TreesConfig, task: str, inputs: Sequence[Tuple[str, bool]], 
         min_examples=config.min_examples, categorical_algorithm=config.categorical.upper())
     if config.algorithm == FOREST:
         return ydf.RandomForestLearner(**common)
+    if not early_stopped:
+        common.update(validation_ratio=0.0, early_stopping="NONE")
     return ydf.GradientBoostedTreesLearner(shrinkage=config.shrinkage, **common)
 
 
-def fit(train: Tuple[Dict[str, np.ndarray], np.ndarray], validation: Tuple[Dict[str, np.ndarray], np.ndarray],
-        spec: F.FeatureSpec, config: TreesConfig, units: int, names: Sequence[str], seed: int = 0):
+Columns = Tuple[Dict[str, np.ndarray], np.ndarray]  # (features, label) as whole numpy columns
+
+
+def fit(train: Columns, validation: Optional[Columns], spec: F.FeatureSpec, config: TreesConfig, units: int,
+        names: Sequence[str], seed: int = 0):
     """The trained forest as a Keras model over ``names`` (the network's inputs: the transformed
     features, every one, read or not) giving the network head's output: [batch, ``units``]
     (binary: P(positive); multi-class: each class's probability in label-index order; regression:
-    the value in the learnt space). Boosted trees stop early on ``validation`` (YDF keeps the
-    number of trees with the lowest validation loss); a forest does not read it."""
+    the value in the learnt space). Boosted trees stop early on ``validation`` above
+    ``EARLY_STOPPING_ROWS`` training rows (YDF keeps the number of trees with the lowest validation
+    loss), and grow ``config.num_trees`` iterations on ``train`` alone below it or with no
+    ``validation`` (``refit``); a forest never reads it."""
     inputs = tree_inputs(spec)
     read = [name for name, _ in inputs]
 
@@ -80,8 +97,9 @@ def fit(train: Tuple[Dict[str, np.ndarray], np.ndarray], validation: Tuple[Dict[
 
     trees_ops.check_installed()
     # a forest takes no validation set (YDF refuses one: it measures itself out of bag)
-    valid = table(*validation) if config.algorithm != FOREST else None
-    trained = learner(config, spec.task, inputs, seed).train(table(*train), valid=valid, verbose=0)
+    early = validation is not None and config.algorithm != FOREST and len(train[1]) > EARLY_STOPPING_ROWS
+    trained = learner(config, spec.task, inputs, seed, early_stopped=early).train(
+        table(*train), valid=table(*validation) if early and validation is not None else None, verbose=0)
     shape: Dict[str, Any] = {} if spec.task == "regression" else {"squeeze_binary_classification": False}
     function = trained.to_tensorflow_function(**shape)
     classes = [] if spec.task == "regression" else list(trained.label_classes())
@@ -93,6 +111,27 @@ def fit(train: Tuple[Dict[str, np.ndarray], np.ndarray], validation: Tuple[Dict[
     model.ydf_columns = {F.transformed_name(f.name): f.name for f in spec.inputs}
     logging.info("trees: %s trained, %d trees", config.algorithm, trained.num_trees())
     return model
+
+
+def iterations(model) -> int:
+    """The boosting iterations a trained forest holds (a multi-class one grows a tree per class
+    each iteration: YDF's num_trees counts them all); a random forest's trees."""
+    trained = model.ydf_model
+    per = trained.num_trees_per_iteration() if hasattr(trained, "num_trees_per_iteration") else 1
+    return max(1, int(trained.num_trees()) // max(1, int(per)))
+
+
+def refit(model, train: Columns, validation: Columns, spec: F.FeatureSpec, config: TreesConfig, units: int,
+          names: Sequence[str], seed: int = 0):
+    """The kept forest trained again on the train and validation rows together (``model.trees.refit``):
+    as many boosting iterations as early stopping kept on validation (a random forest: its own count),
+    every row a training row. The validation rows chose the family, the iterations, the decision
+    threshold and the permutation importance before this; the eval split the Evaluator gates on is
+    untouched, so the gate still scores rows the model never saw."""
+    both = ({n: np.concatenate([train[0][n], validation[0][n]]) for n in train[0]},
+            np.concatenate([train[1], validation[1]]))
+    fixed = dataclasses.replace(config, num_trees=iterations(model))
+    return fit(both, None, spec, fixed, units, names, seed)
 
 
 def _is_int(values: np.ndarray) -> bool:

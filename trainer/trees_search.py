@@ -61,7 +61,7 @@ def candidates(config: TreesConfig, count: int, seed: int) -> List[Dict[str, Any
 def search(fn_args, settings: TrainerSettings, tuning: T.TuningConfig, started: float,
            progress: Callable[..., None]) -> Optional[Dict[str, Any]]:
     """The trees' search and its record (None where no trees train); its budget starts at ``started``."""
-    from tfxline.trainer.run import trees_columns  # the Trainer's own reading of the splits
+    from tfxline.trainer.trees_run import trees_columns  # the Trainer's own reading of the splits
 
     spec = settings.features
     if TREES not in families(spec, settings.model.family):

@@ -33,7 +33,8 @@ class TreesConfig:
 
     # boosted (gradient-boosted trees, early-stopped on the validation split) | forest (random forest)
     algorithm: str = BOOSTED
-    num_trees: int = 300          # boosted: the most trees (early stopping keeps fewer); forest: the trees
+    # boosted: the most trees (above 10,000 training rows early stopping keeps fewer); forest: the trees
+    num_trees: int = 300
     max_depth: int = 0            # the deepest a tree grows; 0: the algorithm's usual (boosted 6, forest 16)
     shrinkage: float = 0.1        # boosted: each tree's learning rate
     min_examples: int = 5         # the fewest training rows a leaf holds
@@ -41,6 +42,10 @@ class TreesConfig:
     # values' label means: fast, good with many values) | random (random subsets: slower, stronger on
     # few values)
     categorical: str = "cart"
+    # after the family is chosen, the kept trees trained again on the train and validation rows together
+    # (as many boosting iterations as early stopping kept): more rows for the trees a table serves; the
+    # eval split the Evaluator gates on is never trained on
+    refit: bool = True
 
     def problems(self) -> Iterator[Problem]:
         if self.algorithm not in ALGORITHMS:
