@@ -11,7 +11,8 @@ import pytest
 from tests.conftest import tfxline
 from tests.test_init import BIRTHS, CHILE, MORTGAGE
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.one_stack(
+    "1.21", why="init is pure Python; the three tasks' pipelines run on the host stack in test_tasks_e2e.py")]
 
 TABLES = {
     # table, label, what the run's summary must say beyond BLESSED

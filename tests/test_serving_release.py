@@ -188,6 +188,7 @@ def test_pruning_keeps_the_labelled_versions(model_files, tmp_path):
     assert sp.versions(d) == [v1, 301, 302]  # v1 is stable: kept beyond keep_versions
 
 
+@pytest.mark.one_stack("1.21", why="a JSON schema check of our manifest; no TensorFlow in it")
 def test_the_kserve_manifest_is_valid_for_kserves_published_schema(model_files, tmp_path):
     # jsonschema comes with the TFX 1.16 stack's kfp 2.5 only; the manifest is PyYAML output,
     # the same on both stacks, so the host stack's run of this test covers it.

@@ -24,7 +24,8 @@ from tfxline.serving import push as serving_push
 from tfxline.pipeline.data import source as data_source
 from tests.conftest import tfxline
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.one_stack(
+    "1.16", why="the multi-class and regression runs; their pipelines run on TFX 1.21 in test_init_e2e.py")]
 
 def eval_rows_csv(cfg, path, drop):
     """The penguin eval TFRecords as a CSV a user would send to `tfxline predict` (without the
