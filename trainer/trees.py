@@ -34,9 +34,9 @@ CATEGORICAL = ("vocabulary", "identity")  # the transforms whose indices are cat
 DEFAULT_DEPTH = {"boosted": 6, "forest": 16}  # max_depth 0: the algorithm's usual depth
 # Boosted trees stop early on the validation split only above this many training rows, as
 # scikit-learn's HistGradientBoosting does by default (early_stopping="auto": n_samples > 10000).
-# Below it the validation loss is too noisy a guide: on three public tables of 2,700-3,100 rows
-# YDF's early stopping kept 29-54 trees, where 300 scored as well or better on a holdout (AUC 0.921
-# against 0.938 on openintro email; docs/trees.md).
+# Below it the validation loss is too noisy a guide: on two public tables of 2,700-3,100 rows
+# YDF's early stopping kept 29 and 54 trees, where 300 scored as well or better on a holdout (AUC
+# 0.921 against 0.938 on openintro email; docs/trees.md).
 EARLY_STOPPING_ROWS = 10_000
 
 
