@@ -259,3 +259,24 @@ def test_below_early_stoppings_rows_boosted_trees_grow_every_iteration():
     model = trees.fit(train, validation, spec_of(), T.TreesConfig(num_trees=120), 1, ["x_xf", "c_xf"], seed=1)
     assert trees.iterations(model) == 120 and model.ydf_model.validation_loss() is None
     assert model.ydf_model.data_spec().created_num_rows == 400
+
+
+def test_a_setting_left_at_0_trains_with_its_algorithms_usual_value():
+    """num_trees, max_depth and min_examples at 0 (the defaults) are the algorithm's usual: the boosted
+    trees' scikit-learn's HistGradientBoosting defaults (100 trees, 20 rows a leaf), the forest's YDF's;
+    a value set is kept. What YDF trains is what resolved() says."""
+    from tfxline.trainer import trees
+
+    assert T.resolved(T.TreesConfig()) == T.TreesConfig(num_trees=100, max_depth=6, min_examples=20)
+    forest = T.resolved(T.TreesConfig(algorithm="forest"))
+    assert (forest.num_trees, forest.max_depth, forest.min_examples) == (300, 16, 5)
+    assert T.resolved(T.TreesConfig(num_trees=7, min_examples=3)).num_trees == 7
+    hyper = trees.learner(T.TreesConfig(), "binary", [("x_xf", False)], seed=0).hyperparameters
+    assert (hyper["num_trees"], hyper["max_depth"], hyper["min_examples"]) == (100, 6, 20)
+    features, x, c = table(300, seed=4)
+    model = trees.fit((features, (x > 0.5).astype(np.int64)), None, spec_of(), T.TreesConfig(), 1,
+                      ["x_xf", "c_xf"], seed=1)
+    assert trees.iterations(model) == 100
+    problems = list(T.TreesConfig(num_trees=-1, min_examples=-2).problems())
+    assert [p.key for p in problems] == ["num_trees", "min_examples"]
+    assert all(p.fix.startswith("must be >= 0") for p in problems)

@@ -13,6 +13,11 @@ def test_candidates_are_distinct_seeded_and_never_the_configs_own():
     assert first == trees_search.candidates(own, 12, seed=42) and len(first) == 12
     keys = [tuple(c[k] for k in trees_search.SPACE) for c in first]
     assert len(set(keys)) == 12 and tuple(getattr(own, k) for k in trees_search.SPACE) not in keys
+    # nor one that resolves to the config's own (min_examples 20 is the boosted trees' usual, as 0 is)
+    usual = [c for c in trees_search.candidates(own, 1000, seed=0)
+             if c["algorithm"] == "boosted" and c["max_depth"] == 0 and c["shrinkage"] == own.shrinkage
+             and c["categorical"] == own.categorical]
+    assert usual and all(c["min_examples"] != 20 for c in usual)
     assert all(c["shrinkage"] == own.shrinkage for c in first if c["algorithm"] == "forest")  # a forest reads none
     assert len(trees_search.candidates(own, 1000, seed=0)) < 3 * 3 * 2 * 3 * 2  # the forest's shrinkage folded
 

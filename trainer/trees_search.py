@@ -12,6 +12,7 @@ trials as ``tuning.max_trials``, from ``SPACE`` in a seeded random order.
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import random
@@ -27,11 +28,11 @@ from tfxline.trainer import tuning_settings as T
 from tfxline.trainer.inputs import input_data, plan_sizes
 from tfxline.trainer.model import validation_outputs
 from tfxline.trainer.settings import TrainerSettings
-from tfxline.trainer.trees_settings import TREES, TreesConfig, families
+from tfxline.trainer.trees_settings import TREES, TreesConfig, families, resolved
 
 # The trees' choices: the algorithm, its depth (0: the algorithm's usual, boosted 6 / forest 16),
 # the boosted trees' learning rate (a forest has none), a leaf's fewest rows, categorical splits.
-# num_trees stays the config's: early stopping on the validation rows picks the boosted trees' count.
+# num_trees stays the config's (above 10,000 training rows early stopping on validation keeps fewer).
 SPACE: Dict[str, tuple] = {"algorithm": ("boosted", "forest"), "max_depth": (0, 4, 8),
                            "shrinkage": (0.05, 0.1, 0.2), "min_examples": (2, 5, 20),
                            "categorical": ("cart", "random")}
@@ -40,18 +41,23 @@ TREES_BUDGET_SHARE = 0.25  # of tuning.max_minutes
 
 def candidates(config: TreesConfig, count: int, seed: int) -> List[Dict[str, Any]]:
     """Up to ``count`` distinct settings from SPACE, in a seeded random order, none the config's own
-    (a forest's shrinkage is not varied: it reads none)."""
+    (a forest's shrinkage is not varied: it reads none); two settings are one where they resolve to
+    the same (a 0 is its algorithm's usual value)."""
     seen, out = set(), []
     grid = [dict(zip(SPACE, values)) for values in itertools.product(*SPACE.values())]
     random.Random(seed).shuffle(grid)
-    own = tuple(getattr(config, k) for k in SPACE)
+
+    def key(c: TreesConfig) -> tuple:
+        return tuple(getattr(resolved(c), k) for k in SPACE)
+
+    own = key(config)
     for values in grid:
         if values["algorithm"] == "forest":
             values = dict(values, shrinkage=config.shrinkage)
-        key = tuple(values[k] for k in SPACE)
-        if key == own or key in seen:
+        key_of = key(dataclasses.replace(config, **values))
+        if key_of == own or key_of in seen:
             continue
-        seen.add(key)
+        seen.add(key_of)
         out.append(values)
         if len(out) == count:
             break
