@@ -78,6 +78,8 @@ def family_line(info: Dict[str, Any]) -> str:
     metric, noise, margin = family.get("metric", ""), family.get("noise") or 0.0, family.get("margin") or 0.0
     others = ", ".join(f"{name} {value:.4f}" for name, value in scores.items() if name != chosen)
     beyond = "beyond" if margin > noise else "within"
-    return (f"{configured} kept {chosen}: validation {metric} {scores[chosen]:.4f}, {others} ({margin:.4f} ahead of "
+    # trees kept on a tie with a better score (trainer/family.py): behind it, and why
+    where, tie = ("behind", ": the trees are kept on such a tie") if family.get("behind") else ("ahead of", "")
+    return (f"{configured} kept {chosen}: validation {metric} {scores[chosen]:.4f}, {others} ({margin:.4f} {where} "
             f"{family.get('runner_up')}, {beyond} one standard error {noise:.4f} on {family.get('validation_rows')} "
-            f"rows); trained in {seconds}{again}")
+            f"rows{tie}); trained in {seconds}{again}")

@@ -135,13 +135,27 @@ def test_auto_keeps_the_best_on_validation_or_the_average():
                                  family.Candidate("trees", fixed(good), 0.5)], validation, 2, spec, "auto")
     assert info["chosen"] in ("trees", "average") and info["scores"]["trees"] == pytest.approx(0.9375)
     assert info["validation_rows"] == 8 and info["seconds"] == {"network": 1.0, "trees": 0.5}
-    complementary = [0.9, 0.95, 0.1, 0.2, 0.3, 0.6, 0.7, 0.4], [0.1, 0.2, 0.3, 0.9, 0.4, 0.95, 0.8, 0.6]
+    # 400 rows: two outputs with independent errors, their mean beyond one standard error of either
+    rng = np.random.default_rng(0)
+    many = rng.integers(0, 2, 400)
+    rows = tf.data.Dataset.from_tensor_slices(({"x_xf": np.arange(400, dtype=np.float32)}, many)).batch(100)
+    complementary = [many + rng.normal(0, 1, 400), many + rng.normal(0, 1, 400)]
     model, info = family.choose([family.Candidate("network", fixed(complementary[0]), 1.0),
-                                 family.Candidate("trees", fixed(complementary[1]), 1.0)], validation, 2, spec, "auto")
-    assert info["chosen"] == "average" and info["scores"]["average"] > max(info["scores"]["network"],
-                                                                             info["scores"]["trees"])
-    served = np.asarray(model({"x_xf": tf.constant(x)})).reshape(-1)
-    np.testing.assert_allclose(served, np.mean(complementary, axis=0), atol=1e-6)
+                                 family.Candidate("trees", fixed(complementary[1]), 1.0)], rows, 4, spec, "auto")
+    assert info["chosen"] == "average" and not info["behind"] and info["runner_up"] in ("network", "trees")
+    assert info["scores"]["average"] - max(info["scores"]["network"], info["scores"]["trees"]) > info["noise"]
+    served = np.asarray(model({"x_xf": tf.constant(np.arange(400, dtype=np.float32))})).reshape(-1)
+    np.testing.assert_allclose(served, np.mean(complementary, axis=0), atol=1e-5)
+    # the network a little better (within one standard error): the trees are kept, behind it
+    ahead = many + rng.normal(0, 0.8, 400)
+    slightly = ahead.copy()
+    slightly[:8] += 1 - 2 * many[:8]  # the same outputs, with the label's signal turned round on 8 rows
+    model, info = family.choose([family.Candidate("network", fixed(ahead), 1.0),
+                                 family.Candidate("trees", fixed(slightly), 1.0)], rows, 4, spec, "auto")
+    best = max(info["scores"], key=info["scores"].get)
+    assert best != "trees" and info["chosen"] == "trees" and info["behind"] and info["runner_up"] == best
+    assert 0 < info["margin"] <= info["noise"]
+    assert "behind " + best in family_line({"family": info}) and "kept on such a tie" in family_line({"family": info})
 
 
 def test_the_summary_says_which_family_was_kept_and_by_how_much():
