@@ -74,12 +74,11 @@ def family_line(info: Dict[str, Any]) -> str:
     if not scores:  # one family trained (trees, or auto on text or images)
         trees = (info.get("trees") or {}).get("trees")
         size = f"{trees} trees, " if chosen == "trees" and trees else ""
-        return f"{chosen} ({configured}): {size}trained in {times.get(chosen, 0.0):.1f} s{again}"
+        why = "" if configured == chosen else f" ({configured}: images and text keep the network)"
+        return f"{chosen}{why}: {size}trained in {times.get(chosen, 0.0):.1f} s{again}"
     metric, noise, margin = family.get("metric", ""), family.get("noise") or 0.0, family.get("margin") or 0.0
     others = ", ".join(f"{name} {value:.4f}" for name, value in scores.items() if name != chosen)
     beyond = "beyond" if margin > noise else "within"
-    # trees kept on a tie with a better score (trainer/family.py): behind it, and why
-    where, tie = ("behind", ": the trees are kept on such a tie") if family.get("behind") else ("ahead of", "")
-    return (f"{configured} kept {chosen}: validation {metric} {scores[chosen]:.4f}, {others} ({margin:.4f} {where} "
+    return (f"{configured} kept {chosen}: validation {metric} {scores[chosen]:.4f}, {others} ({margin:.4f} ahead of "
             f"{family.get('runner_up')}, {beyond} one standard error {noise:.4f} on {family.get('validation_rows')} "
-            f"rows{tie}); trained in {seconds}{again}")
+            f"rows); trained in {seconds}{again}")

@@ -142,20 +142,21 @@ def test_auto_keeps_the_best_on_validation_or_the_average():
     complementary = [many + rng.normal(0, 1, 400), many + rng.normal(0, 1, 400)]
     model, info = family.choose([family.Candidate("network", fixed(complementary[0]), 1.0),
                                  family.Candidate("trees", fixed(complementary[1]), 1.0)], rows, 4, spec, "auto")
-    assert info["chosen"] == "average" and not info["behind"] and info["runner_up"] in ("network", "trees")
+    assert info["chosen"] == "average" and info["runner_up"] in ("network", "trees")
     assert info["scores"]["average"] - max(info["scores"]["network"], info["scores"]["trees"]) > info["noise"]
     served = np.asarray(model({"x_xf": tf.constant(np.arange(400, dtype=np.float32))})).reshape(-1)
     np.testing.assert_allclose(served, np.mean(complementary, axis=0), atol=1e-5)
-    # the network a little better (within one standard error): the trees are kept, behind it
+    # the network a little better (within one standard error): still the best on validation is kept
+    # (a rule keeping the trees on such a tie lost on the bench tables: docs/trees.md)
     ahead = many + rng.normal(0, 0.8, 400)
     slightly = ahead.copy()
     slightly[:8] += 1 - 2 * many[:8]  # the same outputs, with the label's signal turned round on 8 rows
     model, info = family.choose([family.Candidate("network", fixed(ahead), 1.0),
                                  family.Candidate("trees", fixed(slightly), 1.0)], rows, 4, spec, "auto")
     best = max(info["scores"], key=info["scores"].get)
-    assert best != "trees" and info["chosen"] == "trees" and info["behind"] and info["runner_up"] == best
-    assert 0 < info["margin"] <= info["noise"]
-    assert "behind " + best in family_line({"family": info}) and "kept on such a tie" in family_line({"family": info})
+    assert info["chosen"] == best != "trees" and 0 < info["scores"][best] - info["scores"]["trees"] <= info["noise"]
+    assert f"kept {best}" in family_line({"family": info}) and "within one standard error" in family_line(
+        {"family": info})
 
 
 def test_the_summary_says_which_family_was_kept_and_by_how_much():
@@ -166,7 +167,9 @@ def test_the_summary_says_which_family_was_kept_and_by_how_much():
     assert line.startswith("auto kept trees: validation auc 0.8421, network 0.8290, average 0.8400")
     assert "within one standard error 0.0130 on 1000 rows" in line and "network 31.2 s, trees 4.1 s" in line
     assert family_line({"family": {"configured": "trees", "chosen": "trees", "seconds": {"trees": 2.4}},
-                        "trees": {"trees": 68}}) == "trees (trees): 68 trees, trained in 2.4 s"
+                        "trees": {"trees": 68}}) == "trees: 68 trees, trained in 2.4 s"
+    assert family_line({"family": {"configured": "auto", "chosen": "network", "seconds": {"network": 3.0}}}) == (
+        "network (auto: images and text keep the network): trained in 3.0 s")
     assert family_line({"family": {"configured": "network", "chosen": "network"}}) == ""
     assert family_line({}) == ""  # a record from before the family existed
 

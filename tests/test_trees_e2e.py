@@ -69,7 +69,7 @@ def test_a_trees_run_is_blessed_and_pushed_and_says_what_it_trained(trees_run):
     root, _, run = trees_run
     assert "blessing: BLESSED" in run.stdout and "pushed to:" in run.stdout
     line = next(x for x in run.stdout.splitlines() if x.startswith("  model: "))
-    assert line.startswith("  model: trees (trees): ") and " trees, trained in " in line
+    assert line.startswith("  model: trees: ") and " trees, trained in " in line
     assert "[INFO" not in run.stdout + run.stderr  # YDF's C++ log lines went to the run's log
     assert "tensorboard:" not in run.stdout  # no network trained: no TensorBoard logs to point at
     (record,) = glob.glob(str(root / "out" / "pipeline_root" / "Trainer" / "model_run" / "*" / "training_run.json"))
@@ -121,4 +121,4 @@ def test_predict_and_runs_show_read_the_trees_model(trees_run, tmp_path):
     shown = tfxline("runs", "show", "latest", "--data", data, "--output", str(root / "out"),
                     "--set", "model.family=trees")
     assert shown.returncode == 0, shown.stderr[-2000:]
-    assert "model: trees (trees): " in shown.stdout
+    assert "model: trees: " in shown.stdout

@@ -6,13 +6,10 @@
 - ``auto``: a table without text trains both on the same train split; each is scored on the
   validation split (the rows early stopping watched, never the eval split the Evaluator gates on)
   by the task's main metric, and so is their average (one SavedModel holding both, serving the mean
-  of their outputs). The best of the three is kept, unless the trees are within one standard error
-  of it (the task type's ``metric_noise``: the Tuner's yardstick, docs/tuning.md): then the trees
-  are, since the network's score on those rows is flattered (early stopping chose its pass on
-  them) and the trees train again on them (model.trees.refit), so a tie on validation is not one
-  on new rows (openintro email: the average 0.0061 ahead on validation, 0.013 behind the trees on a
-  holdout). The record says by how much, against that standard error. Images and text keep the
-  network: no tree encoding of pixels or n-grams is measured better here.
+  of their outputs). The best of the three is kept; the record says by how much, against one
+  standard error of the metric on those rows (the task type's ``metric_noise``: the Tuner's
+  yardstick, docs/tuning.md). Images and text keep the network: no tree encoding of pixels or
+  n-grams is measured better here.
 """
 from __future__ import annotations
 
@@ -75,20 +72,16 @@ def choose(candidates: List[Candidate], validation, steps: int, spec: F.FeatureS
     scored[AVERAGE] = score(np.mean([outputs[c.name] for c in candidates], axis=0), labels, spec)
     sign = 1.0 if kind.higher_is_better else -1.0
     ranked = sorted(scored, key=lambda n: sign * np.nan_to_num(scored[n], nan=-np.inf * sign), reverse=True)
-    best = ranked[0]
+    best, runner_up = ranked[0], ranked[1]
     noise = kind.metric_noise(kind.main_metric, scored[best], labels)
-    # a tie within one standard error goes to the trees (module docstring)
-    tie = TREES in scored and best != TREES and abs(scored[best] - scored[TREES]) <= noise
-    chosen = TREES if tie else best
-    compared = best if tie else ranked[1]  # the best of the others
     models = {c.name: c.model for c in candidates}
-    model = average_model([c.model for c in candidates]) if chosen == AVERAGE else models[chosen]
-    info = {"configured": configured, "chosen": chosen, "metric": kind.main_metric,
+    model = average_model([c.model for c in candidates]) if best == AVERAGE else models[best]
+    info = {"configured": configured, "chosen": best, "metric": kind.main_metric,
             "scores": {n: round(float(v), 6) for n, v in scored.items()},
-            "margin": round(abs(scored[chosen] - scored[compared]), 6), "runner_up": compared,
-            "behind": tie, "noise": round(float(noise), 6), "validation_rows": int(len(labels)),
+            "margin": round(abs(scored[best] - scored[runner_up]), 6), "runner_up": runner_up,
+            "noise": round(float(noise), 6), "validation_rows": int(len(labels)),
             "seconds": {c.name: round(c.seconds, 2) for c in candidates}}
-    logging.info("model.family %s: %s kept (%s)", configured, chosen, info["scores"])
+    logging.info("model.family %s: %s kept (%s)", configured, best, info["scores"])
     return model, info
 
 
