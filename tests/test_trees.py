@@ -251,7 +251,7 @@ def test_the_refit_trains_on_train_and_validation_at_early_stoppings_iterations(
     labels = ((x > 0).astype(np.int64) + (c == 3)) if task == "multiclass" else (x + 0.3 * c > 0.4).astype(np.int64)
     train = ({n: v[:500] for n, v in features.items()}, labels[:500])
     validation = ({n: v[500:] for n, v in features.items()}, labels[500:])
-    config = T.TreesConfig(num_trees=200)
+    config = T.TreesConfig(num_trees=200, bins=-1)  # exact splits: binned, the multi-class rows never stop
     model = trees.fit(train, validation, spec_of(task), config, units, ["x_xf", "c_xf"], seed=1)
     kept = trees.iterations(model)
     assert kept < 200  # early stopping ended it on the validation rows
@@ -278,15 +278,24 @@ def test_below_early_stoppings_rows_boosted_trees_grow_every_iteration():
     assert model.ydf_model.data_spec().created_num_rows == 400
 
 
+def binned_values(model, column: str):
+    """How many values the trained forest bins ``column`` into (None: not binned: exact or categorical)."""
+    import ydf
+
+    (spec,) = [c for c in model.ydf_model.data_spec().columns if c.name == column]
+    discretized = ydf.Semantic.DISCRETIZED_NUMERICAL.to_proto_type()
+    return len(spec.discretized_numerical.boundaries) + 1 if spec.type == discretized else None
+
+
 def test_a_setting_left_at_0_trains_with_its_algorithms_usual_value():
     """num_trees, max_depth and min_examples at 0 (the defaults) are the algorithm's usual: the boosted
     trees' scikit-learn's HistGradientBoosting defaults (100 trees, 20 rows a leaf), the forest's YDF's;
     a value set is kept. What YDF trains is what resolved() says."""
     from tfxline.trainer import trees
 
-    assert T.resolved(T.TreesConfig()) == T.TreesConfig(num_trees=100, max_depth=6, min_examples=20)
+    assert T.resolved(T.TreesConfig()) == T.TreesConfig(num_trees=100, max_depth=6, min_examples=20, bins=255)
     forest = T.resolved(T.TreesConfig(algorithm="forest"))
-    assert (forest.num_trees, forest.max_depth, forest.min_examples) == (300, 16, 5)
+    assert (forest.num_trees, forest.max_depth, forest.min_examples, forest.bins) == (300, 16, 5, T.EXACT)
     assert T.resolved(T.TreesConfig(num_trees=7, min_examples=3)).num_trees == 7
     hyper = trees.learner(T.TreesConfig(), "binary", [("x_xf", False)], seed=0).hyperparameters
     assert (hyper["num_trees"], hyper["max_depth"], hyper["min_examples"]) == (100, 6, 20)
@@ -294,6 +303,17 @@ def test_a_setting_left_at_0_trains_with_its_algorithms_usual_value():
     model = trees.fit((features, (x > 0.5).astype(np.int64)), None, spec_of(), T.TreesConfig(), 1,
                       ["x_xf", "c_xf"], seed=1)
     assert trees.iterations(model) == 100
+    # the boosted trees bin a numeric column into at most 255 values (HistGradientBoosting's max_bins)
+    # before training; bins -1: exact splits (YDF's NUMERICAL); a categorical column is not binned
+    assert 16 < binned_values(model, "x_xf") <= 255 and binned_values(model, "c_xf") is None
+    assert 2 < binned_values(trees.fit((features, (x > 0.5).astype(np.int64)), None, spec_of(),
+                                       T.TreesConfig(bins=16), 1, ["x_xf", "c_xf"], seed=1), "x_xf") <= 16
+    exact = trees.fit((features, (x > 0.5).astype(np.int64)), None, spec_of(), T.TreesConfig(bins=-1), 1,
+                      ["x_xf", "c_xf"], seed=1)
+    assert binned_values(exact, "x_xf") is None and np.asarray(exact({"x_xf": features["x_xf"][:5],
+                                                                      "c_xf": features["c_xf"][:5]})).shape == (5, 1)
     problems = list(T.TreesConfig(num_trees=-1, min_examples=-2).problems())
     assert [p.key for p in problems] == ["num_trees", "min_examples"]
     assert all(p.fix.startswith("must be >= 0") for p in problems)
+    assert [p.key for p in T.TreesConfig(bins=1).problems()] == ["bins"]
+    assert not list(T.TreesConfig(bins=-1).problems()) and not list(T.TreesConfig(bins=64).problems())

@@ -26,7 +26,7 @@ import tensorflow as tf
 
 from tfxline.trainer import trees_ops
 from tfxline.trainer.keras_compat import keras
-from tfxline.trainer.trees_settings import FOREST, TreesConfig, resolved
+from tfxline.trainer.trees_settings import EXACT, FOREST, TreesConfig, resolved
 from tfxline.transforms import features as F
 
 LABEL = "__label__"  # the label's column in the training table (no transformed feature has this name)
@@ -64,12 +64,15 @@ def learner(config: TreesConfig, task: str, inputs: Sequence[Tuple[str, bool]], 
     ydf.verbose(0)  # the Trainer's own lines say what trained (trainer/family.py)
     config = resolved(config)  # a setting left at 0: the algorithm's usual
     kind = ydf.Task.REGRESSION if task == "regression" else ydf.Task.CLASSIFICATION
-    features = [ydf.Feature(name, ydf.Semantic.CATEGORICAL if categorical else ydf.Semantic.NUMERICAL)
+    binned = config.bins != EXACT  # model.trees.bins: numeric columns binned before training
+    numeric = ydf.Semantic.DISCRETIZED_NUMERICAL if binned else ydf.Semantic.NUMERICAL
+    features = [ydf.Feature(name, ydf.Semantic.CATEGORICAL if categorical else numeric)
                 for name, categorical in inputs]
     common: Dict[str, Any] = dict(
         label=LABEL, task=kind, features=features, include_all_columns=False, random_seed=seed,
         num_trees=config.num_trees, max_depth=config.max_depth, min_examples=config.min_examples,
-        categorical_algorithm=config.categorical.upper())
+        categorical_algorithm=config.categorical.upper(),
+        **({"num_discretized_numerical_bins": config.bins} if binned else {}))
     if config.algorithm == FOREST:
         return ydf.RandomForestLearner(**common)
     if not early_stopped:
