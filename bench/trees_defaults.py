@@ -37,16 +37,16 @@ TABLES = [("email", "holdout", "email.csv", "spam", "binary"),
           ("oj", "tables", "oj.csv", "Purchase", "binary"),
           ("wide_300", "tables", "wide_300.csv", "label", "binary")]
 NO_EARLY_STOPPING = dict(validation_ratio=0.0, early_stopping="NONE")
+USUAL = dict(num_trees=100, min_examples=20, discretize_numerical_columns=True, num_discretized_numerical_bins=255,
+             **NO_EARLY_STOPPING)
 SETTINGS: Dict[str, Dict[str, Any]] = {
     "ydf_own (300 trees, 5 a leaf)": dict(num_trees=300, min_examples=5, **NO_EARLY_STOPPING),
     "exact (100 trees, 20 a leaf)": dict(num_trees=100, min_examples=20, **NO_EARLY_STOPPING),
     # the usual (trainer/trees_settings.py USUAL): numeric columns binned into 255 values, as
     # HistGradientBoosting's max_bins (YDF's DISCRETIZED_NUMERICAL: model.trees.bins)
-    "usual (100 trees, 20 a leaf, 255 bins)": dict(num_trees=100, min_examples=20, discretize_numerical_columns=True,
-                                                   num_discretized_numerical_bins=255, **NO_EARLY_STOPPING),
+    "usual (100 trees, 20 a leaf, 255 bins)": USUAL,
     # a Newton split gain (HistGradientBoosting's): measured, not adopted (mixed: see docs/trees.md)
-    "usual + hessian gain": dict(num_trees=100, min_examples=20, discretize_numerical_columns=True,
-                                 num_discretized_numerical_bins=255, use_hessian_gain=True, **NO_EARLY_STOPPING),
+    "usual + hessian gain": dict(USUAL, use_hessian_gain=True),
     "early-stopped (<= 300, 5 a leaf)": dict(num_trees=300, min_examples=5),
 }
 HGB = "HistGradientBoosting (defaults)"

@@ -300,16 +300,16 @@ def test_a_setting_left_at_0_trains_with_its_algorithms_usual_value():
     hyper = trees.learner(T.TreesConfig(), "binary", [("x_xf", False)], seed=0).hyperparameters
     assert (hyper["num_trees"], hyper["max_depth"], hyper["min_examples"]) == (100, 6, 20)
     features, x, c = table(300, seed=4)
-    model = trees.fit((features, (x > 0.5).astype(np.int64)), None, spec_of(), T.TreesConfig(), 1,
-                      ["x_xf", "c_xf"], seed=1)
+    def fitted(config):
+        return trees.fit((features, (x > 0.5).astype(np.int64)), None, spec_of(), config, 1, ["x_xf", "c_xf"], seed=1)
+
+    model = fitted(T.TreesConfig())
     assert trees.iterations(model) == 100
     # the boosted trees bin a numeric column into at most 255 values (HistGradientBoosting's max_bins)
     # before training; bins -1: exact splits (YDF's NUMERICAL); a categorical column is not binned
     assert 16 < binned_values(model, "x_xf") <= 255 and binned_values(model, "c_xf") is None
-    assert 2 < binned_values(trees.fit((features, (x > 0.5).astype(np.int64)), None, spec_of(),
-                                       T.TreesConfig(bins=16), 1, ["x_xf", "c_xf"], seed=1), "x_xf") <= 16
-    exact = trees.fit((features, (x > 0.5).astype(np.int64)), None, spec_of(), T.TreesConfig(bins=-1), 1,
-                      ["x_xf", "c_xf"], seed=1)
+    assert 2 < binned_values(fitted(T.TreesConfig(bins=16)), "x_xf") <= 16
+    exact = fitted(T.TreesConfig(bins=-1))
     assert binned_values(exact, "x_xf") is None and np.asarray(exact({"x_xf": features["x_xf"][:5],
                                                                       "c_xf": features["c_xf"][:5]})).shape == (5, 1)
     problems = list(T.TreesConfig(num_trees=-1, min_examples=-2).problems())
