@@ -26,7 +26,7 @@ import tensorflow as tf
 
 from tfxline.trainer import trees_ops
 from tfxline.trainer.keras_compat import keras
-from tfxline.trainer.trees_settings import EXACT, FOREST, TreesConfig, resolved
+from tfxline.trainer.trees_settings import EXACT, FOREST, SMALL_ROWS, TreesConfig, resolved, threads
 from tfxline.transforms import features as F
 
 LABEL = "__label__"  # the label's column in the training table (no transformed feature has this name)
@@ -56,8 +56,9 @@ def read_columns(dataset, steps: int = 0) -> Tuple[Dict[str, np.ndarray], np.nda
 
 
 def learner(config: TreesConfig, task: str, inputs: Sequence[Tuple[str, bool]], seed: int,
-            early_stopped: bool = True):
-    """YDF's learner for ``config``; ``early_stopped`` False: boosted trees grow ``num_trees``
+            early_stopped: bool = True, rows: int = SMALL_ROWS):
+    """YDF's learner for ``config`` on ``rows`` training rows (the threads it trains with:
+    trees_settings ``threads``); ``early_stopped`` False: boosted trees grow ``num_trees``
     iterations on every row given (no validation share carved out of them, no early stopping)."""
     import ydf
 
@@ -71,7 +72,7 @@ def learner(config: TreesConfig, task: str, inputs: Sequence[Tuple[str, bool]], 
     common: Dict[str, Any] = dict(
         label=LABEL, task=kind, features=features, include_all_columns=False, random_seed=seed,
         num_trees=config.num_trees, max_depth=config.max_depth, min_examples=config.min_examples,
-        categorical_algorithm=config.categorical.upper(),
+        categorical_algorithm=config.categorical.upper(), num_threads=threads(config, rows),
         **({"num_discretized_numerical_bins": config.bins} if binned else {}))
     if config.algorithm == FOREST:
         return ydf.RandomForestLearner(**common)
@@ -101,7 +102,7 @@ def fit(train: Columns, validation: Optional[Columns], spec: F.FeatureSpec, conf
     trees_ops.check_installed()
     # a forest takes no validation set (YDF refuses one: it measures itself out of bag)
     early = validation is not None and config.algorithm != FOREST and len(train[1]) > EARLY_STOPPING_ROWS
-    trained = learner(config, spec.task, inputs, seed, early_stopped=early).train(
+    trained = learner(config, spec.task, inputs, seed, early_stopped=early, rows=len(train[1])).train(
         table(*train), valid=table(*validation) if early and validation is not None else None, verbose=0)
     shape: Dict[str, Any] = {} if spec.task == "regression" else {"squeeze_binary_classification": False}
     function = trained.to_tensorflow_function(**shape)
