@@ -297,7 +297,7 @@ def test_a_setting_left_at_0_trains_with_its_algorithms_usual_value():
     forest = T.resolved(T.TreesConfig(algorithm="forest"))
     assert (forest.num_trees, forest.max_depth, forest.min_examples, forest.bins) == (300, 16, 5, T.EXACT)
     assert T.resolved(T.TreesConfig(num_trees=7, min_examples=3)).num_trees == 7
-    hyper = trees.learner(T.TreesConfig(), "binary", [("x_xf", False)], seed=0).hyperparameters
+    hyper = trees.learner(T.TreesConfig(), "binary", [("x_xf", False)], seed=0, rows=3_500).hyperparameters
     assert (hyper["num_trees"], hyper["max_depth"], hyper["min_examples"]) == (100, 6, 20)
     features, x, c = table(300, seed=4)
     def fitted(config):

@@ -26,7 +26,7 @@ import tensorflow as tf
 
 from tfxline.trainer import trees_ops
 from tfxline.trainer.keras_compat import keras
-from tfxline.trainer.trees_settings import EXACT, FOREST, SMALL_ROWS, TreesConfig, resolved, threads
+from tfxline.trainer.trees_settings import EXACT, FOREST, TreesConfig, resolved, threads
 from tfxline.transforms import features as F
 
 LABEL = "__label__"  # the label's column in the training table (no transformed feature has this name)
@@ -55,8 +55,8 @@ def read_columns(dataset, steps: int = 0) -> Tuple[Dict[str, np.ndarray], np.nda
     return {n: np.concatenate(v) for n, v in chunks.items()}, np.concatenate(labels)
 
 
-def learner(config: TreesConfig, task: str, inputs: Sequence[Tuple[str, bool]], seed: int,
-            early_stopped: bool = True, rows: int = SMALL_ROWS):
+def learner(config: TreesConfig, task: str, inputs: Sequence[Tuple[str, bool]], seed: int, rows: int,
+            early_stopped: bool = True):
     """YDF's learner for ``config`` on ``rows`` training rows (the threads it trains with:
     trees_settings ``threads``); ``early_stopped`` False: boosted trees grow ``num_trees``
     iterations on every row given (no validation share carved out of them, no early stopping)."""
