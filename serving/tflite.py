@@ -66,6 +66,7 @@ def build_module(model_dir: str, transform_dir: str, spec: F.FeatureSpec):
     import tensorflow as tf
     from tensorflow_transform.output_wrapper import TFTransformOutput
 
+    from tfxline.trainer.export import model_function
     from tfxline.transforms.analyzers import FrozenAnalyzers
     from tfxline.transforms.preprocessing import Present, make_preprocessing_fn
 
@@ -93,7 +94,7 @@ def build_module(model_dir: str, transform_dir: str, spec: F.FeatureSpec):
     def serve(*values):
         inputs = {c: Present(v, _present(v)) for c, v in zip(columns, values)}
         transformed = preprocess(inputs)
-        outputs = tf.cast(module.model({n: transformed[n] for n in names}), tf.float32)
+        outputs = tf.cast(model_function(module.model)({n: transformed[n] for n in names}), tf.float32)
         return {task.output_key: task.serving_output(spec.label, outputs)}  # as serving_default: the label's unit
 
     module.serve = serve

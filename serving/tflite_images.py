@@ -24,6 +24,8 @@ def build_module(model_dir: str, spec: F.FeatureSpec, input_name: str):
     """A tf.Module whose ``serve`` takes one decoded image."""
     import tensorflow as tf
 
+    from tfxline.trainer.export import model_function
+
     class TFLiteImageModule(tf.Module):  # what serve reads, tracked for the SavedModel
         model: Any
         serve: Any
@@ -36,7 +38,7 @@ def build_module(model_dir: str, spec: F.FeatureSpec, input_name: str):
     @tf.function(input_signature=[tf.TensorSpec([1, size, size, images.CHANNELS], tf.float32,
                                                 name=input_name)], autograph=False)
     def serve(pixels):
-        outputs = tf.cast(module.model({name: pixels}), tf.float32)
+        outputs = tf.cast(model_function(module.model)({name: pixels}), tf.float32)
         return {task.output_key: task.serving_output(spec.label, outputs)}
 
     module.serve = serve

@@ -110,6 +110,80 @@ def test_a_tflite_model_of_a_log_label_serves_in_the_labels_unit(analyzed, tmp_p
     assert saved.min() > -1.0  # exp(x) - 1: in the price's unit
 
 
+def _library(model_dir):
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    saved = saved_model_pb2.SavedModel()
+    with open(os.path.join(model_dir, "saved_model.pb"), "rb") as f:
+        saved.ParseFromString(f.read())
+    return [fn.signature.name for fn in saved.meta_graphs[0].graph_def.library.function]
+
+
+def _traced_calls(model_dir):
+    return [n for n in _library(model_dir) if "call_and_return_conditional_losses" in n]
+
+
+def test_the_export_holds_the_model_and_its_transform_as_functions(analyzed, tmp_path):
+    """trainer/export.py keeps the model as one function on the transformed features and the
+    Transform layer as ``tft_layer``, callable on parsed raw features; a network keeps Keras's
+    per-layer traces (a loaded network's ``variables``); an export written before the function
+    (the traces, no such function) is still called through the loaded object itself."""
+    from tfxline.trainer.export import MODEL_FUNCTION, export, model_function
+
+    _, output = analyzed
+    model = build_model([ModelInput("carat_xf")], Head("regression", label_mean=7.0, label_scale=1.5),
+                        hidden_units=(4,))
+    features = {"carat_xf": tf.constant([-1.0, 0.0, 2.0])}
+    model_dir = export(model, tft.TFTransformOutput(output), SPEC, str(tmp_path / "model"))
+    assert _traced_calls(model_dir)
+    loaded = tf.saved_model.load(model_dir)
+    assert model_function(loaded) is getattr(loaded, MODEL_FUNCTION) and loaded.variables
+    np.testing.assert_allclose(model_function(loaded)(features), model(features), rtol=1e-6)
+    raw = tf.io.parse_example(tf.constant([tf.train.Example(features=tf.train.Features(feature={
+        "carat": tf.train.Feature(float_list=tf.train.FloatList(value=[c]))})).SerializeToString() for c in CARATS]),
+        {"carat": RAW_SPEC["carat"]})
+    expected = tft.TFTransformOutput(output).transform_raw_features(raw)  # TFX users' loaded.tft_layer(raw)
+    np.testing.assert_allclose(loaded.tft_layer(raw)["carat_xf"], expected["carat_xf"], rtol=1e-6)
+
+    before = str(tmp_path / "before")
+    delattr(model, MODEL_FUNCTION)
+    model.save(before, save_format="tf", include_optimizer=False)
+    old = tf.saved_model.load(before)
+    assert not hasattr(old, MODEL_FUNCTION) and model_function(old) is old
+    np.testing.assert_allclose(model_function(old)(features), model(features), rtol=1e-6)
+
+
+def test_a_model_holding_a_forest_is_exported_without_keras_per_layer_traces(analyzed, tmp_path):
+    """A forest (alone or in the average) is saved without Keras's per-layer traces (most of a
+    wide table's export time: bench/export_traces.py); served through its signatures and the
+    model function, it gives what the model in memory gives."""
+    import ydf
+
+    from tfxline.trainer import family, trees
+    from tfxline.trainer.export import SERVING_SIGNATURE, export, model_function
+    from tfxline.trainer.keras_compat import keras
+
+    _, output = analyzed
+    k = keras()
+    carats = np.linspace(0.2, 3.0, 60).astype(np.float32)
+    forest = ydf.GradientBoostedTreesLearner(label="y", task=ydf.Task.REGRESSION, num_trees=5, min_examples=2,
+                                             num_threads=1).train({"carat_xf": carats, "y": carats * 2.0}, verbose=0)
+    inputs = {"carat_xf": k.Input(shape=(), name="carat_xf", dtype="float32")}
+    forest_model = k.Model(inputs, trees.output_layer(forest.to_tensorflow_function(), ["carat_xf"], [])(inputs))
+    network = build_model([ModelInput("carat_xf")], Head("regression", label_mean=7.0, label_scale=1.5),
+                          hidden_units=(4,))
+    average = family.average_model([network, forest_model])
+    assert trees.holds_forest(forest_model) and trees.holds_forest(average) and not trees.holds_forest(network)
+    model_dir = export(average, tft.TFTransformOutput(output), SPEC, str(tmp_path / "model"))
+    assert not _traced_calls(model_dir)
+    loaded = tf.saved_model.load(model_dir)
+    features = {"carat_xf": tf.constant([-1.0, 0.0, 2.0])}
+    np.testing.assert_allclose(model_function(loaded)(features), average(features), rtol=1e-5)
+    records = [tf.train.Example(features=tf.train.Features(feature={
+        "carat": tf.train.Feature(float_list=tf.train.FloatList(value=[c]))})).SerializeToString() for c in CARATS]
+    assert loaded.signatures[SERVING_SIGNATURE](examples=tf.constant(records))["predictions"].shape[0] == len(CARATS)
+
+
 def test_a_log_labels_prediction_stays_inside_its_widened_range_in_its_unit(analyzed, tmp_path):
     """Clipped in log space (the label's range widened by 10% each side), then exp: a carat 50
     standard deviations out serves a price inside exp(widened range) - 1, not an exp() blow-up,

@@ -159,6 +159,8 @@ def output_layer(function, read: Sequence[str], columns: Sequence[int], **kwargs
     k = keras()
 
     class TreesOutput(k.layers.Layer):
+        holds_forest = True  # holds_forest() looks for it
+
         def __init__(self, **kw):
             super().__init__(trainable=False, **kw)
             self.function, self.read, self.columns = function, list(read), list(columns)
@@ -171,6 +173,11 @@ def output_layer(function, read: Sequence[str], columns: Sequence[int], **kwargs
             return tf.gather(padded, self.columns, axis=1)
 
     return TreesOutput(**kwargs)
+
+
+def holds_forest(model) -> bool:
+    """Whether a Keras model holds a forest (the trees alone, or inside the average)."""
+    return any(getattr(m, "holds_forest", False) for m in [model, *model.submodules])
 
 
 def importances(model, top: int = 20) -> List[Tuple[str, float]]:
