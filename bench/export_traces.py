@@ -7,7 +7,7 @@ concatenated into a dense layer (the network), a boosted forest of 100 trees ove
 wrapped as trainer/trees.py wraps it (the trees), and their average (trainer/family.py). Each is
 saved as trainer/export.py saves it (a ``serving_default`` signature on serialized tf.Examples),
 once with Keras's per-layer traces (``save_traces=True``, tf_keras's default) and once without,
-with the model kept as one traced function on its inputs (``MODEL_FUNCTION``, what
+both with the model kept as one traced function on its inputs (``attach_model_function``, what
 serving/tflite.py calls). Prints each save's seconds (the best of ``--repeats``) and checks that
 both exports, loaded in this process, give the same outputs as the model in memory.
 """
@@ -36,7 +36,7 @@ def main(argv=None) -> int:
 
     from tfxline.trainer import family
     from tfxline.trainer import trees as trees_lib
-    from tfxline.trainer.export import MODEL_FUNCTION, model_function
+    from tfxline.trainer.export import attach_model_function, model_function
     from tfxline.trainer.keras_compat import keras
 
     ydf.verbose(0)
@@ -82,9 +82,7 @@ def main(argv=None) -> int:
             best = float("inf")
             for r in range(args.repeats):
                 target = os.path.join(out, f"{name}-{traces}-{r}")
-                if not traces:
-                    setattr(model, MODEL_FUNCTION, tf.function(
-                        model.__call__, input_signature=[{n: t.type_spec for n, t in model.input.items()}]))
+                attach_model_function(model)  # as trainer/export.py does, with the traces or without
                 started = time.monotonic()
                 model.save(target, save_format="tf", signatures={"serving_default": serve},
                            include_optimizer=False, save_traces=traces)

@@ -119,6 +119,12 @@ def _library(model_dir):
     return [fn.signature.name for fn in saved.meta_graphs[0].graph_def.library.function]
 
 
+def _carat_records():
+    """CARATS as serialized tf.Examples without the label, as a serving client sends them."""
+    return tf.constant([tf.train.Example(features=tf.train.Features(feature={
+        "carat": tf.train.Feature(float_list=tf.train.FloatList(value=[c]))})).SerializeToString() for c in CARATS])
+
+
 def _traced_calls(model_dir):
     return [n for n in _library(model_dir) if "call_and_return_conditional_losses" in n]
 
@@ -139,9 +145,7 @@ def test_the_export_holds_the_model_and_its_transform_as_functions(analyzed, tmp
     loaded = tf.saved_model.load(model_dir)
     assert model_function(loaded) is getattr(loaded, MODEL_FUNCTION) and loaded.variables
     np.testing.assert_allclose(model_function(loaded)(features), model(features), rtol=1e-6)
-    raw = tf.io.parse_example(tf.constant([tf.train.Example(features=tf.train.Features(feature={
-        "carat": tf.train.Feature(float_list=tf.train.FloatList(value=[c]))})).SerializeToString() for c in CARATS]),
-        {"carat": RAW_SPEC["carat"]})
+    raw = tf.io.parse_example(_carat_records(), {"carat": RAW_SPEC["carat"]})
     expected = tft.TFTransformOutput(output).transform_raw_features(raw)  # TFX users' loaded.tft_layer(raw)
     np.testing.assert_allclose(loaded.tft_layer(raw)["carat_xf"], expected["carat_xf"], rtol=1e-6)
 
@@ -179,9 +183,7 @@ def test_a_model_holding_a_forest_is_exported_without_keras_per_layer_traces(ana
     loaded = tf.saved_model.load(model_dir)
     features = {"carat_xf": tf.constant([-1.0, 0.0, 2.0])}
     np.testing.assert_allclose(model_function(loaded)(features), average(features), rtol=1e-5)
-    records = [tf.train.Example(features=tf.train.Features(feature={
-        "carat": tf.train.Feature(float_list=tf.train.FloatList(value=[c]))})).SerializeToString() for c in CARATS]
-    assert loaded.signatures[SERVING_SIGNATURE](examples=tf.constant(records))["predictions"].shape[0] == len(CARATS)
+    assert loaded.signatures[SERVING_SIGNATURE](examples=_carat_records())["predictions"].shape[0] == len(CARATS)
 
 
 def test_a_log_labels_prediction_stays_inside_its_widened_range_in_its_unit(analyzed, tmp_path):
