@@ -81,4 +81,10 @@ def family_line(info: Dict[str, Any]) -> str:
     beyond = "beyond" if margin > noise else "within"
     return (f"{configured} kept {chosen}: validation {metric} {scores[chosen]:.4f}, {others} ({margin:.4f} ahead of "
             f"{family.get('runner_up')}, {beyond} one standard error {noise:.4f} on {family.get('validation_rows')} "
-            f"rows); trained in {seconds}{again}")
+            f"rows{held_half(family)}); trained in {seconds}{again}")
+
+
+def held_half(family: Dict[str, Any]) -> str:
+    """Which validation rows the choice read: the half early stopping did not (trainer/inputs.py)."""
+    watched = family.get("watched_rows")
+    return f" early stopping never read; it read the other {watched}" if watched else ""

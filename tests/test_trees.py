@@ -172,6 +172,36 @@ def test_the_summary_says_which_family_was_kept_and_by_how_much():
         "network (auto: images and text keep the network): trained in 3.0 s")
     assert family_line({"family": {"configured": "network", "chosen": "network"}}) == ""
     assert family_line({}) == ""  # a record from before the family existed
+    held = dict(auto["family"], validation_rows=500, watched_rows=500)
+    assert "on 500 rows early stopping never read; it read the other 500)" in family_line({"family": held})
+
+
+@pytest.mark.parametrize("rows,batch", [(11, 4), (2, 8), (9, 1)])
+def test_auto_splits_the_validation_rows_into_a_watched_half_and_a_held_half(rows, batch):
+    """The choice reads rows early stopping never read: the tf.data halves (the network's) and the
+    numpy halves (the trees') are the same rows, alternate, and together every validation row."""
+    import tensorflow as tf
+
+    from tfxline.trainer.inputs import Inputs, split_validation
+    from tfxline.trainer.trees_run import watched
+
+    ids = np.arange(rows, dtype=np.int64)
+    validation = tf.data.Dataset.from_tensor_slices(({"x": ids}, ids * 10)).batch(batch)
+    whole = Inputs(None, validation, -(-rows // batch), False, None, validation_rows=rows)
+    split = split_validation(whole, batch)
+
+    def read(ds, steps):
+        got = [(np.asarray(f["x"]), np.asarray(y)) for f, y in ds.take(steps)]
+        return np.concatenate([g[0] for g in got]), np.concatenate([g[1] for g in got])
+
+    seen, labels = read(split.watched, split.watched_steps)
+    held, held_labels = read(split.held, split.held_steps)
+    assert list(seen) == list(range(0, rows, 2)) and list(held) == list(range(1, rows, 2))
+    assert list(labels) == list(seen * 10) and list(held_labels) == list(held * 10)
+    assert split.held_rows == len(held) and split.validation_rows == rows  # the threshold still reads all rows
+    columns = watched(({"x": ids}, ids * 10), split)
+    assert list(columns[0]["x"]) == list(seen) and list(columns[1]) == list(labels)
+    assert watched(({"x": ids}, ids), dataclasses.replace(split, held_rows=rows))[0]["x"].tolist() == ids.tolist()
 
 
 def test_init_writes_auto_for_a_table_and_the_network_for_text(tmp_path):

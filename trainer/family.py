@@ -3,9 +3,11 @@
 
 - ``network``: the Keras model alone, as before the family existed.
 - ``trees``: a decision forest alone (trainer/trees.py); a table's inputs only.
-- ``auto``: a table without text trains both on the same train split; each is scored on the
-  validation split (the rows early stopping watched, never the eval split the Evaluator gates on)
-  by the task's main metric, and so is their average (one SavedModel holding both, serving the mean
+- ``auto``: a table without text trains both on the same train split; each is scored on the held
+  half of the validation split (trainer/inputs.py ``split_validation``: the rows early stopping,
+  the Tuner's trials and the trees' early stopping never read, so a network's kept epoch, the best
+  of several on the rows it would be scored on, does not flatter it; never the eval split the
+  Evaluator gates on) by the task's main metric, and so is their average (one SavedModel holding both, serving the mean
   of their outputs). The best of the three is kept; the record says by how much, against one
   standard error of the metric on those rows (the task type's ``metric_noise``: the Tuner's
   yardstick, docs/tuning.md). Images and text keep the network: no tree encoding of pixels or

@@ -7,6 +7,7 @@ import logging
 import math
 from typing import Any, Dict, Optional
 
+import tensorflow as tf
 from tensorflow_transform.output_wrapper import TFTransformOutput
 
 from tfxline import task_types
@@ -14,6 +15,7 @@ from tfxline.trainer import batch as batch_lib
 from tfxline.trainer import cache_budget, data, images, resume
 from tfxline.trainer import strategy as strategy_lib
 from tfxline.trainer.settings import MAX_CLASS_WEIGHT, TrainerSettings, TrainingConfig
+from tfxline.trainer.trees_settings import families
 from tfxline.transforms import features as F
 
 
@@ -86,6 +88,16 @@ class Inputs:
     data_bytes: Optional[int]
     class_weight: Optional[Dict[int, float]] = None  # training.class_weight: balanced, per class index
     validation_rows: int = 0  # the rows each validation pass reads
+    # Where a run trains more than one family (model.family auto), the validation rows in two
+    # halves (``split_validation``): early stopping, the Tuner's trials and the trees' early
+    # stopping read the watched half, and the family choice the held half, which nothing trained or
+    # chose on before it, so the network's kept epoch (the best of several on the rows it is
+    # scored on) does not flatter it. With one family both are every validation row.
+    watched: Any = None
+    watched_steps: int = 0
+    held: Any = None
+    held_steps: int = 0
+    held_rows: int = 0
 
 
 def input_data(fn_args, settings: TrainerSettings, sizes: Sizes, state: Dict[str, Any]) -> Inputs:
@@ -117,8 +129,33 @@ def input_data(fn_args, settings: TrainerSettings, sizes: Sizes, state: Dict[str
                               "data more rows or change its split (data.validation_buckets)")
     eval_ds = input_dataset(fn_args, settings, fn_args.eval_files, sizes.tf_transform_output,
                             eval_batch, shuffle=False, cache=cache, repeat=False, limit=eval_rows)
-    return Inputs(train_ds, eval_ds, math.ceil(eval_rows / eval_batch), cache, data_bytes,
-                  class_weights(fn_args, settings, sizes), eval_rows)
+    inputs = Inputs(train_ds, eval_ds, math.ceil(eval_rows / eval_batch), cache, data_bytes,
+                    class_weights(fn_args, settings, sizes), eval_rows)
+    if len(families(settings.features, settings.model.family)) > 1 and eval_rows >= 2:
+        return split_validation(inputs, eval_batch)
+    return dataclasses.replace(inputs, watched=eval_ds, watched_steps=inputs.validation_steps, held=eval_ds,
+                               held_steps=inputs.validation_steps, held_rows=eval_rows)
+
+
+WATCHED, HELD = 0, 1  # a validation row's index modulo 2: the half it is in (``split_validation``)
+
+
+def split_validation(inputs: Inputs, batch: int) -> Inputs:
+    """``inputs`` with the validation rows in two alternating halves: rows 0, 2, 4, ... watched (early
+    stopping), rows 1, 3, 5, ... held (the family choice); trainer/trees_run.py splits the trees'
+    numpy columns the same way (``half``)."""
+    rows = inputs.validation_rows
+    watched, held = (rows + 1) // 2, rows // 2
+    return dataclasses.replace(inputs, watched=alternate_rows(inputs.validation, WATCHED, batch),
+                               watched_steps=math.ceil(watched / batch),
+                               held=alternate_rows(inputs.validation, HELD, batch),
+                               held_steps=math.ceil(held / batch), held_rows=held)
+
+
+def alternate_rows(validation, part: int, batch: int):
+    """The rows ``part``, ``part`` + 2, ``part`` + 4, ... of the ``validation`` batches, batched again."""
+    rows = validation.unbatch().enumerate().filter(lambda i, _: i % 2 == part).map(lambda _, row: row)
+    return rows.batch(batch).with_options(data.distribution_options()).prefetch(tf.data.AUTOTUNE)
 
 
 def class_weights(fn_args, settings: TrainerSettings, sizes: Sizes) -> Optional[Dict[int, float]]:

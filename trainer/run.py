@@ -161,7 +161,7 @@ def fit(built: Built, inputs: Inputs, sizes: Sizes, cbs: callbacks_lib.Callbacks
                 built.fine_tune()
             built.trainable.fit(
                 inputs.train, initial_epoch=first, epochs=last, steps_per_epoch=sizes.steps_per_epoch,
-                validation_data=inputs.validation, validation_steps=inputs.validation_steps, callbacks=cbs.callbacks,
+                validation_data=inputs.watched, validation_steps=inputs.watched_steps, callbacks=cbs.callbacks,
                 class_weight=inputs.class_weight, verbose=2)
     return time.monotonic() - started
 
@@ -180,7 +180,7 @@ def train_network(fn_args, settings: TrainerSettings, strategy, policy: str, siz
                   backup: str, resumable: bool, state: Dict[str, Any]) -> NetworkRun:
     built = build(fn_args, settings, sizes, strategy, policy)
     cbs = callbacks_lib.make_callbacks(
-        fn_args.model_run_dir, settings, strategy, built.model, built.optimizer, inputs.validation,
+        fn_args.model_run_dir, settings, strategy, built.model, built.optimizer, inputs.watched,
         epochs=sizes.epochs, steps_per_epoch=sizes.steps_per_epoch, global_batch=sizes.global_batch,
         per_call=built.per_call, backup=backup if resumable else None, state=state, budget_scale=built.budget_scale)
     seconds = fit(built, inputs, sizes, cbs, state)
@@ -205,9 +205,12 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
     if TREES in trained:
         forest = trees_run.train_trees(fn_args, settings, sizes, inputs)
         candidates.append(family_lib.Candidate(TREES, forest.model, forest.seconds))
-    # the best on the validation rows of the network, the trees and their average (model.family: auto)
-    model, family_info = family_lib.choose(candidates, inputs.validation, inputs.validation_steps, spec,
+    # the best of the network, the trees and their average (model.family: auto) on the held half of
+    # the validation rows, which early stopping never read (trainer/inputs.py split_validation)
+    model, family_info = family_lib.choose(candidates, inputs.held, inputs.held_steps, spec,
                                            settings.model.family)
+    if len(candidates) > 1 and inputs.held_rows < inputs.validation_rows:
+        family_info["watched_rows"] = inputs.validation_rows - inputs.held_rows  # what early stopping read
     # the threshold and the importance below read the validation rows with the model they chose: the
     # served one's trees may have trained on those rows since (model.trees.refit)
     chosen = decision.choose(model, inputs.validation, inputs.validation_steps, spec.task, settings.threshold)

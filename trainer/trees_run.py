@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 from tfxline.trainer import family as family_lib
 from tfxline.trainer import trees as trees_lib
-from tfxline.trainer.inputs import Inputs, Sizes, input_dataset
+from tfxline.trainer.inputs import WATCHED, Inputs, Sizes, input_dataset
 from tfxline.trainer.model_inputs import make_head, model_inputs
 from tfxline.trainer.settings import TrainerSettings
 
@@ -33,12 +33,21 @@ def trees_columns(fn_args, settings: TrainerSettings, sizes: Sizes, inputs: Inpu
             [mi.name for mi in model_inputs(spec, tfo)], make_head(spec, tfo).units)
 
 
+def watched(validation, inputs: Inputs):
+    """The validation columns early stopping reads: every row with one family, the watched half
+    (rows 0, 2, 4, ...) where the run chooses between families (trainer/inputs.py split_validation)."""
+    if inputs.held_rows == inputs.validation_rows:
+        return validation
+    features, labels = validation
+    return {n: v[WATCHED::2] for n, v in features.items()}, labels[WATCHED::2]
+
+
 def train_trees(fn_args, settings: TrainerSettings, sizes: Sizes, inputs: Inputs) -> TreesRun:
-    """The decision forest (early-stopped on the validation rows above trees.EARLY_STOPPING_ROWS
-    training rows)."""
+    """The decision forest (early-stopped on the watched validation rows above
+    trees.EARLY_STOPPING_ROWS training rows)."""
     columns = trees_columns(fn_args, settings, sizes, inputs)
     train, validation, names, units = columns
-    model, seconds = family_lib.timed(lambda: trees_lib.fit(train, validation, settings.features,
+    model, seconds = family_lib.timed(lambda: trees_lib.fit(train, watched(validation, inputs), settings.features,
                                                             settings.model.trees, units, names, settings.training.seed))
     return TreesRun(model, seconds, columns)
 

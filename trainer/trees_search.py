@@ -67,14 +67,18 @@ def candidates(config: TreesConfig, count: int, seed: int) -> List[Dict[str, Any
 def search(fn_args, settings: TrainerSettings, tuning: T.TuningConfig, started: float,
            progress: Callable[..., None]) -> Optional[Dict[str, Any]]:
     """The trees' search and its record (None where no trees train); its budget starts at ``started``."""
-    from tfxline.trainer.trees_run import trees_columns  # the Trainer's own reading of the splits
+    from tfxline.trainer.trees_run import trees_columns, watched  # the Trainer's own reading of the splits
 
     spec = settings.features
     if TREES not in families(spec, settings.model.family):
         return None
     kind = task_types.get(spec.task)
     sizes = plan_sizes(fn_args, settings, tf.distribute.get_strategy())
-    train, validation, names, units = trees_columns(fn_args, settings, sizes, input_data(fn_args, settings, sizes, {}))
+    inputs = input_data(fn_args, settings, sizes, {})
+    # the trials are fitted and scored on the rows the network's trials read (auto: the watched half),
+    # so the family choice's held half stays unread by every choice before it
+    train, validation, names, units = trees_columns(fn_args, settings, sizes, inputs)
+    validation = watched(validation, inputs)
     deadline = started + TREES_BUDGET_SHARE * tuning.max_minutes * 60 if tuning.max_minutes else float("inf")
     metric = f"val_{kind.main_metric}"
 

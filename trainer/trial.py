@@ -69,13 +69,15 @@ def fit_trial(fn_args, settings: TrainerSettings, strategy, policy: str, epochs:
     sizes = plan_sizes(fn_args, settings, strategy)
     inputs = input_data(fn_args, settings, sizes, {})
     built = build(fn_args, settings, sizes, strategy, policy)
-    early_stopping, _ = callbacks_lib.early_stopping_callback(settings, sizes.epochs, inputs.validation)
+    # the rows the Trainer's early stopping reads (model.family auto: the watched half; the held half
+    # is the family choice's alone)
+    early_stopping, _ = callbacks_lib.early_stopping_callback(settings, sizes.epochs, inputs.watched)
     callbacks = [c for c in (early_stopping, deadline_class()(deadline)) if c is not None]
     fitted = built.trainable.fit(
-        inputs.train, epochs=sizes.epochs, steps_per_epoch=sizes.steps_per_epoch, validation_data=inputs.validation,
-        validation_steps=inputs.validation_steps, callbacks=callbacks, class_weight=inputs.class_weight, verbose=0)
+        inputs.train, epochs=sizes.epochs, steps_per_epoch=sizes.steps_per_epoch, validation_data=inputs.watched,
+        validation_steps=inputs.watched_steps, callbacks=callbacks, class_weight=inputs.class_weight, verbose=0)
     history = {k: [float(x) for x in v] for k, v in fitted.history.items()}
-    return Fitted(history, validation_labels(inputs.validation) if labels else None)
+    return Fitted(history, validation_labels(inputs.watched) if labels else None)
 
 
 def validation_labels(validation) -> np.ndarray:
