@@ -87,4 +87,4 @@ def family_line(info: Dict[str, Any]) -> str:
 def held_half(family: Dict[str, Any]) -> str:
     """Which validation rows the choice read: the half early stopping did not (trainer/inputs.py)."""
     watched = family.get("watched_rows")
-    return f" early stopping never read; it read the other {watched}" if watched else ""
+    return f" held out of early stopping, which read the other {watched}" if watched else ""

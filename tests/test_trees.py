@@ -173,7 +173,7 @@ def test_the_summary_says_which_family_was_kept_and_by_how_much():
     assert family_line({"family": {"configured": "network", "chosen": "network"}}) == ""
     assert family_line({}) == ""  # a record from before the family existed
     held = dict(auto["family"], validation_rows=500, watched_rows=500)
-    assert "on 500 rows early stopping never read; it read the other 500)" in family_line({"family": held})
+    assert "on 500 rows held out of early stopping, which read the other 500)" in family_line({"family": held})
 
 
 @pytest.mark.parametrize("rows,batch", [(11, 4), (2, 8), (9, 1)])
