@@ -129,7 +129,8 @@ def test_a_budget_spent_in_the_frozen_phase_skips_the_fine_tuning_phase():
         budget.stopped = True  # the budget ran out within this phase
 
     built = SimpleNamespace(trainable=SimpleNamespace(fit=one_fit), frozen_epochs=3, fine_tune=lambda: tuned.append(1))
-    inputs = SimpleNamespace(train=None, validation=None, validation_steps=1, class_weight=None)
+    inputs = SimpleNamespace(train=None, validation=None, validation_steps=1, watched=None, watched_steps=1,
+                             class_weight=None)
     cbs = SimpleNamespace(first_epoch=0, budget=budget, callbacks=[], early_stopping=None)
     run.fit(built, inputs, SimpleNamespace(epochs=10, steps_per_epoch=1), cbs, {})
     assert fits == [(0, 3)] and tuned == []
