@@ -143,7 +143,7 @@ WATCHED, HELD = 0, 1  # a validation row's index modulo 2: the half it is in (``
 def split_validation(inputs: Inputs, batch: int) -> Inputs:
     """``inputs`` with the validation rows in two alternating halves: rows 0, 2, 4, ... watched (early
     stopping), rows 1, 3, 5, ... held (the family choice); trainer/trees_run.py splits the trees'
-    numpy columns the same way (``half``)."""
+    numpy columns the same way (``watched``)."""
     rows = inputs.validation_rows
     watched, held = (rows + 1) // 2, rows // 2
     return dataclasses.replace(inputs, watched=alternate_rows(inputs.validation, WATCHED, batch),
