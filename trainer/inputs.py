@@ -99,6 +99,11 @@ class Inputs:
     held_steps: int = 0
     held_rows: int = 0
 
+    @property
+    def split(self) -> bool:
+        """Whether the validation rows are in two halves (``split_validation``)."""
+        return self.held_rows < self.validation_rows
+
 
 def input_data(fn_args, settings: TrainerSettings, sizes: Sizes, state: Dict[str, Any]) -> Inputs:
     """The train dataset (from where a resumed training stopped) and the validation one."""

@@ -209,7 +209,7 @@ def train(fn_args, settings: TrainerSettings, strategy, policy: str) -> Dict[str
     # the validation rows, which early stopping never read (trainer/inputs.py split_validation)
     model, family_info = family_lib.choose(candidates, inputs.held, inputs.held_steps, spec,
                                            settings.model.family)
-    if len(candidates) > 1 and inputs.held_rows < inputs.validation_rows:
+    if len(candidates) > 1 and inputs.split:
         family_info["watched_rows"] = inputs.validation_rows - inputs.held_rows  # what early stopping read
     # the threshold and the importance below read the validation rows with the model they chose: the
     # served one's trees may have trained on those rows since (model.trees.refit)

@@ -36,7 +36,7 @@ def trees_columns(fn_args, settings: TrainerSettings, sizes: Sizes, inputs: Inpu
 def watched(validation, inputs: Inputs):
     """The validation columns early stopping reads: every row with one family, the watched half
     (rows 0, 2, 4, ...) where the run chooses between families (trainer/inputs.py split_validation)."""
-    if inputs.held_rows == inputs.validation_rows:
+    if not inputs.split:
         return validation
     features, labels = validation
     return {n: v[WATCHED::2] for n, v in features.items()}, labels[WATCHED::2]
