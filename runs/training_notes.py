@@ -75,13 +75,29 @@ def family_line(info: Dict[str, Any]) -> str:
         trees = (info.get("trees") or {}).get("trees")
         size = f"{trees} trees, " if chosen == "trees" and trees else ""
         why = "" if configured == chosen else f" ({configured}: images and text keep the network)"
-        return f"{chosen}{why}: {size}trained in {times.get(chosen, 0.0):.1f} s{again}"
+        return f"{chosen}{why}: {size}trained in {times.get(chosen, 0.0):.1f} s{again}{trees_reading(info)}"
     metric, noise, margin = family.get("metric", ""), family.get("noise") or 0.0, family.get("margin") or 0.0
     others = ", ".join(f"{name} {value:.4f}" for name, value in scores.items() if name != chosen)
     beyond = "beyond" if margin > noise else "within"
     return (f"{configured} kept {chosen}: validation {metric} {scores[chosen]:.4f}, {others} ({margin:.4f} ahead of "
             f"{family.get('runner_up')}, {beyond} one standard error {noise:.4f} on {family.get('validation_rows')} "
-            f"rows{held_half(family)}); trained in {seconds}{again}")
+            f"rows{held_half(family)}); trained in {seconds}{again}{trees_reading(info)}")
+
+
+READ_AS = {"category": "categories", "rate": "rates"}  # model.trees.encoding's values, as the line says them
+
+
+def trees_reading(info: Dict[str, Any]) -> str:
+    """How the trees read the categorical columns, where both ways trained (model.trees.encoding
+    auto): '; the trees read categories as rates (validation 0.7012, as categories 0.6843, on 250
+    rows early stopping watches)'; '' otherwise."""
+    trees = info.get("trees") or {}
+    scores, chosen = trees.get("encoding_scores"), trees.get("encoding")
+    if not scores or chosen not in scores:
+        return ""
+    others = ", ".join(f"as {READ_AS.get(w, w)} {v:.4f}" for w, v in scores.items() if w != chosen)
+    return (f"; the trees read categories as {READ_AS.get(chosen, chosen)} (validation {scores[chosen]:.4f}, "
+            f"{others}, on {trees.get('encoding_rows')} rows early stopping watches)")
 
 
 def held_half(family: Dict[str, Any]) -> str:

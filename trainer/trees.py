@@ -24,13 +24,21 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
-from tfxline.trainer import trees_ops
+from tfxline.trainer import trees_ops, trees_rates
 from tfxline.trainer.keras_compat import keras
-from tfxline.trainer.trees_settings import EXACT, FOREST, TreesConfig, resolved, threads
+from tfxline.trainer.trees_settings import (
+    CATEGORY,
+    EXACT,
+    FOREST,
+    RATE,
+    TreesConfig,
+    categorical_inputs,
+    resolved,
+    threads,
+)
 from tfxline.transforms import features as F
 
 LABEL = "__label__"  # the label's column in the training table (no transformed feature has this name)
-CATEGORICAL = ("vocabulary", "identity")  # the transforms whose indices are categories, not an order
 # Boosted trees stop early on the validation split only above this many training rows, as
 # scikit-learn's HistGradientBoosting does by default (early_stopping="auto": n_samples > 10000).
 # Below it the validation loss is too noisy a guide: on two public tables of 2,700-3,100 rows
@@ -41,7 +49,8 @@ EARLY_STOPPING_ROWS = 10_000
 
 def tree_inputs(spec: F.FeatureSpec) -> List[Tuple[str, bool]]:
     """(transformed name, categorical) of each input the trees read: the table's, not text or crosses."""
-    return [(F.transformed_name(f.name), f.transform in CATEGORICAL) for f in spec.inputs if not f.is_text]
+    categorical = {f.name for f in categorical_inputs(spec)}
+    return [(F.transformed_name(f.name), f.name in categorical) for f in spec.inputs if not f.is_text]
 
 
 def read_columns(dataset, steps: int = 0) -> Tuple[Dict[str, np.ndarray], np.ndarray]:
@@ -92,28 +101,39 @@ def fit(train: Columns, validation: Optional[Columns], spec: F.FeatureSpec, conf
     the value in the learnt space). Boosted trees stop early on ``validation`` above
     ``EARLY_STOPPING_ROWS`` training rows (YDF keeps the number of trees with the lowest validation
     loss), and grow ``config.num_trees`` iterations on ``train`` alone below it or with no
-    ``validation`` (``refit``); a forest never reads it."""
-    inputs = tree_inputs(spec)
+    ``validation`` (``refit``); a forest never reads it. With ``config.encoding`` rate the
+    categorical columns are read as numbers (trainer/trees_rates.py: out of fold on ``train``, the
+    train split's table on every other row, the exported model's included); otherwise (category,
+    or auto, which trainer/trees_run.py resolves) as categories."""
+    encoding = RATE if config.encoding == RATE else CATEGORY
+    rated = [name for name, categorical in tree_inputs(spec) if categorical] if encoding == RATE else []
+    inputs = [(name, categorical and name not in rated) for name, categorical in tree_inputs(spec)]
     read = [name for name, _ in inputs]
+    rates = trees_rates.tables(train[0], train[1], rated)
 
-    def table(columns: Dict[str, np.ndarray], labels: np.ndarray) -> Dict[str, np.ndarray]:
-        return {**{n: columns[n] for n in read}, LABEL: labels}
+    def table(columns: Dict[str, np.ndarray], labels: np.ndarray, own: bool = False) -> Dict[str, np.ndarray]:
+        """The rows as YDF reads them: rated columns as numbers (``own``: the train rows, out of fold)."""
+        numbers = trees_rates.out_of_fold(columns, labels, rated) if own else \
+            {n: trees_rates.lookup(rates[n], columns[n]) for n in rated}
+        return {**{n: columns[n] for n in read}, **numbers, LABEL: labels}
 
     trees_ops.check_installed()
     # a forest takes no validation set (YDF refuses one: it measures itself out of bag)
     early = validation is not None and config.algorithm != FOREST and len(train[1]) > EARLY_STOPPING_ROWS
     trained = learner(config, spec.task, inputs, seed, early_stopped=early, rows=len(train[1])).train(
-        table(*train), valid=table(*validation) if early and validation is not None else None, verbose=0)
+        table(*train, own=True), valid=table(*validation) if early and validation is not None else None, verbose=0)
     shape: Dict[str, Any] = {} if spec.task == "regression" else {"squeeze_binary_classification": False}
     function = trained.to_tensorflow_function(**shape)
     classes = [] if spec.task == "regression" else list(trained.label_classes())
-    layer = output_layer(function, read, class_columns(classes, units), name="trees_output")
+    layer = output_layer(function, read, class_columns(classes, units), rates, name="trees_output")
     k = keras()
     model_inputs = {n: k.Input(shape=(), name=n, dtype="int64" if _is_int(train[0][n]) else "float32") for n in names}
     model = k.Model(inputs=model_inputs, outputs=layer(model_inputs), name="trees")
     model.ydf_model = trained  # not saved: for importances() while the Trainer runs
     model.ydf_columns = {F.transformed_name(f.name): f.name for f in spec.inputs}
-    logging.info("trees: %s trained, %d trees", config.algorithm, trained.num_trees())
+    model.trees_encoding = encoding  # how it read the categorical columns (the refit reads them alike)
+    model.trees_rated = [model.ydf_columns.get(n, n) for n in rated]
+    logging.info("trees: %s trained, %d trees, categories read as %s", config.algorithm, trained.num_trees(), encoding)
     return model
 
 
@@ -134,7 +154,7 @@ def refit(model, train: Columns, validation: Columns, spec: F.FeatureSpec, confi
     untouched, so the gate still scores rows the model never saw."""
     both = ({n: np.concatenate([train[0][n], validation[0][n]]) for n in train[0]},
             np.concatenate([train[1], validation[1]]))
-    fixed = dataclasses.replace(config, num_trees=iterations(model))
+    fixed = dataclasses.replace(config, num_trees=iterations(model), encoding=model.trees_encoding)
     return fit(both, None, spec, fixed, units, names, seed)
 
 
@@ -153,9 +173,12 @@ def class_columns(classes: Sequence[str], units: int) -> List[int]:
     return [index.get(str(i), len(classes)) for i in wanted]
 
 
-def output_layer(function, read: Sequence[str], columns: Sequence[int], **kwargs):
-    """YDF's TensorFlow function as the head's output: the classes' columns in label-index order
-    (the class is defined on first use: Keras is chosen at the entry point)."""
+def output_layer(function, read: Sequence[str], columns: Sequence[int],
+                 rates: Optional[Dict[str, np.ndarray]] = None, **kwargs):
+    """YDF's TensorFlow function as the head's output: the classes' columns in label-index order;
+    a rated column (``rates``: {name: trainer/trees_rates.py ``table``}) read through its table
+    first, an index outside it the table's last value (the class is defined on first use: Keras is
+    chosen at the entry point)."""
     k = keras()
 
     class TreesOutput(k.layers.Layer):
@@ -164,9 +187,17 @@ def output_layer(function, read: Sequence[str], columns: Sequence[int], **kwargs
         def __init__(self, **kw):
             super().__init__(trainable=False, **kw)
             self.function, self.read, self.columns = function, list(read), list(columns)
+            self.rates = {n: tf.constant(t, tf.float32) for n, t in (rates or {}).items()}
+
+        def rated(self, name, values):
+            table = self.rates[name]
+            last = tf.cast(tf.shape(table)[0] - 1, tf.int64)
+            index = tf.cast(values, tf.int64)
+            return tf.gather(table, tf.where((index >= 0) & (index < last), index, last))
 
         def call(self, inputs):
-            out = tf.cast(self.function({n: inputs[n] for n in self.read}), tf.float32)
+            feed = {n: self.rated(n, inputs[n]) if n in self.rates else inputs[n] for n in self.read}
+            out = tf.cast(self.function(feed), tf.float32)
             if not self.columns:  # regression: [batch] values
                 return tf.reshape(out, [-1, 1])
             padded = tf.concat([out, tf.zeros_like(out[:, :1])], axis=1)
@@ -196,4 +227,4 @@ def describe(model) -> Dict[str, Any]:
     """What training_run.json records of the trained forest."""
     trained = getattr(model, "ydf_model", None)
     return {"trees": int(trained.num_trees()) if trained is not None else None,
-            "importance": importances(model)}
+            "importance": importances(model), **getattr(model, "trees_reading", {})}

@@ -23,7 +23,6 @@ import tensorflow as tf
 
 from tfxline import task_types
 from tfxline.trainer import family as family_lib
-from tfxline.trainer import trees as trees_lib
 from tfxline.trainer import tuning_settings as T
 from tfxline.trainer.inputs import input_data, plan_sizes
 from tfxline.trainer.model import validation_outputs
@@ -67,7 +66,7 @@ def candidates(config: TreesConfig, count: int, seed: int) -> List[Dict[str, Any
 def search(fn_args, settings: TrainerSettings, tuning: T.TuningConfig, started: float,
            progress: Callable[..., None]) -> Optional[Dict[str, Any]]:
     """The trees' search and its record (None where no trees train); its budget starts at ``started``."""
-    from tfxline.trainer.trees_run import trees_columns, watched  # the Trainer's own reading of the splits
+    from tfxline.trainer.trees_run import fit_best, trees_columns, watched  # the Trainer's own reading of the splits
 
     spec = settings.features
     if TREES not in families(spec, settings.model.family):
@@ -85,7 +84,7 @@ def search(fn_args, settings: TrainerSettings, tuning: T.TuningConfig, started: 
     def trial(values: Dict[str, Any]) -> Dict[str, Any]:
         begun = time.monotonic()
         config = T.tuned_trees(settings.model.trees, values)
-        model = trees_lib.fit(train, validation, spec, config, units, names, settings.training.seed)
+        model = fit_best(train, validation, spec, config, units, names, settings.training.seed)
         outputs, labels = validation_outputs(model, _batches(validation), 1)
         score = family_lib.score(outputs, labels, spec)
         return {"score": float(score), "seconds": round(time.monotonic() - begun, 2), "values": values,

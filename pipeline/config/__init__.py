@@ -35,7 +35,7 @@ from tfxline.pipeline.config.sections import (
 # The sections the Trainer reads live with the model code (trainer/ never imports pipeline/).
 from tfxline.trainer.settings import ModelConfig, TrainerRuntime, TrainerSettings, TrainingConfig
 from tfxline.trainer.text_settings import PRETRAINED
-from tfxline.trainer.trees_settings import trained_family, trees_problem
+from tfxline.trainer.trees_settings import encoding_problem, trained_family, trees_problem
 from tfxline.trainer.tuning_settings import TuningConfig
 from tfxline.transforms.features import FeatureSpec
 from tfxline.typed_config.problems import ConfigError, Problem, bad, section_problems
@@ -136,6 +136,10 @@ class PipelineConfig:
         if trees:
             yield Problem("model.family", f"trees: {trees}",
                           "fix: set model.family: network (or auto, which trains trees only where they can serve)")
+        encoding = encoding_problem(self.features, self.model.family, self.model.trees.encoding)
+        if encoding:
+            yield Problem("model.trees.encoding", f"rate: {encoding}",
+                          "fix: set model.trees.encoding: auto or category")
         texts = [f.name for f in self.features.text_inputs]
         if texts and self.model.text_encoder == PRETRAINED and self.runtime.jit_compile == "true":
             yield Problem("runtime.jit_compile", "true: a pretrained text encoder tokenizes the raw text with string "
