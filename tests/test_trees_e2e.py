@@ -4,7 +4,9 @@ suite's other runs train the network, or auto, whose winner depends on the data 
 tests/test_init_e2e.py); this run is the one whose pushed model is known to be trees, for what
 only a trees model can show: the serving graph's ops and a fresh process loading it with
 TensorFlow and the decision-forest op library alone (TF Serving's build links the same ops:
-trainer/trees_ops.py cites the rule)."""
+trainer/trees_ops.py cites the rule). Its categorical columns are read as rates
+(model.trees.encoding: rate), so the graph served here carries the rate tables too (auto's choice
+between the two readings: tests/test_trees_rates.py)."""
 import glob
 import json
 import os
@@ -55,7 +57,8 @@ print(json.dumps({"unregistered": unregistered, "loads_without": loads_without,
 def trees_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("trees")
     data = write_taxi_slice(root / "taxi.csv")
-    run = tfxline("run", "--data", data, "--output", str(root / "out"), "--set", "model.family=trees")
+    run = tfxline("run", "--data", data, "--output", str(root / "out"), "--set", "model.family=trees",
+                  "--set", "model.trees.encoding=rate")
     assert run.returncode == 0, run.stderr[-3000:]
     return root, data, run
 
@@ -75,6 +78,7 @@ def test_a_trees_run_is_blessed_and_pushed_and_says_what_it_trained(trees_run):
     (record,) = glob.glob(str(root / "out" / "pipeline_root" / "Trainer" / "model_run" / "*" / "training_run.json"))
     info = json.load(open(record))
     assert info["family"]["chosen"] == "trees" and info["epochs"] == 0 and info["trees"]["trees"] >= 1
+    assert info["trees"]["encoding"] == "rate" and info["trees"]["rated"]  # the taxi's categorical columns
     assert info["trees"]["importance"] and info["leans_on"]  # the forest's own and the permutation importance
     assert 0.0 < info["decision"]["threshold"] < 1.0  # chosen on validation, as for a network
     report = next(x for x in run.stdout.splitlines() if x.startswith("  report: ")).split(": ", 1)[1]

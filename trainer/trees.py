@@ -155,7 +155,9 @@ def refit(model, train: Columns, validation: Columns, spec: F.FeatureSpec, confi
     both = ({n: np.concatenate([train[0][n], validation[0][n]]) for n in train[0]},
             np.concatenate([train[1], validation[1]]))
     fixed = dataclasses.replace(config, num_trees=iterations(model), encoding=model.trees_encoding)
-    return fit(both, None, spec, fixed, units, names, seed)
+    again = fit(both, None, spec, fixed, units, names, seed)
+    again.trees_reading = getattr(model, "trees_reading", {})  # how the reading was chosen, on the first fit
+    return again
 
 
 def _is_int(values: np.ndarray) -> bool:
@@ -189,14 +191,10 @@ def output_layer(function, read: Sequence[str], columns: Sequence[int],
             self.function, self.read, self.columns = function, list(read), list(columns)
             self.rates = {n: tf.constant(t, tf.float32) for n, t in (rates or {}).items()}
 
-        def rated(self, name, values):
-            table = self.rates[name]
-            last = tf.cast(tf.shape(table)[0] - 1, tf.int64)
-            index = tf.cast(values, tf.int64)
-            return tf.gather(table, tf.where((index >= 0) & (index < last), index, last))
-
         def call(self, inputs):
-            feed = {n: self.rated(n, inputs[n]) if n in self.rates else inputs[n] for n in self.read}
+            feed = {}
+            for n in self.read:
+                feed[n] = read_rate(self.rates[n], inputs[n]) if n in self.rates else inputs[n]
             out = tf.cast(self.function(feed), tf.float32)
             if not self.columns:  # regression: [batch] values
                 return tf.reshape(out, [-1, 1])
@@ -204,6 +202,14 @@ def output_layer(function, read: Sequence[str], columns: Sequence[int],
             return tf.gather(padded, self.columns, axis=1)
 
     return TreesOutput(**kwargs)
+
+
+def read_rate(table, values):
+    """A rated column's numbers: each index's value in ``table`` (trainer/trees_rates.py ``table``),
+    an index outside it the table's last (the overall mean)."""
+    last = tf.cast(tf.shape(table)[0] - 1, tf.int64)
+    index = tf.cast(values, tf.int64)
+    return tf.gather(table, tf.where((index >= 0) & (index < last), index, last))
 
 
 def holds_forest(model) -> bool:
@@ -227,4 +233,5 @@ def describe(model) -> Dict[str, Any]:
     """What training_run.json records of the trained forest."""
     trained = getattr(model, "ydf_model", None)
     return {"trees": int(trained.num_trees()) if trained is not None else None,
-            "importance": importances(model), **getattr(model, "trees_reading", {})}
+            "importance": importances(model), "encoding": getattr(model, "trees_encoding", None),
+            "rated": getattr(model, "trees_rated", []), **getattr(model, "trees_reading", {})}
