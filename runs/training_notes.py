@@ -90,14 +90,14 @@ READ_AS = {"category": "categories", "rate": "rates"}  # model.trees.encoding's 
 def trees_reading(info: Dict[str, Any]) -> str:
     """How the trees read the categorical columns, where both ways trained (model.trees.encoding
     auto): '; the trees read categories as rates (validation 0.7012, as categories 0.6843, on 250
-    rows early stopping watches)'; '' otherwise."""
+    rows)'; '' otherwise. Auto's rows are the watched half, never the held half the family choice reads."""
     trees = info.get("trees") or {}
     scores, chosen = trees.get("encoding_scores"), trees.get("encoding")
     if not scores or chosen not in scores:
         return ""
     others = ", ".join(f"as {READ_AS.get(w, w)} {v:.4f}" for w, v in scores.items() if w != chosen)
     return (f"; the trees read categories as {READ_AS.get(chosen, chosen)} (validation {scores[chosen]:.4f}, "
-            f"{others}, on {trees.get('encoding_rows')} rows early stopping watches)")
+            f"{others}, on {trees.get('encoding_rows')} rows)")
 
 
 def held_half(family: Dict[str, Any]) -> str:

@@ -61,10 +61,14 @@ def test_which_readings_train_and_a_rate_on_a_multiclass_label_is_refused_in_one
     assert T.encodings(auto, spec_of("binary", categorical=False)) == ("category",)  # the two are one forest
     assert T.encodings(T.TreesConfig(encoding="rate"), spec_of()) == ("rate",)
     assert [p.key for p in T.TreesConfig(encoding="target").problems()] == ["encoding"]
+    assert load_config("penguin", overrides=["model.family=auto", "model.trees.encoding=rate", "serving.tflite=dynamic"])
     with pytest.raises(ConfigError, match=r"model.trees.encoding: 'target'; use one of auto, category, rate"):
         load_config(overrides=["model.family=auto", "model.trees.encoding=target"])
     assert T.encoding_problem(spec_of("multiclass"), "trees", "rate")
     assert not T.encoding_problem(spec_of("multiclass"), "network", "rate")  # no trees train
+    with pytest.raises(ConfigError) as e:
+        load_config("penguin", overrides=["model.family=auto", "model.trees.encoding=rate"])  # species: 3 classes
+    assert "\n" not in str(e.value) and "model.trees.encoding" in str(e.value) and "no one mean per category" in str(e.value)
     assert not T.encoding_problem(spec_of("binary"), "auto", "rate")
 
 
@@ -144,6 +148,6 @@ def test_the_summary_says_how_the_trees_read_the_categories():
             "trees": {"trees": 100, "encoding": "rate", "encoding_scores": {"category": 0.6843, "rate": 0.7012},
                       "encoding_rows": 250}}
     assert family_line(info) == ("trees: 100 trees, trained in 2.0 s; the trees read categories as rates "
-                                 "(validation 0.7012, as categories 0.6843, on 250 rows early stopping watches)")
+                                 "(validation 0.7012, as categories 0.6843, on 250 rows)")
     info["trees"] = {"trees": 100, "encoding": "category"}  # one reading trained: nothing said
     assert family_line(info) == "trees: 100 trees, trained in 2.0 s"

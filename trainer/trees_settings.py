@@ -180,6 +180,6 @@ def trees_problem(spec: F.FeatureSpec, family: str, tflite: bool = False) -> str
 
 def encoding_problem(spec: F.FeatureSpec, family: str, encoding: str) -> str:
     """Why model.trees.encoding ``encoding`` cannot read this spec's label ('' where it can)."""
-    if family in (TREES, AUTO) and encoding == RATE and spec.task not in RATE_TASKS:
+    if TREES in families(spec, family) and encoding == RATE and spec.task not in RATE_TASKS:
         return f"a {spec.task} label has no one mean per category (rate reads a binary or regression label)"
     return ""

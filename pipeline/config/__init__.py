@@ -136,7 +136,8 @@ class PipelineConfig:
         if trees:
             yield Problem("model.family", f"trees: {trees}",
                           "fix: set model.family: network (or auto, which trains trees only where they can serve)")
-        encoding = encoding_problem(self.features, self.model.family, self.model.trees.encoding)
+        encoding = encoding_problem(self.features, trained_family(self.model.family, self.serving.tflite != "off"),
+                                    self.model.trees.encoding)
         if encoding:
             yield Problem("model.trees.encoding", f"rate: {encoding}",
                           "fix: set model.trees.encoding: auto or category")
