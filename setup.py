@@ -2,8 +2,8 @@
 from setuptools import find_packages, setup
 
 # The layers, lowest first (tests/test_layers.py): each imports only those before it.
-PACKAGES = ("patches", "typed_config", "task_types", "transforms", "trainer", "serving", "components", "pipeline", "runs",
-            "local", "kubeflow", "cli", "schema")
+PACKAGES = ("patches", "typed_config", "task_types", "transforms", "trees", "trainer", "serving", "components", "pipeline",
+            "runs", "local", "kubeflow", "cli", "schema")
 # One top-level import name: each folder above is a subpackage of tfxline (tfxline/__init__.py),
 # so installing this never claims a generic name like ``kubeflow`` or ``schema`` (issue #63).
 SUBPACKAGES = sorted(p for p in find_packages(include=[f"{p}*" for p in PACKAGES]))

@@ -1,4 +1,4 @@
-"""The boosted trees' usual settings (trainer/trees_settings.py ``USUAL``), measured: YDF's
+"""The boosted trees' usual settings (trees/settings.py ``USUAL``), measured: YDF's
 gradient-boosted trees with YDF's own defaults, with scikit-learn's HistGradientBoosting defaults
 (100 trees, 20 rows a leaf; with exact splits, with numeric columns binned into 255 values as
 HistGradientBoosting bins them, and with its Newton split gain), and early-stopped on a validation
@@ -14,7 +14,7 @@ The settings without early stopping train on train + validation (what the Traine
 model.trees.refit); the early-stopped one trains on train and stops on validation, as the Trainer
 does above 10,000 training rows. All are scored on the test rows: AUC (binary), accuracy
 (multi-class), RMSE (regression). Prints one line per table and setting: the mean over the draws,
-each draw's score, the seconds and the trees kept. The figures are quoted in trainer/trees_settings.py
+each draw's score, the seconds and the trees kept. The figures are quoted in trees/settings.py
 and docs/trees.md; this reads the tables on their own columns (text as YDF's categories), not through
 the Transform, so it measures the learner's settings, not the pipeline.
 """
@@ -42,7 +42,7 @@ USUAL = dict(num_trees=100, min_examples=20, discretize_numerical_columns=True, 
 SETTINGS: Dict[str, Dict[str, Any]] = {
     "ydf_own (300 trees, 5 a leaf)": dict(num_trees=300, min_examples=5, **NO_EARLY_STOPPING),
     "exact (100 trees, 20 a leaf)": dict(num_trees=100, min_examples=20, **NO_EARLY_STOPPING),
-    # the usual (trainer/trees_settings.py USUAL): numeric columns binned into 255 values, as
+    # the usual (trees/settings.py USUAL): numeric columns binned into 255 values, as
     # HistGradientBoosting's max_bins (YDF's DISCRETIZED_NUMERICAL: model.trees.bins)
     "usual (100 trees, 20 a leaf, 255 bins)": USUAL,
     # a Newton split gain (HistGradientBoosting's): measured, not adopted (mixed: see docs/trees.md)

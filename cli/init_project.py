@@ -68,7 +68,7 @@ class Plan:
 
     @property
     def family(self) -> Tuple[str, str]:
-        """model.family as init writes it, and why (trainer/trees_settings.py families)."""
+        """model.family as init writes it, and why (trees/settings.py families)."""
         if any(s["transform"] == "text" for s in self.inputs):
             return "network", "a text input: the network reads its n-grams (trees have no text encoding here)"
         return "auto", ("the network and gradient-boosted trees both train on the same split; the better on "

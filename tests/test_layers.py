@@ -1,7 +1,7 @@
 """The tree's measures (tools/measures.py): the import layers, lowest first patches (run-time patches
 of third-party libraries) and typed_config (the config reader), both third-party and standard library
 imports only < task_types <
-transforms < trainer < serving < components < pipeline < runs < local, kubeflow < cli (the model
+transforms < trees < trainer < serving < components < pipeline < runs < local, kubeflow < cli (the model
 side and the custom components run in containers and unit tests without the orchestrator, so they
 never reach up into it), each folder's share of the product code, the size of files and
 functions, and no import cycle among the modules of a folder."""

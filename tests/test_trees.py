@@ -1,4 +1,4 @@
-"""The trees family (issue #73): which families a spec trains (trainer/trees_settings.py), the forest
+"""The trees family (issue #73): which families a spec trains (trees/settings.py), the forest
 trained by YDF and wrapped as the network's Keras shape (trainer/trees.py), the choice among network,
 trees and their average (trainer/family.py), its config checks and the summary line."""
 import dataclasses
@@ -9,7 +9,7 @@ import pytest
 from tfxline.pipeline.config import ConfigError
 from tfxline.pipeline.config.load import load_config
 from tfxline.runs.training_notes import family_line
-from tfxline.trainer import trees_settings as T
+from tfxline.trees import settings as T
 from tfxline.transforms import features as F
 
 

@@ -1,5 +1,5 @@
 """How the trees read a categorical column (model.trees.encoding, issue #73): as categories, or as
-rates (trainer/trees_rates.py: the category's label mean, out of fold on the train rows, smoothed),
+rates (trees/rates.py: the category's label mean, out of fold on the train rows, smoothed),
 the tables inside the exported model, and auto's choice on the watched validation rows
 (trainer/trees_run.py fit_best)."""
 import numpy as np
@@ -8,8 +8,8 @@ import pytest
 from tfxline.pipeline.config import ConfigError
 from tfxline.pipeline.config.load import load_config
 from tfxline.runs.training_notes import family_line
-from tfxline.trainer import trees_rates as R
-from tfxline.trainer import trees_settings as T
+from tfxline.trees import rates as R
+from tfxline.trees import settings as T
 from tfxline.transforms import features as F
 
 
@@ -143,11 +143,17 @@ def test_auto_keeps_the_reading_better_on_the_watched_rows(monkeypatch, scores, 
                               T.TreesConfig(num_trees=5), 2, ["x_xf", "c_xf"]).trees_encoding == "category"
 
 
-def test_the_summary_says_how_the_trees_read_the_categories():
+def test_the_summary_says_how_the_trees_read_the_categories_and_on_which_rows():
     info = {"family": {"configured": "trees", "chosen": "trees", "seconds": {"trees": 2.0}},
             "trees": {"trees": 100, "encoding": "rate", "encoding_scores": {"category": 0.6843, "rate": 0.7012},
                       "encoding_rows": 250}}
-    assert family_line(info) == ("trees: 100 trees, trained in 2.0 s; the trees read categories as rates "
-                                 "(validation 0.7012, as categories 0.6843, on 250 rows)")
+    assert family_line(info) == ("trees: 100 trees, trained in 2.0 s; the trees read categories as label rates, "
+                                 "chosen on 250 validation rows (categories 0.6843, label rates 0.7012)")
+    # two families: the reading was chosen on the watched half, not the held half the family's scores are on
+    info["family"] = {"configured": "auto", "chosen": "average", "metric": "auc", "runner_up": "network",
+                      "scores": {"network": 0.70, "trees": 0.71, "average": 0.72}, "margin": 0.01, "noise": 0.03,
+                      "validation_rows": 250, "watched_rows": 250, "seconds": {"network": 3.0, "trees": 2.0}}
+    assert family_line(info).endswith("; the trees read categories as label rates, chosen on the other 250 rows, "
+                                      "which early stopping read (categories 0.6843, label rates 0.7012)")
     info["trees"] = {"trees": 100, "encoding": "category"}  # one reading trained: nothing said
-    assert family_line(info) == "trees: 100 trees, trained in 2.0 s"
+    assert "read categories" not in family_line(info)

@@ -4,7 +4,7 @@ summary line. The search itself runs in the tuned run (tests/test_tuning_e2e.py,
 from tfxline.pipeline.config.load import load_config
 from tfxline.trainer import trees_search
 from tfxline.trainer import tuning_settings as T
-from tfxline.trainer.trees_settings import TreesConfig
+from tfxline.trees.settings import TreesConfig
 
 
 def test_candidates_are_distinct_seeded_and_never_the_configs_own():

@@ -86,7 +86,7 @@ def collect() -> List[Tuple[str, str, int, str]]:
 
 # The files whose dataclasses are the config's sections (each with its rules, problems()).
 SECTION_FILES = ("pipeline/config/__init__.py", "pipeline/config/sections.py", "pipeline/config/platform.py",
-                 "trainer/settings.py", "trainer/text_settings.py", "trainer/trees_settings.py")
+                 "trainer/settings.py", "trainer/text_settings.py", "trees/settings.py")
 # ... and what is checked outside a section class: a section's problems() calls these functions on
 # itself, or the class is a section nested in another (model.trees)
 SECTION_OWNERS = {"text_problems": "model", "family_problems": "model", "TreesConfig": "model.trees"}

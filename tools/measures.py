@@ -15,7 +15,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 # (every run-time patch of a third-party library) and typed_config (how a config section is read
 # and refused) are the lowest: they import only third-party libraries and the standard library.
 LAYERS: Tuple[Tuple[str, ...], ...] = (
-    ("patches", "typed_config"), ("task_types",), ("transforms",), ("trainer",), ("serving",), ("components",),
+    ("patches", "typed_config"), ("task_types",), ("transforms",), ("trees",), ("trainer",), ("serving",), ("components",),
     ("pipeline",),
     ("runs",), ("local", "kubeflow"), ("cli",))
 PACKAGES = tuple(p for rank in LAYERS for p in rank)

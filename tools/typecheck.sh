@@ -26,7 +26,7 @@ if [[ "$(cat "$target/VERSION" 2>/dev/null)" != "$PYRIGHT_VERSION" ]]; then
   npm install --prefix "$target" --no-audit --no-fund --no-save --loglevel=error "pyright@$PYRIGHT_VERSION" >&2
   echo "$PYRIGHT_VERSION" > "$target/VERSION"
 fi
-products=(patches typed_config task_types transforms trainer serving components pipeline runs local kubeflow cli)
+products=(patches typed_config task_types transforms trees trainer serving components pipeline runs local kubeflow cli)
 want="$( (cat "$VENV/.tfxline-installed" 2>/dev/null || realpath "$VENV"; cat tools/proto_stubs.py
           grep -rhoE --include='*.py' '[A-Za-z0-9_.]*_pb2' "${products[@]}" | sort -u) | sha256sum | cut -d' ' -f1)"
 if [[ "$(cat "$stubs.stamp" 2>/dev/null)" != "$want" ]]; then

@@ -1,4 +1,4 @@
-"""Which model the run keeps (``model.family``), among the families trainer/trees_settings.py
+"""Which model the run keeps (``model.family``), among the families trees/settings.py
 ``families`` says it trains: the Trainer's side of the one place that decides the family.
 
 - ``network``: the Keras model alone, as before the family existed.
@@ -27,8 +27,8 @@ from tfxline import task_types
 from tfxline.trainer import trees as trees_lib
 from tfxline.trainer.keras_compat import keras
 from tfxline.trainer.model import validation_outputs
-from tfxline.trainer.trees_settings import TREES
 from tfxline.transforms import features as F
+from tfxline.trees.settings import TREES
 
 AVERAGE = "average"
 

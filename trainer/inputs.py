@@ -15,8 +15,8 @@ from tfxline.trainer import batch as batch_lib
 from tfxline.trainer import cache_budget, data, images, resume
 from tfxline.trainer import strategy as strategy_lib
 from tfxline.trainer.settings import MAX_CLASS_WEIGHT, TrainerSettings, TrainingConfig
-from tfxline.trainer.trees_settings import families
 from tfxline.transforms import features as F
+from tfxline.trees.settings import families
 
 
 class EmptySplitError(ValueError):

@@ -46,8 +46,8 @@ from tfxline.trainer.model_inputs import make_head, model_inputs
 from tfxline.trainer.run_record import training_info
 from tfxline.trainer.settings import TRAINING_RUN_FILE, TrainerSettings
 from tfxline.trainer.train_step import training_model
-from tfxline.trainer.trees_settings import NETWORK, TREES, families
 from tfxline.transforms import features as F
+from tfxline.trees.settings import NETWORK, TREES, families
 
 
 def backup_dir(fn_args) -> str:

@@ -15,8 +15,8 @@ from typing import Any, Dict, Iterator, Mapping, Tuple
 
 from tfxline import task_types
 from tfxline.trainer import text_settings
-from tfxline.trainer.trees_settings import NETWORK, TreesConfig, family_problems
 from tfxline.transforms import features as F
+from tfxline.trees.settings import NETWORK, TreesConfig, family_problems
 from tfxline.typed_config.problems import Problem, bad
 from tfxline.typed_config.read import FROM_YAML, from_yaml
 
@@ -77,7 +77,7 @@ class ModelConfig:
     # __call__ maps a batch of strings to [batch, dim] vectors (TF Hub's text-embedding models do)
     text_saved_model: str = ""
     text_fine_tune: bool = False   # pretrained: train its weights too (false: frozen, the head learns)
-    # network | trees | auto: which model family a table trains (trainer/trees_settings.py);
+    # network | trees | auto: which model family a table trains (trees/settings.py);
     # `tfxline init` writes auto for a table, which trains both and keeps the better on validation
     family: str = NETWORK
     # the decision forest's settings (model.family trees or auto: trainer/trees.py)

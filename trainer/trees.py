@@ -24,9 +24,11 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
-from tfxline.trainer import trees_ops, trees_rates
+from tfxline.trainer import trees_ops
 from tfxline.trainer.keras_compat import keras
-from tfxline.trainer.trees_settings import (
+from tfxline.transforms import features as F
+from tfxline.trees import rates as trees_rates
+from tfxline.trees.settings import (
     CATEGORY,
     EXACT,
     FOREST,
@@ -36,7 +38,6 @@ from tfxline.trainer.trees_settings import (
     resolved,
     threads,
 )
-from tfxline.transforms import features as F
 
 LABEL = "__label__"  # the label's column in the training table (no transformed feature has this name)
 # Boosted trees stop early on the validation split only above this many training rows, as
@@ -67,7 +68,7 @@ def read_columns(dataset, steps: int = 0) -> Tuple[Dict[str, np.ndarray], np.nda
 def learner(config: TreesConfig, task: str, inputs: Sequence[Tuple[str, bool]], seed: int, rows: int,
             early_stopped: bool = True):
     """YDF's learner for ``config`` on ``rows`` training rows (the threads it trains with:
-    trees_settings ``threads``); ``early_stopped`` False: boosted trees grow ``num_trees``
+    trees/settings.py ``threads``); ``early_stopped`` False: boosted trees grow ``num_trees``
     iterations on every row given (no validation share carved out of them, no early stopping)."""
     import ydf
 
@@ -102,7 +103,7 @@ def fit(train: Columns, validation: Optional[Columns], spec: F.FeatureSpec, conf
     ``EARLY_STOPPING_ROWS`` training rows (YDF keeps the number of trees with the lowest validation
     loss), and grow ``config.num_trees`` iterations on ``train`` alone below it or with no
     ``validation`` (``refit``); a forest never reads it. With ``config.encoding`` rate the
-    categorical columns are read as numbers (trainer/trees_rates.py: out of fold on ``train``, the
+    categorical columns are read as numbers (trees/rates.py: out of fold on ``train``, the
     train split's table on every other row, the exported model's included); otherwise (category,
     or auto, which trainer/trees_run.py resolves) as categories."""
     encoding = RATE if config.encoding == RATE else CATEGORY
@@ -178,7 +179,7 @@ def class_columns(classes: Sequence[str], units: int) -> List[int]:
 def output_layer(function, read: Sequence[str], columns: Sequence[int],
                  rates: Optional[Dict[str, np.ndarray]] = None, **kwargs):
     """YDF's TensorFlow function as the head's output: the classes' columns in label-index order;
-    a rated column (``rates``: {name: trainer/trees_rates.py ``table``}) read through its table
+    a rated column (``rates``: {name: trees/rates.py ``table``}) read through its table
     first, an index outside it the table's last value (the class is defined on first use: Keras is
     chosen at the entry point)."""
     k = keras()
@@ -205,7 +206,7 @@ def output_layer(function, read: Sequence[str], columns: Sequence[int],
 
 
 def read_rate(table, values):
-    """A rated column's numbers: each index's value in ``table`` (trainer/trees_rates.py ``table``),
+    """A rated column's numbers: each index's value in ``table`` (trees/rates.py ``table``),
     an index outside it the table's last (the overall mean)."""
     last = tf.cast(tf.shape(table)[0] - 1, tf.int64)
     index = tf.cast(values, tf.int64)

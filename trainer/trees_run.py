@@ -18,8 +18,8 @@ from tfxline.trainer.inputs import WATCHED, Inputs, Sizes, input_dataset
 from tfxline.trainer.model import validation_outputs
 from tfxline.trainer.model_inputs import make_head, model_inputs
 from tfxline.trainer.settings import TrainerSettings
-from tfxline.trainer.trees_settings import TreesConfig, encodings
 from tfxline.transforms import features as F
+from tfxline.trees.settings import TreesConfig, encodings
 
 
 @dataclasses.dataclass
@@ -64,7 +64,7 @@ def train_trees(fn_args, settings: TrainerSettings, sizes: Sizes, inputs: Inputs
 def fit_best(train, validation, spec: F.FeatureSpec, config: TreesConfig, units: int, names: Sequence[str],
              seed: int = 0):
     """The forest of ``config`` for each way of reading the categorical columns that trains
-    (trees_settings ``encodings``: auto on a binary or regression label with a categorical column,
+    (trees/settings.py ``encodings``: auto on a binary or regression label with a categorical column,
     as categories and as rates), the better on ``validation`` by the task's main metric kept (a tie
     to the categories); ``model.trees_reading`` records each one's score for training_run.json."""
     ways = encodings(config, spec)

@@ -27,7 +27,7 @@ from tfxline.trainer import tuning_settings as T
 from tfxline.trainer.inputs import input_data, plan_sizes
 from tfxline.trainer.model import validation_outputs
 from tfxline.trainer.settings import TrainerSettings
-from tfxline.trainer.trees_settings import TREES, TreesConfig, families, resolved
+from tfxline.trees.settings import TREES, TreesConfig, families, resolved
 
 # The trees' choices: the algorithm, its depth (0: the algorithm's usual, boosted 6 / forest 16),
 # the boosted trees' learning rate (a forest has none), a leaf's fewest rows, categorical splits.

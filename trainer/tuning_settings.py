@@ -162,7 +162,7 @@ def tuned(settings: Any, values: Mapping[str, Any]) -> Any:
 
 
 def tuned_trees(config: Any, values: Mapping[str, Any]) -> Any:
-    """``config`` (trees_settings.TreesConfig) with tuned ``values`` (its own keys) laid over it."""
+    """``config`` (trees/settings.py TreesConfig) with tuned ``values`` (its own keys) laid over it."""
     fields = _fields(config)
     return type(config)(**{**fields, **{k: type(fields[k])(v) for k, v in values.items() if k in fields}})
 

@@ -35,9 +35,9 @@ from tfxline.pipeline.config.sections import (
 # The sections the Trainer reads live with the model code (trainer/ never imports pipeline/).
 from tfxline.trainer.settings import ModelConfig, TrainerRuntime, TrainerSettings, TrainingConfig
 from tfxline.trainer.text_settings import PRETRAINED
-from tfxline.trainer.trees_settings import encoding_problem, trained_family, trees_problem
 from tfxline.trainer.tuning_settings import TuningConfig
 from tfxline.transforms.features import FeatureSpec
+from tfxline.trees.settings import encoding_problem, trained_family, trees_problem
 from tfxline.typed_config.problems import ConfigError, Problem, bad, section_problems
 from tfxline.typed_config.read import FROM_YAML, REQUIRED
 
@@ -97,7 +97,7 @@ class PipelineConfig:
         """What the Trainer reads (its custom_config): the feature spec, model, training, the
         Trainer's runtime settings and the threshold objective; no Beam or Transform setting."""
         runtime = TrainerRuntime(**{f.name: getattr(self.runtime, f.name) for f in dataclasses.fields(TrainerRuntime)})
-        # auto with a TFLite export trains the network alone (trainer/trees_settings.py trained_family)
+        # auto with a TFLite export trains the network alone (trees/settings.py trained_family)
         model = dataclasses.replace(self.model, family=trained_family(self.model.family, self.serving.tflite != "off"))
         return TrainerSettings(self.features, model, self.training, runtime, self.evaluation.threshold)
 

@@ -40,8 +40,8 @@ MAX_BINS = 65535  # YDF keeps a binned column's index in 16 bits
 CATEGORICAL_ALGORITHMS = ("cart", "random")
 # How the trees read a categorical column (model.trees.encoding). category: as categories (YDF's
 # categorical splits, model.trees.categorical says which); rate: as one number, the category's label
-# mean on other rows (out of fold on the train split, smoothed toward the overall mean: trainer/
-# trees_rates.py); auto: both train and the better on the watched validation rows is kept (a binary
+# mean on other rows (out of fold on the train split, smoothed toward the overall mean: trees/
+# rates.py); auto: both train and the better on the watched validation rows is kept (a binary
 # or regression label; a multi-class one has no one number per category, and reads categories).
 # A split on categories searches every way of grouping a column's values and finds one that fits
 # noise: on bench/wide.py's 300 columns the forest's splits leaned most on the noise text columns
