@@ -72,9 +72,13 @@ def value_rule(metric: str, value_threshold) -> str:
     rules = []
     if value_threshold.HasField("lower_bound"):
         exclusive = GATES.get(metric, Gate()).exclusive
-        rules.append(f"{'>' if exclusive else '>='} {floor(metric, value_threshold.lower_bound.value):g}")
+        value = floor(metric, value_threshold.lower_bound.value)
+        if not exclusive and value > round(value, 9):  # one step above a number: a strict floor (a
+            exclusive, value = True, round(value, 9)  # histogram metric's 'both classes predicted', > 0)
+        rules.append(f"{'>' if exclusive else '>='} {value:g}")
     if value_threshold.HasField("upper_bound"):
-        rules.append(f"<= {value_threshold.upper_bound.value:g}")
+        value = value_threshold.upper_bound.value
+        rules.append(f"< {round(value, 9):g}" if value < round(value, 9) else f"<= {value:g}")
     return " and ".join(rules)
 
 

@@ -150,6 +150,9 @@ def test_the_report_states_each_rule_as_the_config_reads():
     assert gates.value_rule("accuracy_lift", gate("multiclass", "AccuracyLift").value_threshold) == "> 0"
     assert gates.value_rule("auc", gate("binary", "AUC").value_threshold) == ">= 0.55"
     assert gates.value_rule("mae", gate("regression", "mae", max_mae=30.0).value_threshold) == "<= 30"
+    # a bound one float step off a number is a strict one (the report showed '>= 4.94066e-324 and <= 1')
+    assert gates.value_rule("HistogramPredictedPositiveRate", gate("binary", "HistogramPredictedPositiveRate")
+                            .value_threshold) == "> 0 and < 1"
 
 
 def test_a_refusal_without_a_failed_threshold_still_says_why_and_names_the_key():
