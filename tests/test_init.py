@@ -263,3 +263,19 @@ def test_small_whole_number_codes_are_their_own_index(capsys, tmp_path):
     assert specs["delta"]["transform"] == specs["big"]["transform"] == "vocabulary"   # below 0; above 39
     assert "answer: codes 0-5 as their index (5 whole-number values: codes, 12 empty (6.0%))" in out
     assert "floor: codes 0-2 as their index (3 whole-number values written as floats: codes)" in out
+
+
+@pytest.mark.parametrize("labelled", [300, 2532, 5634, 100_000])
+def test_the_validation_batches_cover_the_hash_splits_spread(labelled):
+    """init's eval_steps read the whole validation split: its row count is binomial around its share
+    (a new user's 5,634-row table: ~563 expected, 601 given, and 9 batches of 64 left 25 rows unread),
+    so the batches cover 4 standard deviations above the expected count, at least."""
+    import math
+
+    from tfxline.cli.init_sizing import sizing
+
+    size = sizing(labelled)
+    share = size["buckets"][1] / sum(size["buckets"])
+    high = labelled * share + 4 * math.sqrt(labelled * share * (1 - share))
+    assert size["eval_steps"] * size["batch_size"] >= min(high, 500 * size["batch_size"])
+    assert "validation reads all of it (up to" in size["why"]
