@@ -28,7 +28,7 @@ def sizing(labelled: int, text: bool = False) -> Dict[str, Any]:
     epochs = int(min(200, max(10, math.ceil(2000 / steps))))
     patience = 5 if labelled < 20_000 else 3
     # Every validation row, read each pass: the hash split gives the validation split a binomial
-    # count around ``validation`` (a 7,043-row table: ~563 expected, 601 given, and 9 batches of 64
+    # count around ``validation`` (a 5,634-row table: ~563 expected, 601 given, and 9 batches of 64
     # left 25 rows unread by early stopping, the family choice, the threshold and the refit), so the
     # batches cover 5 standard deviations more; the Trainer reads the rows there are (trainer/inputs.py).
     spread = 5 * math.sqrt(labelled * buckets[1] / total * (1 - buckets[1] / total))

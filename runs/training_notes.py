@@ -90,7 +90,7 @@ READ_AS = {"category": "categories", "rate": "label rates"}  # model.trees.encod
 def trees_reading(info: Dict[str, Any]) -> str:
     """How the trees read the categorical columns, where both ways trained (model.trees.encoding
     auto), and on which rows that was chosen: '; the trees read categories as label rates, chosen on
-    the other 254 rows, which early stopping read (label rates 0.6358, categories 0.6324)'; ''
+    the other 254 rows, which early stopping read (categories 0.6324, label rates 0.6358)'; ''
     otherwise. With two families those are the watched half, never the held half the family
     choice's scores above are on; with one, every validation row."""
     trees = info.get("trees") or {}
