@@ -44,6 +44,21 @@ sys.exit(main.main(sys.argv[1:]))
 """
 
 
+def terminal_ctrl_c():
+    """A child's SIGINT as a terminal's Ctrl-C reaches it. A suite started as a background job (a
+    shell's `cmd &`) has SIGINT ignored, which a run keeps ignoring by design
+    (test_an_ignored_ctrl_c_stays_ignored): without this the Ctrl-C tests failed there."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.fixture
+def ctrl_c_reaches_python():
+    """This process's SIGINT as Python sets it under a terminal (KeyboardInterrupt), put back after."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 @pytest.mark.parametrize("when", ["2 s into Transform", "in a Beam bundle", "swallowed by a library"])
 @pytest.mark.one_stack("1.16", why="our signal handling around the components; the signal tests without a pipeline run on both stacks")
 def test_ctrl_c_during_a_component_records_the_run_as_interrupted(tmp_path, when):
@@ -53,8 +68,8 @@ def test_ctrl_c_during_a_component_records_the_run_as_interrupted(tmp_path, when
     in_bundle = when != "2 s into Transform"
     script = f"SWALLOW = {when == 'swallowed by a library'}" + CTRL_C_IN_A_BEAM_BUNDLE
     command = ["-c", script] if in_bundle else ["-m", "tfxline.cli.main"]
-    proc = subprocess.Popen([sys.executable, *command, *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    proc = subprocess.Popen([sys.executable, *command, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=ROOT, preexec_fn=terminal_ctrl_c)
     seen = []
     for line in proc.stdout:
         seen.append(line)
@@ -150,7 +165,7 @@ def run_a_bundle_that_signals(signum):
 
 
 @pytest.mark.parametrize("signum, name", [(signal.SIGINT, "Ctrl-C"), (signal.SIGTERM, "SIGTERM")])
-def test_a_signal_beam_wraps_is_still_found(signum, name):
+def test_a_signal_beam_wraps_is_still_found(signum, name, ctrl_c_reaches_python):
     """Beam turns what a signal raises in a bundle into a RuntimeError naming the step; the
     interruption is found in it, and each context that saw it (nested: the command's and the
     run's) has it."""
