@@ -131,6 +131,7 @@ def test_a_rate_forest_saves_and_serves_the_same_outputs(tmp_path):
                                          ({"category": 0.71, "rate": 0.71}, "category")])  # a tie: categories
 def test_auto_keeps_the_reading_better_on_the_watched_rows(monkeypatch, scores, kept):
     from tfxline.trainer import family, trees_run
+    from tfxline.trainer.trees import describe as trees_describe
 
     features, labels = noisy_table(400, seed=3)
     monkeypatch.setattr(family, "score", lambda outputs, labels, spec: scores[current.pop(0)])
@@ -138,7 +139,8 @@ def test_auto_keeps_the_reading_better_on_the_watched_rows(monkeypatch, scores, 
     model = trees_run.fit_best((features, labels), (features, labels), spec_of(), T.TreesConfig(num_trees=5), 1,
                                ["x_xf", "c_xf"])
     assert model.trees_encoding == kept
-    assert model.trees_reading == {"encoding": kept, "encoding_scores": scores, "encoding_rows": 400}
+    assert model.trees_reading == {"encoding_scores": scores, "encoding_rows": 400}
+    assert trees_describe(model)["encoding"] == kept  # training_run.json's trees record
     assert trees_run.fit_best((features, labels), (features, labels), spec_of("multiclass"),
                               T.TreesConfig(num_trees=5), 2, ["x_xf", "c_xf"]).trees_encoding == "category"
 

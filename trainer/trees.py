@@ -107,8 +107,9 @@ def fit(train: Columns, validation: Optional[Columns], spec: F.FeatureSpec, conf
     train split's table on every other row, the exported model's included); otherwise (category,
     or auto, which trainer/trees_run.py resolves) as categories."""
     encoding = RATE if config.encoding == RATE else CATEGORY
-    rated = [name for name, categorical in tree_inputs(spec) if categorical] if encoding == RATE else []
-    inputs = [(name, categorical and name not in rated) for name, categorical in tree_inputs(spec)]
+    columns = tree_inputs(spec)
+    rated = [name for name, categorical in columns if categorical] if encoding == RATE else []
+    inputs = [(name, categorical and name not in rated) for name, categorical in columns]
     read = [name for name, _ in inputs]
     rates = trees_rates.tables(train[0], train[1], rated)
 

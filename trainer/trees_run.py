@@ -75,14 +75,20 @@ def fit_best(train, validation, spec: F.FeatureSpec, config: TreesConfig, units:
     kind = task_types.get(spec.task)
     scores: Dict[str, float] = {}
     for way, model in fitted.items():
-        outputs, labels = validation_outputs(model, tf.data.Dataset.from_tensors(validation), 1)
+        outputs, labels = validation_outputs(model, one_batch(validation), 1)
         scores[way] = float(family_lib.score(outputs, labels, spec))
     sign = 1.0 if kind.higher_is_better else -1.0
     best = max(ways, key=lambda w: (-np.inf if np.isnan(scores[w]) else sign * scores[w], -ways.index(w)))
     kept = fitted[best]
-    kept.trees_reading = {"encoding": best, "encoding_scores": {w: round(v, 6) for w, v in scores.items()},
+    kept.trees_reading = {"encoding_scores": {w: round(v, 6) for w, v in scores.items()},
                           "encoding_rows": int(len(validation[1]))}
     return kept
+
+
+def one_batch(columns):
+    """Numpy (features, labels) columns as a dataset of one batch (validation_outputs reads batches)."""
+    features, labels = columns
+    return tf.data.Dataset.from_tensors((features, labels))
 
 
 def refit_trees(settings: TrainerSettings, forest: Optional[TreesRun]):

@@ -66,7 +66,7 @@ def candidates(config: TreesConfig, count: int, seed: int) -> List[Dict[str, Any
 def search(fn_args, settings: TrainerSettings, tuning: T.TuningConfig, started: float,
            progress: Callable[..., None]) -> Optional[Dict[str, Any]]:
     """The trees' search and its record (None where no trees train); its budget starts at ``started``."""
-    from tfxline.trainer.trees_run import fit_best, trees_columns, watched  # the Trainer's own reading of the splits
+    from tfxline.trainer.trees_run import fit_best, one_batch, trees_columns, watched  # the Trainer's own reading
 
     spec = settings.features
     if TREES not in families(spec, settings.model.family):
@@ -85,7 +85,7 @@ def search(fn_args, settings: TrainerSettings, tuning: T.TuningConfig, started: 
         begun = time.monotonic()
         config = T.tuned_trees(settings.model.trees, values)
         model = fit_best(train, validation, spec, config, units, names, settings.training.seed)
-        outputs, labels = validation_outputs(model, _batches(validation), 1)
+        outputs, labels = validation_outputs(model, one_batch(validation), 1)
         score = family_lib.score(outputs, labels, spec)
         return {"score": float(score), "seconds": round(time.monotonic() - begun, 2), "values": values,
                 "trees": int(model.ydf_model.num_trees()), "rows": int(len(labels)),
@@ -114,12 +114,6 @@ def search(fn_args, settings: TrainerSettings, tuning: T.TuningConfig, started: 
     return {"objective": metric, "direction": direction, "baseline": baseline, "trials": trials, "kept_config": kept,
             "best": best, "seconds": round(time.monotonic() - started, 1), "margin_se": T.MARGIN_SE,
             "ended_by": "max_minutes" if len(trials) < len(planned) else "max_trials"}
-
-
-def _batches(columns):
-    """The validation columns as one batch of (features, labels) (validation_outputs reads batches)."""
-    features, labels = columns
-    return tf.data.Dataset.from_tensors((features, labels))
 
 
 def best_values(record: Optional[Dict[str, Any]]) -> Dict[str, Any]:
